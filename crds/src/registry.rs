@@ -1,0 +1,354 @@
+//! The `RegistryEntry` resource: one remote endpoint a composition may reach.
+
+use crate::common::{BearerAuth, Condition, SecretKeyRef};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One remote endpoint: exactly one of `mcp` (an MCP server), `a2a` (a remote A2A agent) or
+/// `model` (a model endpoint). A composition can reach only what the registry lists, by the
+/// entry's name. Secrets are references to Secrets in the same namespace, never values.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "studio.orrery.dev",
+    version = "v1alpha1",
+    kind = "RegistryEntry",
+    plural = "registryentries",
+    singular = "registryentry",
+    shortname = "reg",
+    shortname = "regentry",
+    category = "orrery",
+    namespaced,
+    doc = "A RegistryEntry: one remote endpoint (an MCP server, an A2A agent or a model) that Compositions in this namespace may reach, by name. Its status shows whether it is Ready and Pinned.",
+    status = "RegistryEntryStatus",
+    printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".status.kind"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Pinned","type":"string","jsonPath":".status.conditions[?(@.type==\"Pinned\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = kube::core::Rule::new("self.metadata.name.matches('^[a-z][a-z0-9-]{0,62}$')").message("a RegistryEntry name must be at most 63 characters of lowercase letters, digits and '-', starting with a letter (it becomes part of tool names)")
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "[has(self.mcp), has(self.a2a), has(self.model)].filter(x, x).size() == 1",
+     "message": "set exactly one of spec.mcp, spec.a2a or spec.model"}
+]))]
+pub struct RegistryEntrySpec {
+    /// What this endpoint is, for people reading the registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
+    pub description: Option<String>,
+    /// An MCP server reached over streamable HTTP or legacy SSE (never stdio). Its tools reach
+    /// the model as `mcp_<entry>_<tool>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpEntry>,
+    /// A remote A2A agent whose skills are tools `a2a_<entry>_<skill>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a: Option<A2aEntry>,
+    /// A model endpoint a node can name in `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelEntry>,
+}
+
+/// The kind of a registry entry.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum EntryKind {
+    /// An MCP server.
+    Mcp,
+    /// A remote A2A agent.
+    A2a,
+    /// A model endpoint.
+    Model,
+}
+
+impl RegistryEntrySpec {
+    /// The kind of the entry, or `None` when not exactly one of mcp/a2a/model is set.
+    pub fn kind(&self) -> Option<EntryKind> {
+        match (&self.mcp, &self.a2a, &self.model) {
+            (Some(_), None, None) => Some(EntryKind::Mcp),
+            (None, Some(_), None) => Some(EntryKind::A2a),
+            (None, None, Some(_)) => Some(EntryKind::Model),
+            _ => None,
+        }
+    }
+}
+
+/// MCP transport.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum McpTransport {
+    /// Streamable HTTP (MCP 2025-11-25 session model and 2026-07-28).
+    #[default]
+    StreamableHttp,
+    /// Legacy HTTP+SSE.
+    Sse,
+}
+
+/// An MCP server entry.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpEntry {
+    /// The server's URL (https; plain http only to loopback).
+    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.startsWith('https://') || self.startsWith('http://127.') || self.startsWith('http://localhost') || self.startsWith('http://[::1]')",
+         "message": "url must be https (plain http is allowed only to loopback)"}
+    ]))]
+    pub url: String,
+    /// StreamableHttp (default) or Sse.
+    #[serde(default)]
+    pub transport: McpTransport,
+    /// The server's tools a composition may reference (the allowlist).
+    #[schemars(length(min = 1, max = 128))]
+    pub tools: Vec<String>,
+    /// Tools that only read. Only these can be used; each must also carry
+    /// `readOnlyHint: true` on the server, or it is refused loudly.
+    #[serde(default)]
+    #[schemars(length(max = 128))]
+    pub read_only: Vec<String>,
+    /// The server is on a private network; its host must also be on the deployment's allowlist.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private_network: bool,
+    /// Bearer token sent only to this server's origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BearerAuth>,
+    /// Per-call limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<EndpointLimits>,
+}
+
+/// Whether a remote agent changes things.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Effect {
+    /// The agent only reads (default).
+    #[default]
+    ReadOnly,
+    /// The agent acts: each call is confirmed by the run's owner against the digest of the
+    /// exact request. Allowed only when the deployment allows acting remotes.
+    Acting,
+}
+
+/// A remote A2A agent entry.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct A2aEntry {
+    /// URL of the agent card (https; plain http only to loopback), e.g.
+    /// `https://agent.example.com/.well-known/agent-card.json`.
+    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.startsWith('https://') || self.startsWith('http://127.') || self.startsWith('http://localhost') || self.startsWith('http://[::1]')",
+         "message": "cardUrl must be https (plain http is allowed only to loopback)"}
+    ]))]
+    pub card_url: String,
+    /// Optional pin: SHA-256 (hex) of the RFC 8785 canonical JSON of the card's trust fields.
+    /// Without it the card is pinned on first use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
+    #[serde(rename = "cardSHA256")]
+    pub card_sha256: Option<String>,
+    /// The card's skills a composition may use.
+    #[schemars(length(min = 1, max = 64))]
+    pub skills: Vec<String>,
+    /// ReadOnly (default) or Acting.
+    #[serde(default)]
+    pub effect: Effect,
+    /// Origins (scheme://host:port) RPC targets may use besides the card's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub service_origins: Vec<String>,
+    /// The agent is on a private network; its host must also be on the deployment's allowlist.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private_network: bool,
+    /// Bearer token sent only to this agent's origins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BearerAuth>,
+    /// Per-call limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<EndpointLimits>,
+}
+
+/// Per-call limits of a remote endpoint.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EndpointLimits {
+    /// Total time for one call, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: Option<u32>,
+    /// Largest reply read, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024, max = 16777216))]
+    pub max_reply_bytes: Option<u64>,
+    /// Largest agent card read, in bytes (A2A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024, max = 4194304))]
+    pub max_card_bytes: Option<u64>,
+}
+
+/// A model provider.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum ModelProvider {
+    /// OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, LiteLLM…), any base URL.
+    #[serde(rename = "OpenAI")]
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini generateContent.
+    Gemini,
+    /// Deterministic replies and tool calls from `script`, for dry runs, demos and tests.
+    Scripted,
+}
+
+/// A model endpoint entry.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self.provider != 'Scripted' || has(self.script)",
+     "message": "a Scripted model needs spec.model.script"},
+    {"rule": "self.provider == 'Scripted' || has(self.apiKey) || has(self.baseUrl)",
+     "message": "a real provider needs spec.model.apiKey (a secretKeyRef), or a baseUrl for a keyless local server"}
+]))]
+pub struct ModelEntry {
+    /// OpenAI, Anthropic, Gemini or Scripted.
+    pub provider: ModelProvider,
+    /// The provider's model name, e.g. `gpt-5-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`.
+    #[schemars(length(min = 1, max = 253))]
+    pub model: String,
+    /// Base URL of the API (defaults to the provider's public endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
+    pub base_url: Option<String>,
+    /// The API key, as a reference to a Secret key in the same namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKeySource>,
+    /// The endpoint is on a private network (e.g. vLLM in the cluster); its host must be on the
+    /// deployment's allowlist.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private_network: bool,
+    /// Per-call limits (timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<EndpointLimits>,
+    /// For provider Scripted: the replies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ModelScript>,
+}
+
+/// Where an API key comes from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiKeySource {
+    /// The Secret key holding the API key (mounted into the runner pod; locally read from
+    /// `$ORRERY_SECRETS_DIR/<name>/<key>`).
+    pub secret_key_ref: SecretKeyRef,
+}
+
+/// A deterministic script for the Scripted provider. Each node's turns are used in order, one
+/// per model turn of that node (a tool loop uses one turn per round); the last turn repeats.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelScript {
+    /// Turns per node id.
+    #[serde(default)]
+    pub nodes: BTreeMap<String, Vec<ScriptedTurn>>,
+    /// The turn used for a node the script does not name. Without it such a node echoes its
+    /// input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<ScriptedTurn>,
+}
+
+/// One scripted model turn: tool calls, or a final reply (with a label for labelled nodes).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptedTurn {
+    /// Tool calls the model makes in this turn (model-facing names, e.g.
+    /// `mcp_demo_tools_search_articles`); their results come back in the next turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ScriptedToolCall>,
+    /// The reply text. `{{input}}` is replaced by the node's input, `{{tool_results}}` by the
+    /// results of this node's tool calls so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// The label for a labelled node or a router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Tokens this turn reports as used (input, output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ScriptedUsage>,
+    /// Milliseconds the turn takes, to make runs watchable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 600000))]
+    pub delay_ms: Option<u64>,
+}
+
+/// A scripted tool call.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptedToolCall {
+    /// The model-facing tool name.
+    pub name: String,
+    /// The call's arguments (a JSON object).
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub arguments: serde_json::Value,
+}
+
+/// Token usage a scripted turn reports.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptedUsage {
+    /// Input (prompt) tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// Observed state of a RegistryEntry.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryEntryStatus {
+    /// The generation the status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Mcp, A2a or Model (for `kubectl get`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<EntryKind>,
+    /// `Ready` (reachable and usable) and `Pinned` (card or tools pinned and unchanged).
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// The pinned card digest (A2A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "cardSHA256")]
+    pub card_sha256: Option<String>,
+    /// The pinned card's skills (A2A).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// The pinned tools (MCP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<PinnedTool>,
+    /// Addresses the endpoint's host resolved to when last checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved_addresses: Vec<String>,
+    /// The last error reaching or pinning the endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// One pinned MCP tool.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PinnedTool {
+    /// The tool's name on the server.
+    pub name: String,
+    /// SHA-256 of the tool's description.
+    pub description_sha256: String,
+    /// SHA-256 of the canonical JSON of the tool's input schema.
+    pub schema_sha256: String,
+    /// SHA-256 of the canonical JSON of the tool's annotations.
+    #[serde(default)]
+    pub annotations_sha256: String,
+    /// The server's `readOnlyHint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+}

@@ -1,0 +1,290 @@
+//! The `StudioRun` resource: one execution of a composition in its own runner pod.
+
+use crate::common::Condition;
+use crate::composition::{Budgets, CompositionSpec};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One run of a composition. The operator validates it, then runs it in its own sandboxed
+/// runner pod behind an egress NetworkPolicy built from the registry. `kubectl get`,
+/// `kubectl describe` and `kubectl wait --for=jsonpath='{.status.phase}'=Succeeded` show what
+/// happened.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "studio.orrery.dev",
+    version = "v1alpha1",
+    kind = "StudioRun",
+    plural = "studioruns",
+    singular = "studiorun",
+    shortname = "srun",
+    shortname = "sruns",
+    category = "orrery",
+    namespaced,
+    doc = "A StudioRun: one execution of a Composition in its own sandboxed runner pod. status.phase ends Succeeded, Failed, Cancelled, BudgetExhausted or Rejected.",
+    status = "StudioRunStatus",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Composition","type":"string","jsonPath":".status.composition.name"}"#,
+    printcolumn = r#"{"name":"Tokens","type":"integer","jsonPath":".status.totals.tokens"}"#,
+    printcolumn = r#"{"name":"Owner","type":"string","priority":1,"jsonPath":".spec.owner"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "has(self.compositionRef) != has(self.composition)",
+     "message": "set exactly one of spec.compositionRef (a Composition by name) or spec.composition (inline)"},
+    {"rule": "self.input == oldSelf.input",
+     "message": "spec.input is immutable: create a new StudioRun"},
+    {"rule": "self.owner == oldSelf.owner",
+     "message": "spec.owner is immutable"},
+    {"rule": "!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",
+     "message": "spec.cancel cannot be undone once set"}
+]))]
+pub struct StudioRunSpec {
+    /// The Composition to run, by name (and optionally an exact revision). Exactly one of
+    /// compositionRef and composition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composition_ref: Option<CompositionRef>,
+    /// An inline composition, for one-off runs. Exactly one of compositionRef and composition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composition: Option<CompositionSpec>,
+    /// The run's input: the first node's input.
+    #[schemars(length(max = 65536))]
+    pub input: String,
+    /// The user the run belongs to. It must equal the user creating the run (an admission
+    /// policy checks `request.userInfo.username`). The owner decides approvals.
+    #[schemars(length(min = 1, max = 253))]
+    pub owner: String,
+    /// People who may decide approvals besides a human owner. Required when the owner is a
+    /// service account (e.g. a GitOps pipeline) and the composition can ask a person anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Approvers>,
+    /// Budget overrides, each at most the composition's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budgets: Option<Budgets>,
+    /// Record (redacted, capped) arguments, results and text in trace events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capture_content: bool,
+    /// Set to true to cancel the run: in-flight calls are cancelled and the run ends Cancelled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel: bool,
+}
+
+/// A reference to a Composition in the run's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompositionRef {
+    /// The Composition's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// An exact revision to run; without it, the current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub revision: Option<i64>,
+}
+
+/// Who may decide a run's approvals besides its owner.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Approvers {
+    /// User names (human users only; service accounts can never decide).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub users: Vec<String>,
+    /// Group names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub groups: Vec<String>,
+}
+
+/// The phase of a run.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum RunPhase {
+    /// Accepted, not started yet (reason Queued when over a limit).
+    Pending,
+    /// The runner pod is executing the graph.
+    Running,
+    /// Waiting for a person to decide an approval, a remote's question or an action.
+    AwaitingApproval,
+    /// Finished with an output.
+    Succeeded,
+    /// A node failed (a model error, a missing label, a refused configuration).
+    Failed,
+    /// Cancelled by `spec.cancel` or deletion.
+    Cancelled,
+    /// A budget ran out (`budget.hit`).
+    BudgetExhausted,
+    /// A person rejected (or let expire) an approval with no rejected edge.
+    Rejected,
+}
+
+impl RunPhase {
+    /// Whether the run has ended.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, RunPhase::Pending | RunPhase::Running | RunPhase::AwaitingApproval)
+    }
+}
+
+/// Observed state of a StudioRun.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StudioRunStatus {
+    /// The generation the status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Pending, Running, AwaitingApproval, Succeeded, Failed, Cancelled, BudgetExhausted or
+    /// Rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RunPhase>,
+    /// Standard conditions (`Accepted`, `Succeeded`).
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// Exactly what ran: the composition's name, revision and spec digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composition: Option<RanComposition>,
+    /// Name of the runner pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_pod: Option<String>,
+    /// When the runner started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// When the run ended (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+    /// What the run used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<RunTotals>,
+    /// Trace events recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_count: Option<i64>,
+    /// Trace events dropped past the per-run cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_dropped: Option<i64>,
+    /// Decisions the run is waiting for. The text itself is never stored here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
+    pub pending_approvals: Vec<PendingApproval>,
+    /// Decisions made, append-only. Approvers append here with
+    /// `kubectl patch --subresource=status`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub decisions: Vec<Decision>,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+/// The composition a run executed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RanComposition {
+    /// The Composition's name (empty for an inline composition).
+    #[serde(default)]
+    pub name: String,
+    /// The revision that ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// SHA-256 of the canonical JSON of the spec that ran.
+    #[serde(default)]
+    pub digest: String,
+}
+
+/// What a run used. The same numbers close the trace with `run.end`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTotals {
+    /// Model tokens, all models.
+    #[serde(default)]
+    pub tokens: u64,
+    /// Model tokens per model entry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens_by_model: BTreeMap<String, u64>,
+    /// Tool calls.
+    #[serde(default)]
+    pub tool_calls: u64,
+    /// Delegations (supervisor child calls and A2A calls).
+    #[serde(default)]
+    pub delegations: u64,
+    /// Remote calls (A2A messages).
+    #[serde(default)]
+    pub remote_calls: u64,
+    /// Wall time in milliseconds (time waiting for people included).
+    #[serde(default)]
+    pub wall_time_ms: u64,
+}
+
+/// What a pending decision is about.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum ApprovalKind {
+    /// A HumanApproval node's text under review.
+    Approval,
+    /// A remote agent's question (A2A input-required).
+    Input,
+    /// An acting remote's exact request.
+    Action,
+}
+
+/// A decision the run is waiting for.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The approval's id, named by a decision.
+    pub id: String,
+    /// The node asking.
+    pub node: String,
+    /// Approval, Input or Action.
+    pub kind: ApprovalKind,
+    /// SHA-256 (hex) of the text under review; an approval must name it.
+    pub digest: String,
+    /// Size of the text in bytes.
+    pub size: u64,
+    /// False when the text is over 128 KiB and only part can be shown (it can only be rejected).
+    pub complete: bool,
+    /// When the approval expires (a rejection), RFC 3339.
+    pub expires_at: String,
+}
+
+/// A decision verb.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum DecisionVerb {
+    /// Approve (must name the digest of the text read).
+    Approve,
+    /// Reject (with an optional comment).
+    Reject,
+}
+
+/// One decision, appended to `status.decisions`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Decision {
+    /// The pending approval's id.
+    pub approval_id: String,
+    /// Approve or Reject.
+    pub decision: DecisionVerb,
+    /// The digest of the text the person read (required to approve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// The reviewer's comment; a rejected edge's node receives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8192))]
+    pub comment: Option<String>,
+    /// Who decided (set by the admission policy's check, or by the sidecar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+}
+
+/// Why a run failed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunError {
+    /// The node that failed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// What went wrong.
+    pub message: String,
+}

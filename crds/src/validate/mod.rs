@@ -1,0 +1,155 @@
+//! The composition validator: one function used by the operator, the `orrery` CLI and the
+//! sidecar. It never calls a model and returns every problem at once, each at its field.
+//!
+//! PUBLIC API (fixed; other crates code against it):
+//! - [`RegistryView`] / [`EntryView`]: what the validator needs to know about the registry.
+//! - [`DeploymentLimits`]: what only the deployment decides (ceilings, allowed models, acting).
+//! - [`validate`] → [`Validation`] (errors + warnings).
+//! - [`crate::plan::plan`] builds the executable plan from a spec that validates.
+
+use crate::common::ValidationIssue;
+use crate::composition::Budgets;
+use crate::registry::{Effect, EntryKind, ModelProvider, RegistryEntry};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The registry as the validator sees it: entries by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryView {
+    /// Entries by their RegistryEntry name.
+    pub entries: BTreeMap<String, EntryView>,
+}
+
+/// One registry entry, reduced to what validation needs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum EntryView {
+    /// An MCP server: the tool allowlist and the read-only subset.
+    Mcp {
+        /// Tools a composition may reference.
+        tools: BTreeSet<String>,
+        /// Tools that only read (the only ones usable without the acting path).
+        read_only: BTreeSet<String>,
+    },
+    /// A remote A2A agent: its allowed skills and effect.
+    A2a {
+        /// Skills a composition may reference.
+        skills: BTreeSet<String>,
+        /// ReadOnly or Acting.
+        effect: Effect,
+    },
+    /// A model endpoint.
+    Model {
+        /// Its provider.
+        provider: ModelProvider,
+    },
+}
+
+impl EntryView {
+    /// The entry's kind.
+    pub fn kind(&self) -> EntryKind {
+        match self {
+            EntryView::Mcp { .. } => EntryKind::Mcp,
+            EntryView::A2a { .. } => EntryKind::A2a,
+            EntryView::Model { .. } => EntryKind::Model,
+        }
+    }
+}
+
+impl RegistryView {
+    /// Builds the view from RegistryEntry resources. Entries that set none or several of
+    /// mcp/a2a/model are left out (the apiserver refuses them; `orrery validate` reports them).
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a RegistryEntry>) -> Self {
+        let mut view = RegistryView::default();
+        for entry in entries {
+            let name = entry.metadata.name.clone().unwrap_or_default();
+            let spec = &entry.spec;
+            let ev = match (&spec.mcp, &spec.a2a, &spec.model) {
+                (Some(m), None, None) => EntryView::Mcp {
+                    tools: m.tools.iter().cloned().collect(),
+                    read_only: m.read_only.iter().cloned().collect(),
+                },
+                (None, Some(a), None) => EntryView::A2a {
+                    skills: a.skills.iter().cloned().collect(),
+                    effect: a.effect,
+                },
+                (None, None, Some(m)) => EntryView::Model { provider: m.provider },
+                _ => continue,
+            };
+            view.entries.insert(name, ev);
+        }
+        view
+    }
+}
+
+/// Budget ceilings: every budget has one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ceilings {
+    /// Largest `maxTokens`.
+    pub max_tokens: u64,
+    /// Largest `maxToolCalls`.
+    pub max_tool_calls: u64,
+    /// Largest `maxDelegations`.
+    pub max_delegations: u64,
+    /// Largest `maxRemoteCalls`.
+    pub max_remote_calls: u64,
+    /// Largest `timeoutSeconds`.
+    pub timeout_seconds: u64,
+}
+
+impl Default for Ceilings {
+    fn default() -> Self {
+        Ceilings {
+            max_tokens: 500_000,
+            max_tool_calls: 100,
+            max_delegations: 50,
+            max_remote_calls: 20,
+            timeout_seconds: 1800,
+        }
+    }
+}
+
+impl Ceilings {
+    /// The budgets a run gets: each budget the spec leaves out is set to its ceiling.
+    pub fn effective(&self, budgets: &Budgets) -> Ceilings {
+        Ceilings {
+            max_tokens: budgets.max_tokens.unwrap_or(self.max_tokens),
+            max_tool_calls: budgets.max_tool_calls.unwrap_or(self.max_tool_calls),
+            max_delegations: budgets.max_delegations.unwrap_or(self.max_delegations),
+            max_remote_calls: budgets.max_remote_calls.unwrap_or(self.max_remote_calls),
+            timeout_seconds: budgets.timeout_seconds.unwrap_or(self.timeout_seconds),
+        }
+    }
+}
+
+/// What only the deployment decides (the operator's Helm values; flags of the CLI).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentLimits {
+    /// Budget ceilings.
+    pub ceilings: Ceilings,
+    /// Model entries nodes may name. `None`: every model entry in the registry.
+    pub allowed_models: Option<BTreeSet<String>>,
+    /// Whether entries with `effect: Acting` may be used.
+    pub acting_remotes: bool,
+    /// The model entry a node without `model` uses. `None`: such a node is refused unless the
+    /// registry has exactly one model entry.
+    pub default_model: Option<String>,
+}
+
+/// The validator's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validation {
+    /// Problems that refuse the composition.
+    pub errors: Vec<ValidationIssue>,
+    /// Findings that do not (e.g. `label_ends_run`).
+    pub warnings: Vec<ValidationIssue>,
+}
+
+impl Validation {
+    /// True when there is no error.
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+}

@@ -1,0 +1,1 @@
+//! Test infrastructure: the control-plane fixture and the pod executor.
