@@ -209,13 +209,19 @@ mod tests {
     #[test]
     fn a_loc_serializes_as_a_mixed_json_array() {
         let loc: Loc = loc!["spec", "nodes", 1usize];
-        assert_eq!(serde_json::to_string(&loc).ok().as_deref(), Some(r#"["spec","nodes",1]"#));
+        assert_eq!(
+            serde_json::to_string(&loc).ok().as_deref(),
+            Some(r#"["spec","nodes",1]"#)
+        );
     }
 
     #[test]
     fn a_condition_keeps_its_transition_time_when_only_the_reason_changes() {
         let mut list = vec![cond(ConditionStatus::True, "t1", "A")];
-        assert!(set_condition(&mut list, cond(ConditionStatus::True, "t2", "B")));
+        assert!(set_condition(
+            &mut list,
+            cond(ConditionStatus::True, "t2", "B")
+        ));
         assert_eq!(list[0].last_transition_time.as_deref(), Some("t1"));
         assert_eq!(list[0].reason, "B");
     }
@@ -223,13 +229,19 @@ mod tests {
     #[test]
     fn a_condition_takes_a_new_transition_time_when_its_status_flips() {
         let mut list = vec![cond(ConditionStatus::True, "t1", "A")];
-        assert!(set_condition(&mut list, cond(ConditionStatus::False, "t2", "A")));
+        assert!(set_condition(
+            &mut list,
+            cond(ConditionStatus::False, "t2", "A")
+        ));
         assert_eq!(list[0].last_transition_time.as_deref(), Some("t2"));
     }
 
     #[test]
     fn setting_the_same_condition_twice_changes_nothing() {
         let mut list = vec![cond(ConditionStatus::True, "t1", "A")];
-        assert!(!set_condition(&mut list, cond(ConditionStatus::True, "t9", "A")));
+        assert!(!set_condition(
+            &mut list,
+            cond(ConditionStatus::True, "t9", "A")
+        ));
     }
 }

@@ -196,7 +196,10 @@ impl NodeKind {
 
     /// Whether this kind calls a model.
     pub fn calls_model(self) -> bool {
-        matches!(self, NodeKind::LlmAgent | NodeKind::Router | NodeKind::Supervisor)
+        matches!(
+            self,
+            NodeKind::LlmAgent | NodeKind::Router | NodeKind::Supervisor
+        )
     }
 }
 
@@ -223,7 +226,10 @@ pub struct Node {
     /// naming a RegistryEntry in the same namespace. Model-facing names are
     /// `mcp_<entry>_<tool>` and `a2a_<entry>_<skill>` (`-` becomes `_`), at most 64 characters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32), inner(regex(pattern = r"^(mcp|a2a):[a-z][a-z0-9_-]{0,62}\.[A-Za-z0-9_.-]{1,128}$")))]
+    #[schemars(
+        length(max = 32),
+        inner(regex(pattern = r"^(mcp|a2a):[a-z][a-z0-9_-]{0,62}\.[A-Za-z0-9_.-]{1,128}$"))
+    )]
     pub tools: Vec<ToolRef>,
     /// Name of a RegistryEntry of kind model this node runs on, exactly (no fallback chain).
     /// Without it the node uses the deployment's default model.
@@ -255,7 +261,10 @@ pub struct NodeOutput {
     /// The labels the node may answer with, e.g. `[approved, rejected]`. Each outgoing edge
     /// names one of them in `when`; a label with no edge ends that branch (warning
     /// `label_ends_run`).
-    #[schemars(length(min = 1, max = 16), inner(regex(pattern = "^[a-z][a-z0-9_-]{0,62}$")))]
+    #[schemars(
+        length(min = 1, max = 16),
+        inner(regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))
+    )]
     pub labels: Vec<String>,
 }
 

@@ -14,5 +14,11 @@ pub use composition::{
 };
 pub use registry::{RegistryEntry, RegistryEntrySpec, RegistryEntryStatus};
 pub use run::{StudioRun, StudioRunSpec, StudioRunStatus};
+pub mod capabilities;
+pub mod codes;
+pub mod crd_yaml;
+pub mod import;
+pub mod manifest;
 pub mod plan;
+pub mod schema;
 pub mod validate;

@@ -3,11 +3,14 @@
 //! vectors; node indexes equal the node's position in `spec.nodes`, edge indexes its position
 //! in `spec.edges`.
 //!
-//! PUBLIC API (fixed; the runner codes against it). `plan()` is implemented beside the
-//! validator, which it shares its graph analysis with.
+//! PUBLIC API (fixed; the runner codes against it). [`plan`] validates first and builds on the
+//! validator's graph analysis (one home for every rule).
 
-use crate::composition::NodeKind;
-use crate::validate::Ceilings;
+use crate::common::{Loc, PathSegment, ValidationIssue, loc_to_string};
+use crate::composition::{CompositionSpec, NodeKind};
+use crate::validate::{
+    Analysis, Ceilings, DeploymentLimits, RegistryView, Validation, resolve_model, resolve_tool,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -183,4 +186,197 @@ impl Plan {
     pub fn node_by_id(&self, id: &str) -> Option<(NodeIdx, &PlanNode)> {
         self.nodes.iter().enumerate().find(|(_, n)| n.id == id)
     }
+}
+
+/// The name a node's model sees for a tool: `mcp_<entry>_<tool>` or `a2a_<entry>_<skill>`, with
+/// every character other than ASCII letters, digits and `_` (e.g. `-`, `.`) written as `_`.
+pub fn model_tool_name(kind: ToolKind, entry: &str, name: &str) -> String {
+    let prefix = match kind {
+        ToolKind::Mcp => "mcp",
+        ToolKind::A2a => "a2a",
+    };
+    sanitize(&format!("{prefix}_{entry}_{name}"))
+}
+
+/// The name a supervisor's model sees for its child node: `n_<id>`, `-` written as `_`.
+pub fn child_tool_name(id: &str) -> String {
+    sanitize(&format!("n_{id}"))
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Builds the plan of a composition: validates it first (the same [`crate::validate::validate`])
+/// and refuses with its errors; a spec that validates always plans.
+pub fn plan(
+    spec: &CompositionSpec,
+    registry: &RegistryView,
+    limits: &DeploymentLimits,
+) -> Result<Plan, Validation> {
+    let (validation, analysis) = crate::validate::check(spec, registry, limits);
+    if !validation.is_valid() {
+        return Err(validation);
+    }
+    build(&analysis, registry, limits).ok_or_else(|| Validation {
+        errors: vec![inconsistent()],
+        warnings: validation.warnings,
+    })
+}
+
+fn inconsistent() -> ValidationIssue {
+    let loc: Loc = vec![PathSegment::from("spec")];
+    ValidationIssue {
+        field: loc_to_string(&loc),
+        loc,
+        code: crate::codes::PLAN_INCONSISTENT.to_owned(),
+        message: "the validator accepted this composition but the planner could not build it; this is a bug: please report it with the composition".to_owned(),
+    }
+}
+
+/// Builds the plan from an analysis; `None` when the graph is not one a plan can hold (only for
+/// a spec that does not validate).
+pub(crate) fn build(
+    a: &Analysis,
+    registry: &RegistryView,
+    limits: &DeploymentLimits,
+) -> Option<Plan> {
+    let spec = a.spec;
+    let [start] = a.roots.as_slice() else {
+        return None;
+    };
+    if a.ignored.iter().any(|&i| i) || a.in_graph.iter().zip(&spec.edges).any(|(&on, _)| !on) {
+        return None;
+    }
+    if a.loops.iter().any(|l| !l.single_entry) {
+        return None;
+    }
+    // Loops: outer before nested (by depth, then back edge).
+    let mut loop_order: Vec<usize> = (0..a.loops.len()).collect();
+    loop_order.sort_by_key(|&l| (a.loops[l].depth, a.loops[l].back_edge));
+    let new_index: BTreeMap<usize, LoopIdx> = loop_order
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (old, new))
+        .collect();
+    let mut loops = Vec::with_capacity(a.loops.len());
+    for &old in &loop_order {
+        let l = &a.loops[old];
+        let max_iterations = spec.edges.get(l.back_edge)?.max_iterations?;
+        let nested = loop_order
+            .iter()
+            .filter(|&&other| a.loops[other].parent == Some(old))
+            .filter_map(|other| new_index.get(other).copied())
+            .collect();
+        loops.push(PlanLoop {
+            back_edge: l.back_edge,
+            head: l.head,
+            tail: l.tail,
+            max_iterations,
+            body: l.body.clone(),
+            parent: match l.parent {
+                Some(p) => Some(*new_index.get(&p)?),
+                None => None,
+            },
+            nested,
+            depth: l.depth,
+        });
+    }
+    let mut back_edge_of = vec![None; spec.edges.len()];
+    for (idx, l) in loops.iter().enumerate() {
+        *back_edge_of.get_mut(l.back_edge)? = Some(idx);
+    }
+
+    let mut sections = Vec::with_capacity(a.sections.len());
+    let mut section_of_parallel = BTreeMap::new();
+    let mut in_section = vec![None; spec.nodes.len()];
+    for s in &a.sections {
+        let idx = sections.len();
+        let branches: Vec<Vec<NodeIdx>> = s.branches.iter().map(|b| b.nodes.clone()).collect();
+        for &v in branches.iter().flatten() {
+            *in_section.get_mut(v)? = Some(idx);
+        }
+        section_of_parallel.insert(s.parallel, idx);
+        sections.push(ParallelSection {
+            parallel: s.parallel,
+            join: s.join?,
+            branches,
+        });
+    }
+
+    let mut nodes = Vec::with_capacity(spec.nodes.len());
+    for (i, node) in spec.nodes.iter().enumerate() {
+        let model = resolve_model(node, registry, limits).ok()?;
+        let tools = node
+            .tools
+            .iter()
+            .map(|t| resolve_tool(t, registry, limits).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let parent = *a.parent.get(i)?;
+        let next = if parent.is_some() {
+            Next::ReturnToParent
+        } else if node.kind == NodeKind::Parallel {
+            Next::FanOut {
+                section: *section_of_parallel.get(&i)?,
+            }
+        } else if a.labelled(i) {
+            let mut routes = BTreeMap::new();
+            for &j in a.out_edges.get(i)? {
+                routes.insert(spec.edges.get(j)?.when.clone()?, j);
+            }
+            Next::Route { routes }
+        } else {
+            match a.out_edges.get(i)?.as_slice() {
+                [] => Next::End,
+                [edge] => Next::Edge { edge: *edge },
+                _ => return None,
+            }
+        };
+        nodes.push(PlanNode {
+            id: node.id.clone(),
+            kind: node.kind,
+            instruction: node.instruction.clone().unwrap_or_default(),
+            description: node.description.clone().unwrap_or_default(),
+            prompt: node.prompt.clone().unwrap_or_default(),
+            model,
+            labels: a.labels.get(i)?.clone(),
+            tools,
+            children: a.children.get(i)?.clone(),
+            parent,
+            next,
+            in_section: *in_section.get(i)?,
+        });
+    }
+    let edges = spec
+        .edges
+        .iter()
+        .enumerate()
+        .map(|(j, e)| {
+            let (from, to) = a.ends.get(j).copied().flatten()?;
+            Some(PlanEdge {
+                from,
+                to,
+                when: e.when.clone(),
+                screen: e.screen,
+                back_edge_of: *back_edge_of.get(j)?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Plan {
+        start: *start,
+        nodes,
+        edges,
+        loops,
+        sections,
+        budgets: limits.ceilings.effective(&spec.budgets),
+        order: a.order.clone(),
+    })
 }

@@ -264,7 +264,8 @@ pub struct ScriptedTurn {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ScriptedToolCall>,
     /// The reply text. `{{input}}` is replaced by the node's input, `{{tool_results}}` by the
-    /// results of this node's tool calls so far.
+    /// results of this node's tool calls so far, and `{{tool_results.<field>}}` by that field of
+    /// each result that is a JSON object (e.g. `{{tool_results.reply}}` for an A2A reply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     /// The label for a labelled node or a router.
@@ -285,7 +286,8 @@ pub struct ScriptedTurn {
 pub struct ScriptedToolCall {
     /// The model-facing tool name.
     pub name: String,
-    /// The call's arguments (a JSON object).
+    /// The call's arguments (a JSON object). String values may use `{{input}}` and
+    /// `{{tool_results}}` like `reply`.
     #[serde(default)]
     #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
     pub arguments: serde_json::Value,

@@ -122,7 +122,10 @@ pub enum RunPhase {
 impl RunPhase {
     /// Whether the run has ended.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, RunPhase::Pending | RunPhase::Running | RunPhase::AwaitingApproval)
+        !matches!(
+            self,
+            RunPhase::Pending | RunPhase::Running | RunPhase::AwaitingApproval
+        )
     }
 }
 

@@ -7,8 +7,36 @@
 //! - [`validate`] → [`Validation`] (errors + warnings).
 //! - [`crate::plan::plan`] builds the executable plan from a spec that validates.
 
+mod analysis;
+mod approval;
+mod bounds;
+#[cfg(test)]
+mod generated_tests;
+mod kinds;
+mod labels;
+mod loops;
+mod models;
+mod parallel;
+mod patterns;
+#[cfg(test)]
+mod plan_tests;
+mod report;
+#[cfg(test)]
+mod schema_bounds_tests;
+mod screen;
+mod sections;
+mod structure;
+mod supervisor;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+pub(crate) use analysis::Analysis;
+pub(crate) use models::resolve_model;
+pub(crate) use tools::resolve_tool;
+
 use crate::common::ValidationIssue;
-use crate::composition::Budgets;
+use crate::composition::{Budgets, CompositionSpec};
 use crate::registry::{Effect, EntryKind, ModelProvider, RegistryEntry};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,7 +101,9 @@ impl RegistryView {
                     skills: a.skills.iter().cloned().collect(),
                     effect: a.effect,
                 },
-                (None, None, Some(m)) => EntryView::Model { provider: m.provider },
+                (None, None, Some(m)) => EntryView::Model {
+                    provider: m.provider,
+                },
                 _ => continue,
             };
             view.entries.insert(name, ev);
@@ -152,4 +182,42 @@ impl Validation {
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty()
     }
+}
+
+/// Validates a composition against the registry and the deployment's limits. Never calls a
+/// model; returns every problem at once, each at its field (`loc` in the CRD's camelCase,
+/// starting at `spec`), plus warnings such as `label_ends_run`. Codes are listed in
+/// [`crate::codes::ALL_CODES`].
+pub fn validate(
+    spec: &CompositionSpec,
+    registry: &RegistryView,
+    limits: &DeploymentLimits,
+) -> Validation {
+    check(spec, registry, limits).0
+}
+
+/// Validates and returns the graph analysis too (the planner builds on it).
+pub(crate) fn check<'a>(
+    spec: &'a CompositionSpec,
+    registry: &RegistryView,
+    limits: &DeploymentLimits,
+) -> (Validation, Analysis<'a>) {
+    let analysis = Analysis::new(spec);
+    let mut report = report::Report::default();
+    structure::check(&analysis, &mut report);
+    bounds::check(&analysis, &mut report);
+    kinds::check(&analysis, &mut report);
+    labels::check(&analysis, &mut report);
+    parallel::check(&analysis, &mut report);
+    loops::check(&analysis, &mut report);
+    supervisor::check(&analysis, &mut report);
+    tools::check(&analysis, registry, limits, &mut report);
+    models::check(&analysis, registry, limits, &mut report);
+    approval::check(&analysis, &mut report);
+    screen::check(&analysis, &mut report);
+    // A pattern is judged on a graph with one first node; otherwise that error says it all.
+    if analysis.roots.len() == 1 {
+        patterns::check(&analysis, &mut report);
+    }
+    (report.finish(), analysis)
 }
