@@ -1,5 +1,19 @@
 //! The Orrery Studio runner: executes one composition run (graph engine, model providers,
 //! tools, ledger, trace events) in a runner pod or locally (`orrery run`, `orrery demo`).
 
+pub mod a2a;
+pub mod approval;
+pub mod demo;
+pub mod engine;
+pub mod events;
+pub mod ledger;
+pub mod local;
+pub mod mcp;
 pub mod model;
+pub mod net;
+pub mod pin;
+pub mod pinstore;
+pub mod remote;
+pub mod safety;
+pub mod secrets;
 pub mod tools;

@@ -1,0 +1,172 @@
+//! The CustomResourceDefinitions as YAML, generated from the Rust types. The checked-in copies in
+//! `crds/yaml/` are kept equal to these by the `crd_drift` test; `orrery crds` prints them and
+//! `orrery crds --write DIR` writes them.
+
+use crate::{Composition, RegistryEntry, StudioRun};
+use kube::CustomResourceExt;
+use std::path::{Path, PathBuf};
+
+/// The command that rewrites the checked-in CRD YAML from the types.
+pub const REFRESH_COMMAND: &str =
+    "cargo run -p orrery-runner --bin orrery -- crds --write crds/yaml/";
+
+/// One generated CRD: the file it is checked in as and its YAML text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrdYaml {
+    /// The file name in `crds/yaml/`, e.g. `compositions.yaml` (the CRD's plural name).
+    pub file_name: String,
+    /// The CRD as one YAML document (no leading `---`).
+    pub yaml: String,
+}
+
+/// Why the CRD YAML could not be generated or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdYamlError {
+    /// A CRD did not serialize to YAML (a bug in the types' schema attributes).
+    #[error("cannot serialize the {crd} CustomResourceDefinition to YAML: {source}")]
+    Serialize {
+        /// The CRD's name.
+        crd: String,
+        /// The serializer's error.
+        source: serde_yaml::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Every CRD of the group as JSON, in a stable order (compositions, registryentries,
+/// studioruns), with the schema's integer formats in the OpenAPI names Kubernetes knows: schemars
+/// writes `uint64`/`uint32` for unsigned fields (the schema's `minimum: 0` already says
+/// "unsigned"), which the apiserver accepts but warns about on every apply.
+pub fn all_crds() -> Vec<serde_json::Value> {
+    [Composition::crd(), RegistryEntry::crd(), StudioRun::crd()]
+        .iter()
+        .map(|crd| {
+            let mut value = serde_json::to_value(crd).unwrap_or(serde_json::Value::Null);
+            normalize_formats(&mut value);
+            value
+        })
+        .collect()
+}
+
+/// Rewrites `format` values Kubernetes does not know into the ones it does, everywhere in a
+/// schema.
+fn normalize_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::String(format)) = map.get_mut("format") {
+                let known = match format.as_str() {
+                    "uint64" | "uint" => Some("int64"),
+                    "uint32" | "uint16" | "uint8" | "int16" | "int8" => Some("int32"),
+                    _ => None,
+                };
+                if let Some(known) = known {
+                    *format = known.to_owned();
+                }
+            }
+            map.values_mut().for_each(normalize_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(normalize_formats),
+        _ => {}
+    }
+}
+
+/// Every CRD of the group as YAML, in a stable order (compositions, registryentries,
+/// studioruns).
+pub fn all_crds_yaml() -> Result<Vec<CrdYaml>, CrdYamlError> {
+    all_crds()
+        .iter()
+        .map(|crd| {
+            let name = crd["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let plural = crd["spec"]["names"]["plural"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let yaml = serde_yaml::to_string(crd).map_err(|source| CrdYamlError::Serialize {
+                crd: name.clone(),
+                source,
+            })?;
+            Ok(CrdYaml {
+                file_name: format!("{plural}.yaml"),
+                yaml,
+            })
+        })
+        .collect()
+}
+
+/// All CRDs as one multi-document YAML stream (each document starts with `---`).
+pub fn all_crds_multidoc() -> Result<String, CrdYamlError> {
+    let mut out = String::new();
+    for crd in all_crds_yaml()? {
+        out.push_str("---\n");
+        out.push_str(&crd.yaml);
+    }
+    Ok(out)
+}
+
+/// Writes each CRD to `dir/<plural>.yaml`, creating `dir` if needed. Returns the paths written.
+pub fn write_crds(dir: &Path) -> Result<Vec<PathBuf>, CrdYamlError> {
+    let crds = all_crds_yaml()?;
+    std::fs::create_dir_all(dir).map_err(|source| CrdYamlError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut written = Vec::with_capacity(crds.len());
+    for crd in crds {
+        let path = dir.join(&crd.file_name);
+        std::fs::write(&path, crd.yaml.as_bytes()).map_err(|source| CrdYamlError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn there_is_one_file_per_resource_named_by_its_plural() {
+        let names: Vec<String> = all_crds_yaml()
+            .unwrap()
+            .into_iter()
+            .map(|c| c.file_name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "compositions.yaml",
+                "registryentries.yaml",
+                "studioruns.yaml"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_schema_uses_an_integer_format_kubernetes_does_not_know() {
+        let text = serde_json::to_string(&all_crds()).unwrap_or_default();
+        assert!(text.contains("\"format\":\"int64\""));
+        for unknown in ["uint64", "uint32", "\"uint\""] {
+            assert!(!text.contains(unknown), "{unknown} left in the CRDs");
+        }
+    }
+
+    #[test]
+    fn the_multidoc_stream_holds_three_documents() {
+        let text = all_crds_multidoc().unwrap();
+        assert_eq!(text.matches("---\n").count(), 3);
+        assert!(text.contains("name: studioruns.studio.orrery.dev"));
+    }
+}

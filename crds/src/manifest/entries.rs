@@ -1,0 +1,213 @@
+//! What can be seen wrong in a RegistryEntry without reaching it: the rules the apiserver's CEL
+//! rules enforce at apply time (so CI catches them first) and the deployment's acting rule.
+
+use super::codes;
+use super::issue;
+use crate::common::{Loc, PathSegment, ValidationIssue};
+use crate::loc;
+use crate::registry::{Effect, ModelProvider, RegistryEntry};
+use crate::validate::DeploymentLimits;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// A RegistryEntry's name becomes part of tool names (`mcp_<entry>_<tool>`).
+static ENTRY_NAME: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new("^[a-z][a-z0-9-]{0,62}$").ok());
+
+/// Every problem of one entry, with locs inside its manifest.
+pub(super) fn entry_problems(
+    entry: &RegistryEntry,
+    limits: &DeploymentLimits,
+) -> Vec<ValidationIssue> {
+    let mut out = Vec::new();
+    let spec = &entry.spec;
+    if let Some(name) = entry.metadata.name.as_deref()
+        && !ENTRY_NAME.as_ref().is_some_and(|re| re.is_match(name))
+    {
+        out.push(issue(
+            loc!["metadata", "name"],
+            codes::INVALID_NAME,
+            format!(
+                "a RegistryEntry name must be at most 63 characters of lowercase letters, digits and '-', starting with a letter (it becomes part of tool names); {name:?} is not"
+            ),
+        ));
+    }
+    let set: Vec<&str> = [
+        ("mcp", spec.mcp.is_some()),
+        ("a2a", spec.a2a.is_some()),
+        ("model", spec.model.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, present)| present.then_some(k))
+    .collect();
+    if set.len() != 1 {
+        let found = if set.is_empty() {
+            "none".to_owned()
+        } else {
+            set.join(", ")
+        };
+        out.push(issue(
+            loc!["spec"],
+            codes::EXACTLY_ONE_OF,
+            format!("set exactly one of spec.mcp, spec.a2a or spec.model (found: {found})"),
+        ));
+    }
+    if let Some(mcp) = &spec.mcp {
+        if !is_secure_url(&mcp.url) {
+            out.push(issue(
+                loc!["spec", "mcp", "url"],
+                codes::INSECURE_URL,
+                "url must be https (plain http is allowed only to loopback)",
+            ));
+        }
+        for (i, tool) in mcp.read_only.iter().enumerate() {
+            if !mcp.tools.contains(tool) {
+                out.push(issue(
+                    loc!["spec", "mcp", "readOnly", i],
+                    codes::READ_ONLY_NOT_LISTED,
+                    format!("read-only tool {tool:?} is not in spec.mcp.tools; list it there too or remove it"),
+                ));
+            }
+        }
+    }
+    if let Some(a2a) = &spec.a2a {
+        if !is_secure_url(&a2a.card_url) {
+            out.push(issue(
+                loc!["spec", "a2a", "cardUrl"],
+                codes::INSECURE_URL,
+                "cardUrl must be https (plain http is allowed only to loopback)",
+            ));
+        }
+        if a2a.effect == Effect::Acting && !limits.acting_remotes {
+            out.push(issue(
+                loc!["spec", "a2a", "effect"],
+                codes::ACTING_NOT_ALLOWED,
+                "an Acting remote needs the deployment to allow acting remotes (operator config actingRemotes, or --acting-remotes); use ReadOnly or ask the platform team",
+            ));
+        }
+    }
+    if let Some(model) = &spec.model {
+        let at: Loc = vec![PathSegment::from("spec"), PathSegment::from("model")];
+        if model.provider == ModelProvider::Scripted && model.script.is_none() {
+            out.push(issue(
+                at.clone(),
+                codes::MISSING_SCRIPT,
+                "a Scripted model needs spec.model.script",
+            ));
+        }
+        if model.provider != ModelProvider::Scripted
+            && model.api_key.is_none()
+            && model.base_url.is_none()
+        {
+            out.push(issue(
+                at,
+                codes::MISSING_API_KEY,
+                "a real provider needs spec.model.apiKey (a secretKeyRef), or a baseUrl for a keyless local server",
+            ));
+        }
+    }
+    out
+}
+
+/// The CRD's rule: https, or plain http to loopback only.
+fn is_secure_url(url: &str) -> bool {
+    [
+        "https://",
+        "http://127.",
+        "http://localhost",
+        "http://[::1]",
+    ]
+    .iter()
+    .any(|p| url.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn entry(yaml: &str) -> RegistryEntry {
+        serde_yaml::from_str(&format!(
+            "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata: {{name: e}}\n{yaml}"
+        ))
+        .unwrap()
+    }
+
+    fn codes(yaml: &str, limits: &DeploymentLimits) -> Vec<(String, String)> {
+        entry_problems(&entry(yaml), limits)
+            .into_iter()
+            .map(|i| (i.code, i.field))
+            .collect()
+    }
+
+    #[test]
+    fn registry_entry_rules_have_a_failing_case_and_a_passing_neighbour() {
+        let none = DeploymentLimits::default();
+        let acting = DeploymentLimits {
+            acting_remotes: true,
+            ..DeploymentLimits::default()
+        };
+        let mcp = "spec: {mcp: {url: 'https://x/mcp', tools: [a, b], readOnly: [a]}}";
+        type Case<'a> = (&'a str, &'a DeploymentLimits, &'a [(&'a str, &'a str)]);
+        let cases: [Case; 10] = [
+            (mcp, &none, &[]),
+            ("spec: {}", &none, &[("exactly_one_of", "spec")]),
+            (
+                "spec: {mcp: {url: 'https://x', tools: [a]}, model: {provider: Scripted, model: s, script: {}}}",
+                &none,
+                &[("exactly_one_of", "spec")],
+            ),
+            (
+                "spec: {mcp: {url: 'http://example.com/mcp', tools: [a]}}",
+                &none,
+                &[("insecure_url", "spec.mcp.url")],
+            ),
+            (
+                "spec: {mcp: {url: 'http://127.0.0.1:7801/mcp', tools: [a], readOnly: [c]}}",
+                &none,
+                &[("read_only_not_listed", "spec.mcp.readOnly[0]")],
+            ),
+            (
+                "spec: {a2a: {cardUrl: 'https://w/card', skills: [draft], effect: Acting}}",
+                &none,
+                &[("acting_not_allowed", "spec.a2a.effect")],
+            ),
+            (
+                "spec: {a2a: {cardUrl: 'https://w/card', skills: [draft], effect: Acting}}",
+                &acting,
+                &[],
+            ),
+            (
+                "spec: {model: {provider: Scripted, model: s}}",
+                &none,
+                &[("missing_script", "spec.model")],
+            ),
+            (
+                "spec: {model: {provider: OpenAI, model: gpt}}",
+                &none,
+                &[("missing_api_key", "spec.model")],
+            ),
+            (
+                "spec: {model: {provider: OpenAI, model: gpt, baseUrl: 'http://127.0.0.1:11434/v1'}}",
+                &none,
+                &[],
+            ),
+        ];
+        for (yaml, limits, want) in cases {
+            let want: Vec<(String, String)> = want
+                .iter()
+                .map(|(c, f)| ((*c).to_owned(), (*f).to_owned()))
+                .collect();
+            assert_eq!(codes(yaml, limits), want, "{yaml}");
+        }
+    }
+
+    #[test]
+    fn an_entry_name_with_underscores_or_capitals_is_invalid() {
+        let mut e = entry("spec: {model: {provider: Scripted, model: s, script: {}}}");
+        assert!(entry_problems(&e, &DeploymentLimits::default()).is_empty());
+        e.metadata.name = Some("Demo_Tools".into());
+        let found = entry_problems(&e, &DeploymentLimits::default());
+        assert_eq!(found[0].code, "invalid_name");
+    }
+}

@@ -1,0 +1,65 @@
+//! The `orrery` command line: one module per subcommand. `main` parses [`Cli`] and calls
+//! [`run`]; each subcommand returns the process exit code.
+
+mod crds;
+mod demo;
+mod import;
+mod pins;
+mod run;
+mod style;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code: everything checked is valid / the command did what was asked.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the input was read but is invalid (a manifest or spec refused).
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: the input could not be read, or the command line is wrong.
+pub const EXIT_UNREADABLE: u8 = 2;
+
+/// Orrery Studio: agent compositions as Kubernetes resources.
+#[derive(Debug, Parser)]
+#[command(name = "orrery", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate manifests offline (Compositions against the RegistryEntries beside them), as
+    /// the operator would. Exit code 0 valid, 1 invalid, 2 unreadable input.
+    Validate(validate::ValidateArgs),
+    /// Convert a seed composition JSON (`spec_version: 1`) into a Composition manifest on
+    /// stdout.
+    Import(import::ImportArgs),
+    /// Print the CustomResourceDefinitions (multi-document YAML), or write one file per CRD.
+    Crds(crds::CrdsArgs),
+    /// Run a composition locally from files (Composition + RegistryEntries), with a live trace.
+    /// Exit code 0 Succeeded, 1 invalid, 2 unreadable input, 3 Failed, 4 BudgetExhausted,
+    /// 5 Rejected, 130 Cancelled.
+    Run(run::RunArgs),
+    /// The quickstart: start the demo fleet (an MCP server and an A2A agent) on loopback and
+    /// run the critic-loop example on it with a Scripted model and a live trace. Exit codes as
+    /// `run`. `--fleet-only` keeps the fleet running until Ctrl-C.
+    Demo(demo::DemoArgs),
+    /// List or reset the MCP tool and A2A card pins kept across runs.
+    Pins(pins::PinsArgs),
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let code = match cli.command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Import(args) => import::run(&args),
+        Command::Crds(args) => crds::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Pins(args) => pins::run(&args),
+    };
+    ExitCode::from(code)
+}
