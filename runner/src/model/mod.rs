@@ -3,6 +3,21 @@
 //!
 //! PUBLIC API (fixed; the engine codes against it).
 
+pub mod anthropic;
+pub mod factory;
+pub mod gemini;
+pub mod http;
+pub mod openai;
+pub mod scripted;
+mod wire;
+
+pub use anthropic::AnthropicProvider;
+pub use factory::ProviderFactory;
+pub use gemini::GeminiProvider;
+pub use http::{CallLimits, HttpCaller, RetryPolicy};
+pub use openai::OpenAiProvider;
+pub use scripted::ScriptedProvider;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
