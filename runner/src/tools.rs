@@ -32,3 +32,117 @@ pub enum ToolError {
     #[error("{0}")]
     Failed(String),
 }
+
+/// What a tool call may use of its run: the cancel token, the ledger, the trace and the people
+/// who decide. Built by the engine for each call.
+///
+/// Before [`Tool::call`] runs, the engine has already reserved one tool call (`maxToolCalls`)
+/// and, for an A2A skill, one delegation and one remote call (the first message). A tool charges
+/// any further message itself (e.g. an answer to a remote's question) with
+/// `ctx.ledger.reserve(BudgetKey::RemoteCalls)`, and emits its own `mcp.call` / `a2a.message`
+/// events through `ctx.trace`.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The node whose model called the tool.
+    pub node_id: String,
+    /// That node's entry (matches its `node.enter`).
+    pub entry: u64,
+    /// The model's call id.
+    pub call_id: String,
+    /// Fires when the run is cancelled or stopped: the call must return promptly.
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// The run's ledger.
+    pub ledger: std::sync::Arc<crate::ledger::Ledger>,
+    /// The run's trace (content through `trace.content`, which redacts and caps it).
+    pub trace: crate::events::Trace,
+    /// Asks the run's people (kinds Input and Action), at most 12 times per run in all.
+    pub people: std::sync::Arc<crate::approval::People>,
+}
+
+/// A tool a node's model may call: an MCP tool, an A2A skill, or a dry-run stand-in.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool as the model sees it (its name must be the plan's `model_name`).
+    fn spec(&self) -> ToolSpec;
+
+    /// Runs one call. Must return [`ToolError::Cancelled`] promptly when `ctx.cancel` fires.
+    async fn call(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError>;
+
+    /// True for a tool that only describes what would happen (dry runs); events say so.
+    fn is_dry_run(&self) -> bool {
+        false
+    }
+
+    /// Closes the tool's connections. Called once when the run ends, whatever the outcome.
+    async fn close(&self) {}
+}
+
+/// A remote tool in a dry run: answers every call with a deterministic description of what
+/// would have been sent, and calls nothing.
+#[derive(Clone, Debug)]
+pub struct DryRunTool {
+    planned: orrery_crds::plan::PlannedTool,
+}
+
+impl DryRunTool {
+    /// The dry-run stand-in for a planned tool.
+    pub fn new(planned: orrery_crds::plan::PlannedTool) -> Self {
+        DryRunTool { planned }
+    }
+}
+
+#[async_trait]
+impl Tool for DryRunTool {
+    fn spec(&self) -> ToolSpec {
+        let (description, schema) = match self.planned.kind {
+            orrery_crds::plan::ToolKind::Mcp => (
+                format!(
+                    "Dry run of MCP tool '{}' on '{}': nothing is called.",
+                    self.planned.remote_name, self.planned.entry
+                ),
+                serde_json::json!({"type": "object", "additionalProperties": true}),
+            ),
+            orrery_crds::plan::ToolKind::A2a => (
+                format!(
+                    "Dry run of skill '{}' of remote agent '{}': nothing is sent.",
+                    self.planned.remote_name, self.planned.entry
+                ),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {"request": {"type": "string", "description": "The request text for the remote agent."}},
+                    "required": ["request"]
+                }),
+            ),
+        };
+        ToolSpec {
+            name: self.planned.model_name.clone(),
+            description,
+            input_schema: schema,
+        }
+    }
+
+    async fn call(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        Ok(ToolOutput {
+            content: format!(
+                "[dry run] {} would be called with {}",
+                self.planned.reference, arguments
+            ),
+            is_error: false,
+        })
+    }
+
+    fn is_dry_run(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,452 @@
+//! People in the loop: human approvals, remote agents' questions and acting-remote
+//! confirmations (kinds Approval, Input, Action) share one mechanism.
+//!
+//! - [`DecisionSource`]: where decisions come from. Local mode has a [`TerminalPrompt`] and, with
+//!   no terminal, [`Nobody`] (approvals expire: default deny); tests and demos use
+//!   [`ScriptedDecisions`]; the sidecar provides its own.
+//! - [`People`]: asks a source on behalf of a run: the text under review and its SHA-256, the
+//!   digest re-checked on approval (a wrong one is refused and reported to the source), expiry
+//!   as a rejection, at most [`MAX_APPROVALS_PER_RUN`] per run, the run's deadline paused while
+//!   the person decides, and the `approval.requested` / `approval.decided` events.
+
+mod terminal;
+
+pub use terminal::TerminalPrompt;
+
+use crate::events::{DecisionKind, EventBody, Trace, format_rfc3339};
+use crate::ledger::Ledger;
+use async_trait::async_trait;
+use orrery_crds::run::ApprovalKind;
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// A run asks for at most this many approvals, remote questions and confirmations included.
+pub const MAX_APPROVALS_PER_RUN: u32 = 12;
+/// Text over this size is shown only in part and can only be rejected.
+pub const MAX_COMPLETE_BYTES: usize = 128 * 1024;
+/// How long a person has to decide, by default.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(900);
+/// The longest a person may be given to decide: one day (rule 4.13). Longer timeouts are
+/// refused by the CLI and cut to this by [`People::new`].
+pub const MAX_APPROVAL_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// What a person is asked to decide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The approval's id within the run (`approval-1`, `input-2`, …).
+    pub id: String,
+    /// Approval, Input (a remote's question) or Action (an acting remote's request).
+    pub kind: ApprovalKind,
+    /// The node asking.
+    pub node_id: String,
+    /// What the person is asked (a HumanApproval's prompt).
+    pub prompt: String,
+    /// The text under review, exactly as the run goes on with it (never redacted).
+    pub text: String,
+    /// SHA-256 (hex) of `text`: an approval must name it.
+    pub digest: String,
+    /// Size of `text` in bytes.
+    pub size: u64,
+    /// False when `text` is over 128 KiB: it can then only be rejected.
+    pub complete: bool,
+    /// When the request expires, RFC 3339.
+    pub expires_at: String,
+}
+
+/// A person's decision as a source reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Approve the text whose digest is named (for kind Input, with the person's answer).
+    Approve {
+        /// The digest of the text the person read.
+        digest: String,
+        /// For kind Input: the answer to send to the remote.
+        answer: Option<String>,
+    },
+    /// Reject, with an optional comment (a rejected edge's node receives it).
+    Reject {
+        /// The reviewer's comment.
+        comment: Option<String>,
+    },
+}
+
+/// How a request was settled, as the run goes on with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Approved against the right digest.
+    Approved {
+        /// For kind Input: the person's answer.
+        answer: Option<String>,
+    },
+    /// Rejected.
+    Rejected {
+        /// The reviewer's comment.
+        comment: Option<String>,
+    },
+    /// Nobody decided in time (or nobody can): a rejection that never takes an edge.
+    Expired,
+    /// The run was cancelled first.
+    Cancelled,
+}
+
+/// Why a person could not be asked.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AskError {
+    /// The run already asked for the most approvals a run may ask for.
+    #[error("this run has already asked for {0} approvals, the most a run may ask for")]
+    LimitReached(u32),
+}
+
+/// Where decisions come from.
+#[async_trait]
+pub trait DecisionSource: Send + Sync {
+    /// Asks for a decision. `None`: nobody can answer here (the request expires at once).
+    /// A source may take as long as it likes: [`People`] enforces the expiry and the cancel.
+    async fn decide(
+        &self,
+        request: &ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Option<Decision>;
+
+    /// A decision the run refused (a wrong digest, an approval of incomplete text). The
+    /// request stays open; `decide` is called again.
+    fn refused(&self, _request: &ApprovalRequest, _reason: &str) {}
+}
+
+/// SHA-256 (lowercase hex) of a text.
+pub fn digest_of(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Asks people on behalf of one run.
+pub struct People {
+    source: Arc<dyn DecisionSource>,
+    trace: Trace,
+    ledger: Arc<Ledger>,
+    timeout: Duration,
+    asked: AtomicU32,
+}
+
+impl std::fmt::Debug for People {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("People")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn kind_word(kind: ApprovalKind) -> &'static str {
+    match kind {
+        ApprovalKind::Approval => "approval",
+        ApprovalKind::Input => "input",
+        ApprovalKind::Action => "action",
+    }
+}
+
+impl People {
+    /// Asks `source` for the run whose events go to `trace` and whose deadline `ledger` keeps;
+    /// each request expires after `timeout` (at most [`MAX_APPROVAL_TIMEOUT`]).
+    pub fn new(
+        source: Arc<dyn DecisionSource>,
+        trace: Trace,
+        ledger: Arc<Ledger>,
+        timeout: Duration,
+    ) -> Self {
+        People {
+            source,
+            trace,
+            ledger,
+            timeout: timeout.min(MAX_APPROVAL_TIMEOUT),
+            asked: AtomicU32::new(0),
+        }
+    }
+
+    /// How long a person has to decide each request.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// How many requests the run has made.
+    pub fn asked(&self) -> u32 {
+        self.asked.load(Ordering::SeqCst).min(MAX_APPROVALS_PER_RUN)
+    }
+
+    /// Asks a person to decide on `text` for `node_id`, and waits (the run's deadline paused)
+    /// until a valid decision, the expiry or `cancel`. Every request emitted is settled by one
+    /// `approval.decided`, even when the caller stops waiting (the future is dropped, e.g. a
+    /// tool call cut short by a cancel): it is then recorded `cancelled` (rules 4.14, 4.15).
+    pub async fn ask(
+        &self,
+        kind: ApprovalKind,
+        node_id: &str,
+        prompt: &str,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Settled, AskError> {
+        let number = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
+        if number > MAX_APPROVALS_PER_RUN {
+            return Err(AskError::LimitReached(MAX_APPROVALS_PER_RUN));
+        }
+        let expires = jiff::Timestamp::now()
+            .checked_add(
+                jiff::SignedDuration::try_from(self.timeout).unwrap_or(jiff::SignedDuration::MAX),
+            )
+            .unwrap_or(jiff::Timestamp::MAX);
+        let request = ApprovalRequest {
+            id: format!("{}-{number}", kind_word(kind)),
+            kind,
+            node_id: node_id.to_owned(),
+            prompt: prompt.to_owned(),
+            text: text.to_owned(),
+            digest: digest_of(text),
+            size: text.len() as u64,
+            complete: text.len() <= MAX_COMPLETE_BYTES,
+            expires_at: format_rfc3339(expires),
+        };
+        self.trace.emit(EventBody::ApprovalRequested {
+            approval_id: request.id.clone(),
+            node_id: request.node_id.clone(),
+            kind,
+            digest: request.digest.clone(),
+            size: request.size,
+            complete: request.complete,
+            expires_at: request.expires_at.clone(),
+            text: self.trace.content(text),
+        });
+        let started = Instant::now();
+        let mut pending = Pending {
+            people: self,
+            request: &request,
+            started,
+            settled: false,
+        };
+        let settled = {
+            let _paused = self.ledger.pause();
+            self.wait_for_decision(&request, cancel).await
+        };
+        pending.settled = true;
+        self.decided(&request, started, &settled);
+        Ok(settled)
+    }
+
+    /// Emits `approval.decided` for a request.
+    fn decided(&self, request: &ApprovalRequest, started: Instant, settled: &Settled) {
+        let (decision, comment, digest) = match settled {
+            Settled::Approved { answer } => (
+                DecisionKind::Approved,
+                answer.clone(),
+                Some(request.digest.clone()),
+            ),
+            Settled::Rejected { comment } => (DecisionKind::Rejected, comment.clone(), None),
+            Settled::Expired => (DecisionKind::Expired, None, None),
+            Settled::Cancelled => (DecisionKind::Cancelled, None, None),
+        };
+        self.trace.emit(EventBody::ApprovalDecided {
+            approval_id: request.id.clone(),
+            node_id: request.node_id.clone(),
+            kind: request.kind,
+            decision,
+            digest,
+            wait_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            comment: comment.as_deref().and_then(|c| self.trace.content(c)),
+        });
+    }
+
+    async fn wait_for_decision(
+        &self,
+        request: &ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Settled {
+        let now = tokio::time::Instant::now();
+        // The timeout is at most a day, so this cannot overflow; never panic if it did.
+        let expiry = now
+            .checked_add(self.timeout)
+            .or_else(|| now.checked_add(MAX_APPROVAL_TIMEOUT))
+            .unwrap_or(now);
+        loop {
+            let decision = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Settled::Cancelled,
+                _ = tokio::time::sleep_until(expiry) => return Settled::Expired,
+                d = self.source.decide(request, cancel) => d,
+            };
+            match decision {
+                None => return Settled::Expired,
+                Some(Decision::Reject { comment }) => return Settled::Rejected { comment },
+                Some(Decision::Approve { digest, answer }) => {
+                    if !request.complete {
+                        self.source.refused(
+                            request,
+                            "the text is over 128 KiB and was shown only in part: it can only be rejected",
+                        );
+                    } else if !digest.eq_ignore_ascii_case(&request.digest) {
+                        self.source.refused(
+                            request,
+                            &format!(
+                                "the digest {digest} does not match the text under review ({}); read the text again and approve its digest",
+                                request.digest
+                            ),
+                        );
+                    } else {
+                        return Settled::Approved { answer };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A request waiting for its decision: if the wait is dropped before it settles, the request is
+/// recorded `cancelled`, so no `approval.requested` is ever left without its `approval.decided`.
+struct Pending<'a> {
+    people: &'a People,
+    request: &'a ApprovalRequest,
+    started: Instant,
+    settled: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.people
+                .decided(self.request, self.started, &Settled::Cancelled);
+        }
+    }
+}
+
+/// No one can decide (no terminal): every request expires at once, a rejection (default deny).
+#[derive(Debug, Default)]
+pub struct Nobody {
+    /// Write nothing (otherwise the reason goes to standard error).
+    quiet: bool,
+}
+
+impl Nobody {
+    /// A source that explains on standard error why nobody answers.
+    pub fn new() -> Self {
+        Nobody { quiet: false }
+    }
+
+    /// A source that expires requests without writing anything.
+    pub fn quiet() -> Self {
+        Nobody { quiet: true }
+    }
+}
+
+#[async_trait]
+impl DecisionSource for Nobody {
+    async fn decide(
+        &self,
+        request: &ApprovalRequest,
+        _cancel: &CancellationToken,
+    ) -> Option<Decision> {
+        if !self.quiet {
+            eprintln!(
+                "{} {} at node {} needs a person, but there is no terminal to ask (standard input is not a TTY): it expires, which is a rejection (default deny). Run in a terminal to decide.",
+                kind_word(request.kind),
+                request.id,
+                request.node_id
+            );
+        }
+        None
+    }
+}
+
+/// One scripted decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptedDecision {
+    /// Approve, naming the digest of the text under review.
+    Approve,
+    /// Approve naming this digest (e.g. a wrong one, which the run refuses).
+    ApproveDigest(String),
+    /// Answer a remote's question (kind Input), naming the right digest.
+    Answer(String),
+    /// Reject with an optional comment.
+    Reject(Option<String>),
+    /// Never decide: the request expires.
+    Wait,
+}
+
+/// Decisions from a list, in order, for tests and demos. When the list runs out, requests wait
+/// (and expire). Records every request and every refusal.
+#[derive(Debug, Default)]
+pub struct ScriptedDecisions {
+    decisions: Mutex<VecDeque<ScriptedDecision>>,
+    requests: Mutex<Vec<ApprovalRequest>>,
+    refusals: Mutex<Vec<String>>,
+}
+
+impl ScriptedDecisions {
+    /// Decisions taken in order.
+    pub fn new(decisions: impl IntoIterator<Item = ScriptedDecision>) -> Self {
+        ScriptedDecisions {
+            decisions: Mutex::new(decisions.into_iter().collect()),
+            ..Default::default()
+        }
+    }
+
+    /// Every request seen (a refused decision's request appears again when it is asked again).
+    pub fn requests(&self) -> Vec<ApprovalRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Every refusal reported.
+    pub fn refusals(&self) -> Vec<String> {
+        self.refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+#[async_trait]
+impl DecisionSource for ScriptedDecisions {
+    async fn decide(
+        &self,
+        request: &ApprovalRequest,
+        _cancel: &CancellationToken,
+    ) -> Option<Decision> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request.clone());
+        let next = self
+            .decisions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        match next {
+            Some(ScriptedDecision::Approve) => Some(Decision::Approve {
+                digest: request.digest.clone(),
+                answer: None,
+            }),
+            Some(ScriptedDecision::ApproveDigest(digest)) => Some(Decision::Approve {
+                digest,
+                answer: None,
+            }),
+            Some(ScriptedDecision::Answer(text)) => Some(Decision::Approve {
+                digest: request.digest.clone(),
+                answer: Some(text),
+            }),
+            Some(ScriptedDecision::Reject(comment)) => Some(Decision::Reject { comment }),
+            Some(ScriptedDecision::Wait) | None => std::future::pending().await,
+        }
+    }
+
+    fn refused(&self, _request: &ApprovalRequest, reason: &str) {
+        self.refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(reason.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests;

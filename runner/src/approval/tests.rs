@@ -1,0 +1,360 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+use crate::events::{MemorySink, TraceOptions};
+use orrery_crds::validate::Ceilings;
+use std::time::Instant;
+
+fn people(
+    source: Arc<dyn DecisionSource>,
+    timeout: Duration,
+) -> (People, Arc<MemorySink>, Arc<Ledger>) {
+    let sink = Arc::new(MemorySink::new());
+    let trace = Trace::new(TraceOptions::new("r"), vec![sink.clone()]);
+    let ledger = Arc::new(Ledger::new(Ceilings::default()));
+    (
+        People::new(source, trace, ledger.clone(), timeout),
+        sink,
+        ledger,
+    )
+}
+
+#[test]
+fn the_digest_is_the_sha256_of_the_text() {
+    assert_eq!(
+        digest_of("abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}
+
+#[tokio::test]
+async fn an_approval_naming_the_digest_is_approved() {
+    let source = Arc::new(ScriptedDecisions::new([ScriptedDecision::Approve]));
+    let (p, sink, _) = people(source.clone(), Duration::from_secs(5));
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "ok?",
+            "draft",
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Approved { answer: None });
+    assert_eq!(sink.types(), vec!["approval.requested", "approval.decided"]);
+    assert_eq!(source.requests()[0].digest, digest_of("draft"));
+}
+
+#[tokio::test]
+async fn a_wrong_digest_is_refused_and_reported_and_the_request_stays_open() {
+    let source = Arc::new(ScriptedDecisions::new([
+        ScriptedDecision::ApproveDigest("0".repeat(64)),
+        ScriptedDecision::Reject(Some("no".into())),
+    ]));
+    let (p, _, _) = people(source.clone(), Duration::from_secs(5));
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "",
+            "draft",
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        Settled::Rejected {
+            comment: Some("no".into())
+        }
+    );
+    assert_eq!(source.refusals().len(), 1);
+    assert!(source.refusals()[0].contains("does not match"));
+}
+
+#[tokio::test]
+async fn an_undecided_request_expires() {
+    let source = Arc::new(ScriptedDecisions::new([]));
+    let (p, _, _) = people(source, Duration::from_millis(50));
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "",
+            "draft",
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Expired);
+}
+
+#[tokio::test]
+async fn nobody_lets_a_request_expire_at_once() {
+    let (p, _, _) = people(Arc::new(Nobody::quiet()), Duration::from_secs(600));
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "",
+            "x",
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Expired);
+}
+
+#[tokio::test]
+async fn a_cancel_settles_a_waiting_request() {
+    let (p, _, _) = people(
+        Arc::new(ScriptedDecisions::new([])),
+        Duration::from_secs(600),
+    );
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let got = p
+        .ask(ApprovalKind::Approval, "gate", "", "x", &cancel)
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Cancelled);
+}
+
+#[tokio::test]
+async fn text_over_128_kib_can_only_be_rejected() {
+    let source = Arc::new(ScriptedDecisions::new([
+        ScriptedDecision::Approve,
+        ScriptedDecision::Reject(None),
+    ]));
+    let (p, _, _) = people(source.clone(), Duration::from_secs(5));
+    let big = "x".repeat(MAX_COMPLETE_BYTES + 1);
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "",
+            &big,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Rejected { comment: None });
+    assert!(!source.requests()[0].complete);
+    assert!(source.refusals()[0].contains("only be rejected"));
+}
+
+#[tokio::test]
+async fn a_run_asks_at_most_twelve_times() {
+    let decisions = std::iter::repeat_n(ScriptedDecision::Approve, 13);
+    let (p, _, _) = people(
+        Arc::new(ScriptedDecisions::new(decisions)),
+        Duration::from_secs(5),
+    );
+    let cancel = CancellationToken::new();
+    for _ in 0..MAX_APPROVALS_PER_RUN {
+        assert!(
+            p.ask(ApprovalKind::Approval, "g", "", "t", &cancel)
+                .await
+                .is_ok()
+        );
+    }
+    assert_eq!(
+        p.ask(ApprovalKind::Input, "g", "", "t", &cancel).await,
+        Err(AskError::LimitReached(MAX_APPROVALS_PER_RUN))
+    );
+}
+
+#[tokio::test]
+async fn the_deadline_is_paused_while_a_person_decides() {
+    let (p, _, ledger) = people(
+        Arc::new(ScriptedDecisions::new([])),
+        Duration::from_millis(300),
+    );
+    let before = ledger.active_elapsed();
+    p.ask(
+        ApprovalKind::Approval,
+        "g",
+        "",
+        "t",
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert!(ledger.active_elapsed() - before < Duration::from_millis(200));
+}
+
+#[tokio::test]
+async fn an_enormous_timeout_is_cut_to_one_day_and_never_overflows_rule_4_13() {
+    let (p, sink, _) = people(Arc::new(Nobody::quiet()), Duration::MAX);
+    assert_eq!(p.timeout(), MAX_APPROVAL_TIMEOUT);
+    let got = p
+        .ask(
+            ApprovalKind::Approval,
+            "gate",
+            "",
+            "x",
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got, Settled::Expired);
+    let expires = sink
+        .events()
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ApprovalRequested { expires_at, .. } => Some(expires_at.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let expires: jiff::Timestamp = expires.parse().unwrap();
+    let left = expires.duration_since(jiff::Timestamp::now());
+    assert!(
+        left <= jiff::SignedDuration::from_secs(86_400),
+        "expires within a day: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_whose_wait_is_dropped_is_still_decided_cancelled_rules_4_14_4_15() {
+    let (p, sink, ledger) = people(
+        Arc::new(ScriptedDecisions::new([ScriptedDecision::Wait])),
+        Duration::from_secs(600),
+    );
+    // The caller gives up without cancelling the token (a tool call cut short).
+    let never = CancellationToken::new();
+    let wait = p.ask(ApprovalKind::Action, "writer", "", "deploy", &never);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), wait)
+            .await
+            .is_err()
+    );
+    assert_eq!(sink.types(), ["approval.requested", "approval.decided"]);
+    match &sink.events()[1].body {
+        EventBody::ApprovalDecided { decision, kind, .. } => {
+            assert_eq!(*decision, DecisionKind::Cancelled);
+            assert_eq!(*kind, ApprovalKind::Action);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!ledger.is_paused(), "the deadline runs again");
+}
+
+/// A writer the tests read back.
+#[derive(Clone, Default)]
+struct Screen(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Screen {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Screen {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+fn request(id: &str, text: &str) -> ApprovalRequest {
+    ApprovalRequest {
+        id: id.into(),
+        kind: ApprovalKind::Approval,
+        node_id: "gate".into(),
+        prompt: "Publish?".into(),
+        text: text.into(),
+        digest: digest_of(text),
+        size: text.len() as u64,
+        complete: true,
+        expires_at: "2026-01-01T00:00:00.000Z".into(),
+    }
+}
+
+fn typed(tx: &tokio::sync::mpsc::UnboundedSender<(Instant, String)>, lines: &[&str]) {
+    for line in lines {
+        tx.send((Instant::now(), (*line).to_owned())).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn typed_ahead_and_pasted_lines_never_answer_a_new_request_rules_4_8_4_26() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let prompt = Arc::new(TerminalPrompt::with_io(rx, Box::new(Screen::default())));
+    let cancel = CancellationToken::new();
+    // Typed before the first request is shown: it must not approve it.
+    typed(&tx, &["a"]);
+    let first = {
+        let prompt = prompt.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move { prompt.decide(&request("approval-1", "one"), &cancel).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // A multi-line paste: reject with a comment, and one line too many.
+    typed(&tx, &["r", "needs sources", "a"]);
+    assert_eq!(
+        first.await.unwrap(),
+        Some(Decision::Reject {
+            comment: Some("needs sources".into())
+        })
+    );
+    // The pasted "a" was typed before the second request was shown: it does not approve it.
+    let second = {
+        let prompt = prompt.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move { prompt.decide(&request("approval-2", "two"), &cancel).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!second.is_finished(), "still waiting for the person");
+    typed(&tx, &["r", ""]);
+    assert_eq!(
+        second.await.unwrap(),
+        Some(Decision::Reject { comment: None })
+    );
+}
+
+#[tokio::test]
+async fn escapes_in_the_text_under_review_are_shown_visibly_and_flagged_rule_4_7() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let screen = Screen::default();
+    let prompt = Arc::new(TerminalPrompt::with_io(rx, Box::new(screen.clone())));
+    let raw = "Run: rm -rf / on all prod hosts\x1b[2K\rRelease notes: typo fixes only. \u{202e}";
+    let waiting = {
+        let prompt = prompt.clone();
+        tokio::spawn(async move {
+            prompt
+                .decide(&request("approval-1", raw), &CancellationToken::new())
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    typed(&tx, &["a"]);
+    let decision = waiting.await.unwrap();
+    let shown = screen.text();
+    assert!(
+        !shown.contains('\x1b') && !shown.contains('\r') && !shown.contains('\u{202e}'),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains(
+            "Run: rm -rf / on all prod hosts\\x1b[2K\\rRelease notes: typo fixes only. \\u{202e}"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("⚠ this text contains 3 control or invisible characters"),
+        "{shown}"
+    );
+    assert!(shown.contains(&digest_of(raw)));
+    // The approval names the digest of the exact text, not of what was shown.
+    assert_eq!(
+        decision,
+        Some(Decision::Approve {
+            digest: digest_of(raw),
+            answer: None
+        })
+    );
+}

@@ -1,0 +1,514 @@
+//! Walking the graph: node after node along the edges, with routes, loop caps, edge screens,
+//! parallel sections and human approvals.
+
+use super::agent;
+use super::ctx::{ExitReport, RunCtx};
+use crate::approval::Settled;
+use crate::events::{EventBody, NodeStatus, Outcome};
+use futures::future::BoxFuture;
+use orrery_crds::composition::NodeKind;
+use orrery_crds::plan::{EdgeIdx, Next, NodeIdx};
+use orrery_crds::run::ApprovalKind;
+use std::sync::Arc;
+use tokio::sync::Barrier;
+
+/// Where a walk ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// The branch ended with this answer.
+    Answer(String),
+    /// The run is stopping (the reason is recorded in the context, or it was cancelled).
+    Stop,
+}
+
+/// What happens after a node answered.
+enum Step {
+    /// Go on to a node with this text (and the screen's flags, if the edge screened it).
+    Goto(NodeIdx, String, Vec<String>),
+    /// The branch ends with this answer.
+    End(String),
+    /// The run is stopping.
+    Stop,
+}
+
+/// Per-walk loop state: back edges taken per loop since its current entry, and the last
+/// approval decided on this walk's path.
+struct Loops {
+    taken: Vec<u32>,
+    /// The HumanApproval that decided last on this path, and whether it rejected.
+    last_approval: Option<(NodeIdx, bool)>,
+}
+
+/// Walks from `start` with `input` until the branch ends, or until it reaches `stop_at` (a
+/// parallel branch stops at its join). `first_barrier` holds the first node between its
+/// `node.enter` and its work until every parallel branch has entered (rule 2.22);
+/// `first_flags` are the screen flags of the edge that led to `start`.
+pub(crate) fn walk(
+    ctx: Arc<RunCtx>,
+    start: NodeIdx,
+    input: String,
+    depth: u32,
+    stop_at: Option<NodeIdx>,
+    first_barrier: Option<Arc<Barrier>>,
+    first_flags: Vec<String>,
+) -> BoxFuture<'static, Flow> {
+    Box::pin(async move {
+        let mut loops = Loops {
+            taken: vec![0; ctx.plan.loops.len()],
+            last_approval: None,
+        };
+        let mut current = start;
+        let mut input = input;
+        let mut flags = first_flags;
+        let mut barrier = first_barrier;
+        loop {
+            if Some(current) == stop_at {
+                return Flow::Answer(input);
+            }
+            if ctx.token.is_cancelled() {
+                return Flow::Stop;
+            }
+            let kind = ctx.plan.nodes[current].kind;
+            if !matches!(
+                kind,
+                NodeKind::LlmAgent | NodeKind::Router | NodeKind::Supervisor
+            ) && let Some(b) = barrier.take()
+                && !wait_barrier(&ctx, &b).await
+            {
+                return Flow::Stop;
+            }
+            let step = match kind {
+                NodeKind::Parallel => {
+                    let Some((join, combined)) = run_parallel(
+                        &ctx,
+                        current,
+                        input.clone(),
+                        depth,
+                        std::mem::take(&mut flags),
+                    )
+                    .await
+                    else {
+                        return Flow::Stop;
+                    };
+                    follow(&ctx, &mut loops, join, combined, &input, None)
+                }
+                NodeKind::HumanApproval => {
+                    approval_step(
+                        &ctx,
+                        &mut loops,
+                        current,
+                        &input,
+                        depth,
+                        std::mem::take(&mut flags),
+                    )
+                    .await
+                }
+                _ => {
+                    let answer = agent::run_node(
+                        ctx.clone(),
+                        current,
+                        input.clone(),
+                        depth,
+                        None,
+                        std::mem::take(&mut flags),
+                        barrier.take(),
+                    )
+                    .await;
+                    let Some(answer) = answer else {
+                        return Flow::Stop;
+                    };
+                    // A router passes its input on unchanged; other nodes pass their answer.
+                    let text = if kind == NodeKind::Router {
+                        input.clone()
+                    } else {
+                        answer.text
+                    };
+                    follow(
+                        &ctx,
+                        &mut loops,
+                        current,
+                        text,
+                        &input,
+                        answer.label.as_deref(),
+                    )
+                }
+            };
+            match step {
+                Step::Goto(next, text, screen_flags) => {
+                    current = next;
+                    input = text;
+                    flags = screen_flags;
+                }
+                Step::End(answer) => return Flow::Answer(answer),
+                Step::Stop => return Flow::Stop,
+            }
+        }
+    })
+}
+
+/// Waits until every parallel branch has entered its first node; false when the run stops
+/// first.
+pub(crate) async fn wait_barrier(ctx: &RunCtx, barrier: &Barrier) -> bool {
+    tokio::select! {
+        _ = barrier.wait() => true,
+        _ = ctx.token.cancelled() => false,
+    }
+}
+
+/// Follows what comes after node `from`, whose answer is `text`, whose input was `judged`, and
+/// whose label (if labelled) is `label`.
+fn follow(
+    ctx: &RunCtx,
+    loops: &mut Loops,
+    from: NodeIdx,
+    text: String,
+    judged: &str,
+    label: Option<&str>,
+) -> Step {
+    let node = &ctx.plan.nodes[from];
+    match &node.next {
+        Next::End | Next::ReturnToParent => Step::End(text),
+        Next::Edge { edge } => take_edge(ctx, loops, *edge, text, judged, None),
+        Next::Route { routes } => {
+            let Some(label) = label else {
+                // The agent checked the label against the node's labels; a node that routes
+                // must have one.
+                ctx.end(
+                    Outcome::Failed,
+                    Some(&node.id),
+                    format!("node '{}' routes by label but gave none", node.id),
+                );
+                return Step::Stop;
+            };
+            match routes.get(label) {
+                Some(edge) => take_edge(ctx, loops, *edge, text, judged, Some(label)),
+                None => {
+                    // A label with no edge ends the branch (label_ends_run).
+                    ctx.trace.emit(EventBody::RouteTaken {
+                        node_id: node.id.clone(),
+                        label: label.to_owned(),
+                        to: None,
+                    });
+                    Step::End(text)
+                }
+            }
+        }
+        Next::FanOut { .. } => {
+            ctx.end(
+                Outcome::Failed,
+                Some(&node.id),
+                format!("node '{}' fans out but is not a Parallel node", node.id),
+            );
+            Step::Stop
+        }
+    }
+}
+
+/// Takes edge `edge_idx` with `text`. A back edge counts against its loop's cap: past it, the
+/// branch ends with `judged`, the answer the loop's tail was judging (rules 2.12–2.13); but when
+/// the last decision on the path was a person rejecting the text at an approval inside that
+/// loop, the run ends `Rejected`, never `Succeeded` with a draft that was turned down (rules
+/// 2.16, 4.19), however many nodes lie between the rejection and the back edge.
+fn take_edge(
+    ctx: &RunCtx,
+    loops: &mut Loops,
+    edge_idx: EdgeIdx,
+    text: String,
+    judged: &str,
+    label: Option<&str>,
+) -> Step {
+    let plan = &ctx.plan;
+    let edge = &plan.edges[edge_idx];
+    if let Some(l) = edge.back_edge_of {
+        let lp = &plan.loops[l];
+        let head = plan.nodes[lp.head].id.clone();
+        let tail = plan.nodes[lp.tail].id.clone();
+        if loops.taken[l] >= lp.max_iterations {
+            ctx.trace.emit(EventBody::LoopIteration {
+                head: head.clone(),
+                tail,
+                iteration: loops.taken[l] + 1,
+                max: lp.max_iterations,
+                stopped: true,
+            });
+            if let Some((gate, true)) = loops.last_approval
+                && lp.body.contains(&gate)
+            {
+                let gate = &plan.nodes[gate].id;
+                ctx.end(
+                    Outcome::Rejected,
+                    Some(gate),
+                    format!(
+                        "a person rejected the text at node '{gate}' and the loop back to '{head}' reached its cap (maxIterations {}): the run ends Rejected, never with the text that was turned down",
+                        lp.max_iterations
+                    ),
+                );
+                return Step::Stop;
+            }
+            return Step::End(judged.to_owned());
+        }
+        loops.taken[l] += 1;
+        reset_nested(ctx, loops, l);
+        ctx.trace.emit(EventBody::LoopIteration {
+            head,
+            tail,
+            iteration: loops.taken[l],
+            max: lp.max_iterations,
+            stopped: false,
+        });
+    }
+    if let Some(label) = label {
+        ctx.trace.emit(EventBody::RouteTaken {
+            node_id: plan.nodes[edge.from].id.clone(),
+            label: label.to_owned(),
+            to: Some(plan.nodes[edge.to].id.clone()),
+        });
+    }
+    let (text, flags) = screen_edge(edge.screen, text);
+    Step::Goto(edge.to, text, flags)
+}
+
+/// Loops nested in loop `l` start from zero when its back edge is taken (rule 2.14).
+fn reset_nested(ctx: &RunCtx, loops: &mut Loops, l: usize) {
+    let mut stack: Vec<usize> = ctx.plan.loops[l].nested.clone();
+    while let Some(inner) = stack.pop() {
+        if let Some(count) = loops.taken.get_mut(inner) {
+            *count = 0;
+        }
+        stack.extend(ctx.plan.loops[inner].nested.iter().copied());
+    }
+}
+
+/// Applies the edge screen when the edge asks for it.
+fn screen_edge(screen: bool, text: String) -> (String, Vec<String>) {
+    if !screen {
+        return (text, Vec::new());
+    }
+    let screened = crate::safety::screen(&text);
+    let flags = screened
+        .flags
+        .iter()
+        .map(|f| f.as_str().to_owned())
+        .collect();
+    (screened.text, flags)
+}
+
+/// The text a rejected edge's node receives: the reviewer's comment and the rejected text.
+pub(crate) fn rejection_text(comment: Option<&str>, rejected: &str) -> String {
+    let comment = comment
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or("(no comment)");
+    format!(
+        "A reviewer rejected this text.\n\nReviewer's comment:\n{comment}\n\nRejected text:\n{rejected}"
+    )
+}
+
+/// A HumanApproval node: ask a person, then route on approved / rejected (rules 4.13–4.20).
+async fn approval_step(
+    ctx: &Arc<RunCtx>,
+    loops: &mut Loops,
+    idx: NodeIdx,
+    input: &str,
+    depth: u32,
+    flags: Vec<String>,
+) -> Step {
+    let node = &ctx.plan.nodes[idx];
+    let open = ctx.enter(idx, depth, None, input, flags);
+    let settled = ctx
+        .people
+        .ask(
+            ApprovalKind::Approval,
+            &node.id,
+            &node.prompt,
+            input,
+            &ctx.token,
+        )
+        .await;
+    let routes = match &node.next {
+        Next::Route { routes } => Some(routes),
+        _ => None,
+    };
+    match settled {
+        Err(limit) => {
+            ctx.exit(
+                &open,
+                NodeStatus::Failed,
+                ExitReport {
+                    error: Some(limit.to_string()),
+                    ..Default::default()
+                },
+            );
+            ctx.end(
+                Outcome::Rejected,
+                Some(&node.id),
+                format!("{limit}: nobody was asked, which is a rejection"),
+            );
+            Step::Stop
+        }
+        Ok(Settled::Cancelled) => {
+            ctx.exit(&open, NodeStatus::Stopped, ExitReport::default());
+            Step::Stop
+        }
+        Ok(Settled::Expired) => {
+            ctx.exit(
+                &open,
+                NodeStatus::Expired,
+                ExitReport {
+                    error: Some("nobody decided before the approval expired (default deny)".into()),
+                    ..Default::default()
+                },
+            );
+            ctx.end(
+                Outcome::Rejected,
+                Some(&node.id),
+                format!(
+                    "the approval at node '{}' expired before anyone decided (default deny)",
+                    node.id
+                ),
+            );
+            Step::Stop
+        }
+        Ok(Settled::Approved { .. }) => {
+            loops.last_approval = Some((idx, false));
+            ctx.exit(
+                &open,
+                NodeStatus::Ok,
+                ExitReport {
+                    label: Some("approved".into()),
+                    answer: Some(input.to_owned()),
+                    ..Default::default()
+                },
+            );
+            follow(ctx, loops, idx, input.to_owned(), input, Some("approved"))
+        }
+        Ok(Settled::Rejected { comment }) => {
+            loops.last_approval = Some((idx, true));
+            let text = rejection_text(comment.as_deref(), input);
+            ctx.exit(
+                &open,
+                NodeStatus::Ok,
+                ExitReport {
+                    label: Some("rejected".into()),
+                    answer: Some(text.clone()),
+                    ..Default::default()
+                },
+            );
+            let Some(&edge) = routes.and_then(|r| r.get("rejected")) else {
+                ctx.end(
+                    Outcome::Rejected,
+                    Some(&node.id),
+                    format!(
+                        "a person rejected the text at node '{}', which has no rejected edge",
+                        node.id
+                    ),
+                );
+                return Step::Stop;
+            };
+            take_edge(ctx, loops, edge, text, input, Some("rejected"))
+        }
+    }
+}
+
+/// A Parallel node and its section: enter/exit the Parallel, run every branch on its own task
+/// (each branch's first `node.enter` before any branch exits), then the Join writes each
+/// branch's answer as a `## <branch>` block in edge order. Returns the Join and its answer.
+async fn run_parallel(
+    ctx: &Arc<RunCtx>,
+    idx: NodeIdx,
+    input: String,
+    depth: u32,
+    flags: Vec<String>,
+) -> Option<(NodeIdx, String)> {
+    let open = ctx.enter(idx, depth, None, &input, flags);
+    let Next::FanOut { section } = ctx.plan.nodes[idx].next else {
+        ctx.fail(
+            &open,
+            "a Parallel node without a section".into(),
+            ExitReport::default(),
+        );
+        return None;
+    };
+    let section = ctx.plan.sections[section].clone();
+    ctx.exit(
+        &open,
+        NodeStatus::Ok,
+        ExitReport {
+            answer: Some(input.clone()),
+            ..Default::default()
+        },
+    );
+
+    let barrier = Arc::new(Barrier::new(section.branches.len()));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, chain) in section.branches.iter().enumerate() {
+        let Some(&first) = chain.first() else {
+            continue;
+        };
+        let edge = ctx
+            .plan
+            .edges
+            .iter()
+            .position(|e| e.from == idx && e.to == first);
+        let screen = edge.is_some_and(|e| ctx.plan.edges[e].screen);
+        let (text, branch_flags) = screen_edge(screen, input.clone());
+        let ctx = ctx.clone();
+        let barrier = barrier.clone();
+        let join = section.join;
+        set.spawn(async move {
+            let flow = walk(
+                ctx,
+                first,
+                text,
+                depth + 1,
+                Some(join),
+                Some(barrier),
+                branch_flags,
+            )
+            .await;
+            (i, flow)
+        });
+    }
+    let mut answers: Vec<Option<String>> = vec![None; section.branches.len()];
+    let mut stopped = false;
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, Flow::Answer(a))) => answers[i] = Some(a),
+            Ok((_, Flow::Stop)) => stopped = true,
+            Err(e) => {
+                stopped = true;
+                ctx.end(
+                    Outcome::Failed,
+                    Some(&ctx.plan.nodes[idx].id),
+                    format!("a parallel branch failed: {e}"),
+                );
+            }
+        }
+    }
+    if stopped || ctx.token.is_cancelled() {
+        return None;
+    }
+
+    let blocks: Vec<String> = section
+        .branches
+        .iter()
+        .zip(answers)
+        .map(|(chain, answer)| {
+            let name = chain
+                .first()
+                .map(|&n| ctx.plan.nodes[n].id.as_str())
+                .unwrap_or_default();
+            format!("## {name}\n\n{}", answer.unwrap_or_default())
+        })
+        .collect();
+    let combined = blocks.join("\n\n");
+    let join_open = ctx.enter(section.join, depth, None, &combined, Vec::new());
+    ctx.exit(
+        &join_open,
+        NodeStatus::Ok,
+        ExitReport {
+            answer: Some(combined.clone()),
+            ..Default::default()
+        },
+    );
+    Some((section.join, combined))
+}
