@@ -1,0 +1,17 @@
+//! The safety screen and redaction applied to every remote reply before a model sees it
+//! (rules 8.1–8.8) and to captured content.
+//!
+//! - [`redact`] / [`redact_with`]: credentials, JWTs, PEM blocks, cloud keys and email addresses
+//!   become placeholders (`[REDACTED_API_KEY]`, `[REDACTED_EMAIL]` …); IPs only on request.
+//! - [`screen`] / [`screen_with`]: removes hidden characters, flags injection attempts, prefixes
+//!   flagged text with a marker, and redacts.
+
+mod redact;
+mod screen;
+
+pub use redact::{
+    REDACTED_API_KEY, REDACTED_AWS_KEY, REDACTED_AWS_SECRET, REDACTED_CREDENTIALS, REDACTED_EMAIL,
+    REDACTED_IP, REDACTED_JWT, REDACTED_PEM, REDACTED_SECRET, REDACTED_TOKEN, RedactOptions,
+    redact, redact_with,
+};
+pub use screen::{ScreenFlag, Screened, marker, screen, screen_with};
