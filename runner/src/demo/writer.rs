@@ -1,0 +1,144 @@
+//! `demo-writer`: the demo fleet's A2A agent. Deterministic, no model: its one skill, `draft`,
+//! turns notes into a short release-notes draft and revises a draft sent back with a
+//! reviewer's `Feedback:` (the rules are in [`super::draft`]). It completes every task at once
+//! with the draft as an artifact named `draft` (`text/markdown`), and rejects requests without
+//! text or longer than [`MAX_REQUEST_CHARS`].
+
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+
+pub use super::draft::draft;
+use crate::a2a::server::{AgentHandler, AgentReply, AgentRequest};
+use crate::a2a::types::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, BINDING_JSONRPC,
+    HttpAuthSecurityScheme, PROTOCOL_VERSION, Part, SecurityRequirement, SecurityScheme,
+    StringList,
+};
+
+/// The writer's only skill.
+pub const SKILL_ID: &str = "draft";
+/// The longest request text the writer takes, in characters.
+pub const MAX_REQUEST_CHARS: usize = 16_384;
+/// The security scheme name on the card when a bearer token is required.
+pub const BEARER_SCHEME: &str = "bearer";
+
+/// The `demo-writer` agent.
+#[derive(Clone, Debug)]
+pub struct DemoWriter {
+    card: AgentCard,
+}
+
+impl DemoWriter {
+    /// A writer whose card points at `rpc_url`, declaring a bearer scheme when
+    /// `bearer_required` (the server must then be configured with the token).
+    pub fn new(rpc_url: &str, bearer_required: bool) -> Self {
+        DemoWriter {
+            card: writer_card(rpc_url, bearer_required),
+        }
+    }
+}
+
+/// The writer's agent card: one JSON-RPC 1.0 interface, streaming, the `draft` skill.
+pub fn writer_card(rpc_url: &str, bearer_required: bool) -> AgentCard {
+    let (security_schemes, security_requirements) = if bearer_required {
+        let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+            description: Some("The token the fleet was started with".to_owned()),
+            scheme: "Bearer".to_owned(),
+            bearer_format: None,
+        });
+        let requirement = SecurityRequirement {
+            schemes: BTreeMap::from([(BEARER_SCHEME.to_owned(), StringList::default())]),
+        };
+        (
+            BTreeMap::from([(BEARER_SCHEME.to_owned(), scheme)]),
+            vec![requirement],
+        )
+    } else {
+        (BTreeMap::new(), Vec::new())
+    };
+    AgentCard {
+        name: "demo-writer".to_owned(),
+        description: "Deterministic release-notes writer of the Orrery Studio demo fleet (no \
+                      model): drafts release notes from notes and revises them from a \
+                      reviewer's feedback."
+            .to_owned(),
+        supported_interfaces: vec![AgentInterface {
+            url: rpc_url.to_owned(),
+            protocol_binding: BINDING_JSONRPC.to_owned(),
+            tenant: None,
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+        }],
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            ..AgentCapabilities::default()
+        },
+        security_schemes,
+        security_requirements,
+        default_input_modes: vec!["text/plain".to_owned()],
+        default_output_modes: vec!["text/markdown".to_owned(), "text/plain".to_owned()],
+        skills: vec![AgentSkill {
+            id: SKILL_ID.to_owned(),
+            name: "Draft release notes".to_owned(),
+            description: "Turns notes into a short release-notes draft: a title, one bullet per \
+                          note, the source links and keywords. Add a line starting with \
+                          'Feedback:' to revise a draft."
+                .to_owned(),
+            tags: vec![
+                "writing".to_owned(),
+                "release-notes".to_owned(),
+                "demo".to_owned(),
+            ],
+            examples: vec![
+                "Kafka consumer lag".to_owned(),
+                "# Release notes: Kafka consumer lag\n- Lag is measured per partition.\n\
+                 Feedback: cite a source for every claim."
+                    .to_owned(),
+            ],
+            ..AgentSkill::default()
+        }],
+        ..AgentCard::default()
+    }
+}
+
+#[async_trait]
+impl AgentHandler for DemoWriter {
+    fn card(&self) -> &AgentCard {
+        &self.card
+    }
+
+    async fn handle(&self, request: AgentRequest) -> AgentReply {
+        let text = request.message.joined_text();
+        if text.trim().is_empty() {
+            return AgentReply::rejected(
+                "demo-writer reads text parts only and this request has no text; send the notes \
+                 to draft from as a text part",
+            );
+        }
+        let chars = text.chars().count();
+        if chars > MAX_REQUEST_CHARS {
+            return AgentReply::rejected(format!(
+                "the request has {chars} characters; demo-writer takes at most {MAX_REQUEST_CHARS}"
+            ));
+        }
+        let markdown_ok = request.accepted_output_modes.is_empty()
+            || request
+                .accepted_output_modes
+                .iter()
+                .any(|m| m.starts_with("text/markdown") || m == "text/*" || m == "*/*");
+        let media_type = if markdown_ok {
+            "text/markdown"
+        } else {
+            "text/plain"
+        };
+        AgentReply::completed(
+            SKILL_ID,
+            vec![Part::text(draft(&text)).with_media_type(media_type)],
+        )
+    }
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
