@@ -1,0 +1,232 @@
+//! Fetching and trusting an agent card (rules 5.13–5.17, 6.3, 6.18; anchors 20–25): through the
+//! guard within the card cap, duplicate keys refused, the trust digest compared with the pin
+//! (`cardSHA256`, else the pin store, pinned on first use), and the JSON-RPC interface checked:
+//! https (plain http only to loopback) and on the entry's origins.
+
+use super::endpoint::A2aEndpoint;
+use super::outcome::{CallError, ErrorType};
+use crate::a2a::types::{AgentCard, BINDING_JSONRPC};
+use crate::net::GuardedClient;
+use crate::net::is_loopback_host;
+use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
+use crate::pinstore::{PinCheck, PinSource, PinStore};
+use reqwest::Url;
+use reqwest::header::ACCEPT;
+
+/// A card that passed every check.
+#[derive(Clone, Debug)]
+pub struct TrustedCard {
+    /// The card.
+    pub card: AgentCard,
+    /// Its trust digest.
+    pub digest: String,
+    /// Where JSON-RPC requests go.
+    pub rpc_url: Url,
+    /// The interface's tenant, copied into every request.
+    pub tenant: Option<String>,
+    /// Whether the agent streams (`SendStreamingMessage`).
+    pub streaming: bool,
+}
+
+fn refused(entry: &str, why: impl std::fmt::Display) -> CallError {
+    CallError::new(
+        ErrorType::CardRefused,
+        format!("the card of remote agent '{entry}' was refused: {why}"),
+    )
+}
+
+/// Fetches the card of `endpoint` and checks it against its pin in `pins`.
+pub async fn fetch_trusted_card(
+    client: &GuardedClient,
+    endpoint: &A2aEndpoint,
+    pins: &PinStore,
+) -> Result<TrustedCard, CallError> {
+    let entry = &endpoint.entry;
+    let request = client
+        .get(endpoint.card_url.as_str())
+        .map_err(|e| CallError::from_card_fetch(entry, e))?
+        .header(ACCEPT, "application/json")
+        .header(crate::mcp::HOP_HEADER, "1");
+    let fetch = client.fetch_capped(request, endpoint.max_card_bytes);
+    let (status, _, body) = tokio::time::timeout(endpoint.message_timeout, fetch)
+        .await
+        .map_err(|_| {
+            CallError::new(
+                ErrorType::Timeout,
+                format!("the card of remote agent '{entry}' did not arrive in time"),
+            )
+        })?
+        .map_err(|e| CallError::from_card_fetch(entry, e))?;
+    if !status.is_success() {
+        return Err(CallError::new(
+            ErrorType::RemoteError,
+            format!("the card of remote agent '{entry}' could not be fetched: HTTP {status}"),
+        ));
+    }
+    let value = parse_json_no_duplicate_keys(&body).map_err(|e| refused(entry, e))?;
+    let digest = card_trust_digest(&value).map_err(|e| refused(entry, e))?;
+    check_pin(endpoint, pins, &digest)?;
+    let card: AgentCard = serde_json::from_value(value)
+        .map_err(|e| refused(entry, format!("it is not an A2A 1.0 agent card ({e})")))?;
+    let interface = card.preferred_interface(BINDING_JSONRPC).ok_or_else(|| {
+        refused(entry, "it has no JSON-RPC interface for protocol version 1.x (only the JSON-RPC binding is called)")
+    })?;
+    let rpc_url = check_rpc_target(endpoint, &interface.url)?;
+    let tenant = interface.tenant.clone().filter(|t| !t.is_empty());
+    let streaming = card.capabilities.streaming == Some(true);
+    Ok(TrustedCard {
+        card,
+        digest,
+        rpc_url,
+        tenant,
+        streaming,
+    })
+}
+
+/// Compares the digest with `cardSHA256`, or with the pin store (pinning it on first use).
+fn check_pin(endpoint: &A2aEndpoint, pins: &PinStore, digest: &str) -> Result<(), CallError> {
+    let entry = &endpoint.entry;
+    if let Some(expected) = &endpoint.card_sha256 {
+        if !expected.eq_ignore_ascii_case(digest) {
+            return Err(refused(
+                entry,
+                format!(
+                    "its trust fields (interfaces, security, skills) digest to {digest}, not the cardSHA256 {expected} the entry pins; the entry is disabled until an admin reviews the card and re-pins it"
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    match pins.check_card(&endpoint.pin_key(), entry, digest, PinSource::FirstUse) {
+        Ok(PinCheck::PinnedNow | PinCheck::Matches) => Ok(()),
+        Ok(PinCheck::Changed { pinned }) => Err(refused(
+            entry,
+            format!(
+                "its trust fields (interfaces, security, skills) changed since the card was pinned ({pinned} then, {digest} now); the entry is disabled until re-pinned (`orrery pins reset {entry}`, or set cardSHA256)"
+            ),
+        )),
+        Err(e) => Err(CallError::new(
+            ErrorType::Misconfigured,
+            format!("remote agent '{entry}': {e}"),
+        )),
+    }
+}
+
+/// An RPC target must parse, be https (plain http only to a loopback host), and be on one of
+/// the entry's origins (rule 5.31).
+fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError> {
+    let entry = &endpoint.entry;
+    let parsed = Url::parse(url).map_err(|e| {
+        refused(
+            entry,
+            format!("its JSON-RPC URL {url:?} is not a URL ({e})"),
+        )
+    })?;
+    let loopback = parsed.host().is_some_and(|h| is_loopback_host(&h));
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        scheme => {
+            return Err(refused(
+                entry,
+                format!(
+                    "its JSON-RPC URL {url} uses {scheme}; RPC targets must be https (plain http only on loopback)"
+                ),
+            ));
+        }
+    }
+    let origin = crate::net::Origin::of(&parsed).map_err(|e| refused(entry, e))?;
+    if !endpoint.origins.contains(&origin) {
+        let allowed: Vec<String> = endpoint.origins.iter().map(ToString::to_string).collect();
+        return Err(refused(
+            entry,
+            format!(
+                "its JSON-RPC URL {url} is on {origin}, which is not one of the entry's origins ({}); add it to serviceOrigins if it is meant",
+                allowed.join(", ")
+            ),
+        ));
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::net::Origin;
+    use orrery_crds::registry::Effect;
+
+    fn endpoint(card_url: &str, service: &[&str]) -> A2aEndpoint {
+        let url = Url::parse(card_url).unwrap();
+        let mut origins = vec![Origin::of(&url).unwrap()];
+        origins.extend(service.iter().map(|s| Origin::parse(s).unwrap()));
+        A2aEndpoint {
+            entry: "writer".into(),
+            card_url: url,
+            card_sha256: None,
+            skills: vec!["draft".into()],
+            effect: Effect::ReadOnly,
+            origins,
+            private_network: false,
+            bearer: None,
+            message_timeout: std::time::Duration::from_secs(5),
+            max_reply_bytes: 1024,
+            max_card_bytes: 1024,
+        }
+    }
+
+    #[test]
+    fn rpc_targets_are_checked_as_a_table() {
+        let ep = endpoint(
+            "https://agent.example.com/.well-known/agent-card.json",
+            &["https://rpc.example.com"],
+        );
+        let cases = [
+            ("https://agent.example.com/rpc", true),
+            ("https://agent.example.com:443/", true),
+            ("https://rpc.example.com/a2a", true),
+            ("https://agent.example.com:8443/rpc", false),
+            ("http://agent.example.com/rpc", false),
+            ("https://evil.example.com/rpc", false),
+            ("https://agent.example.com.evil.example/rpc", false),
+            ("not a url", false),
+        ];
+        for (url, ok) in cases {
+            let result = check_rpc_target(&ep, url);
+            assert_eq!(result.is_ok(), ok, "{url}: {result:?}");
+            if let Err(e) = result {
+                assert_eq!(e.error_type, ErrorType::CardRefused, "{url}");
+            }
+        }
+        let local = endpoint("http://127.0.0.1:7802/.well-known/agent-card.json", &[]);
+        assert!(
+            check_rpc_target(&local, "http://127.0.0.1:7802/").is_ok(),
+            "plain http on loopback"
+        );
+        assert!(
+            check_rpc_target(&local, "http://127.0.0.1:7803/").is_err(),
+            "another port is another origin"
+        );
+    }
+
+    #[test]
+    fn a_config_pin_is_compared_and_a_first_use_pin_is_kept() {
+        let pins = PinStore::in_memory();
+        let mut ep = endpoint("https://agent.example.com/.well-known/agent-card.json", &[]);
+        assert!(check_pin(&ep, &pins, "aa").is_ok(), "pinned on first use");
+        assert!(check_pin(&ep, &pins, "aa").is_ok());
+        let changed = check_pin(&ep, &pins, "bb").unwrap_err();
+        assert_eq!(changed.error_type, ErrorType::CardRefused);
+        assert!(
+            changed.message.contains("orrery pins reset writer"),
+            "{}",
+            changed.message
+        );
+        ep.card_sha256 = Some("cc".into());
+        assert!(
+            check_pin(&ep, &pins, "CC").is_ok(),
+            "cardSHA256 wins over the store"
+        );
+        assert!(check_pin(&ep, &pins, "aa").is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! An A2A registry entry as a run uses it: card URL and pin, skills, effect, the origins RPC
+//! targets and the bearer token may go to, limits, and the key its card pin is kept under.
+
+use crate::net::Origin;
+use crate::secrets::{SecretResolver, SecretValue};
+use orrery_crds::registry::{A2aEntry, Effect};
+use reqwest::Url;
+use std::time::Duration;
+
+/// Time for one message (the remote's, not a person's) when the entry sets none.
+pub const DEFAULT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest reply read when the entry sets none.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 1024 * 1024;
+/// Largest card read when the entry sets none.
+pub const DEFAULT_MAX_CARD_BYTES: u64 = 256 * 1024;
+
+/// Why an A2A entry cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// A URL does not parse.
+    #[error("A2A entry '{entry}': {what} {url:?} is not a URL ({reason})")]
+    Url {
+        /// The entry.
+        entry: String,
+        /// `cardUrl` or `serviceOrigins`.
+        what: &'static str,
+        /// The URL as written.
+        url: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The bearer token could not be read.
+    #[error("A2A entry '{entry}': its bearer token: {source}")]
+    Secret {
+        /// The entry.
+        entry: String,
+        /// Why.
+        source: Box<crate::secrets::SecretError>,
+    },
+}
+
+/// One A2A entry, resolved for a run.
+#[derive(Clone, Debug)]
+pub struct A2aEndpoint {
+    /// The registry entry's name.
+    pub entry: String,
+    /// Where the card is served.
+    pub card_url: Url,
+    /// The pin from the entry's `cardSHA256`, lowercase.
+    pub card_sha256: Option<String>,
+    /// The skills the entry allows.
+    pub skills: Vec<String>,
+    /// ReadOnly or Acting.
+    pub effect: Effect,
+    /// The card URL's origin followed by the entry's `serviceOrigins`: RPC targets must be on
+    /// one of them, and the bearer token goes nowhere else.
+    pub origins: Vec<Origin>,
+    /// Whether the entry is `privateNetwork`.
+    pub private_network: bool,
+    /// The bearer token.
+    pub bearer: Option<SecretValue>,
+    /// Time for one message.
+    pub message_timeout: Duration,
+    /// Largest reply read (a JSON body or a whole event stream).
+    pub max_reply_bytes: u64,
+    /// Largest card read.
+    pub max_card_bytes: u64,
+}
+
+impl A2aEndpoint {
+    /// Resolves the entry `name`, reading its bearer token with `secrets`.
+    pub fn from_entry(
+        name: &str,
+        spec: &A2aEntry,
+        secrets: &dyn SecretResolver,
+    ) -> Result<Self, EndpointError> {
+        let url_error = |what, url: &str, reason: String| EndpointError::Url {
+            entry: name.to_owned(),
+            what,
+            url: url.to_owned(),
+            reason,
+        };
+        let card_url = Url::parse(&spec.card_url)
+            .map_err(|e| url_error("cardUrl", &spec.card_url, e.to_string()))?;
+        let mut origins = vec![
+            Origin::of(&card_url)
+                .map_err(|e| url_error("cardUrl", &spec.card_url, e.to_string()))?,
+        ];
+        for text in &spec.service_origins {
+            let origin = Origin::parse(text)
+                .map_err(|e| url_error("serviceOrigins", text, e.to_string()))?;
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        let bearer = spec
+            .auth
+            .as_ref()
+            .map(|auth| secrets.resolve(&auth.secret_key_ref))
+            .transpose()
+            .map_err(|e| EndpointError::Secret {
+                entry: name.to_owned(),
+                source: Box::new(e),
+            })?;
+        let limits = spec.limits.clone().unwrap_or_default();
+        Ok(A2aEndpoint {
+            entry: name.to_owned(),
+            card_url,
+            card_sha256: spec.card_sha256.as_ref().map(|d| d.to_ascii_lowercase()),
+            skills: spec.skills.clone(),
+            effect: spec.effect,
+            origins,
+            private_network: spec.private_network,
+            bearer,
+            message_timeout: limits.timeout_seconds.map_or(DEFAULT_MESSAGE_TIMEOUT, |s| {
+                Duration::from_secs(u64::from(s))
+            }),
+            max_reply_bytes: limits.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES),
+            max_card_bytes: limits.max_card_bytes.unwrap_or(DEFAULT_MAX_CARD_BYTES),
+        })
+    }
+
+    /// Whether calls change things (each is confirmed by the run's owner).
+    pub fn acting(&self) -> bool {
+        self.effect == Effect::Acting
+    }
+
+    /// The key the card pin is kept under (rule 5.19): card URL, `cardSHA256`, skills, origins
+    /// and network flag. Any of them changing pins the card afresh.
+    pub fn pin_key(&self) -> String {
+        let origins: Vec<String> = self.origins.iter().map(ToString::to_string).collect();
+        let mut skills = self.skills.clone();
+        skills.sort();
+        format!(
+            "a2a {} cardSHA256={} skills={} origins={} privateNetwork={}",
+            self.card_url,
+            self.card_sha256.as_deref().unwrap_or("-"),
+            skills.join(","),
+            origins.join(","),
+            self.private_network
+        )
+    }
+}

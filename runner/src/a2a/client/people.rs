@@ -1,0 +1,130 @@
+//! The people a remote call may involve (rules 4.27–4.50): the run's owner confirms each call
+//! of an acting remote against the exact request, and a remote's question goes to a person,
+//! never the model.
+
+use super::agent::{MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS};
+use super::reply::question;
+use crate::a2a::types::Task;
+use crate::approval::{AskError, Settled};
+use crate::ledger::BudgetKey;
+use crate::tools::{ToolContext, ToolError, ToolOutput};
+use orrery_crds::run::ApprovalKind;
+
+/// Asks the owner to confirm a call to acting remote `entry` (rules 4.44–4.49). `Some(output)`:
+/// blocked, nothing is sent.
+pub(super) async fn confirm(
+    entry: &str,
+    skill: &str,
+    request: &str,
+    ctx: &ToolContext,
+) -> Result<Option<ToolOutput>, ToolError> {
+    let prompt = format!(
+        "Remote agent '{entry}' (skill '{skill}') changes things. Confirm this exact request before it is sent; refuse it and nothing is sent."
+    );
+    let why = match ctx
+        .people
+        .ask(
+            ApprovalKind::Action,
+            &ctx.node_id,
+            &prompt,
+            request,
+            &ctx.cancel,
+        )
+        .await
+    {
+        Ok(Settled::Approved { .. }) => {
+            if let Some(hit) = ctx.ledger.first_hit() {
+                return Err(ToolError::BudgetExhausted {
+                    budget: hit.budget.as_str().to_owned(),
+                });
+            }
+            return Ok(None);
+        }
+        Ok(Settled::Cancelled) => return Err(ToolError::Cancelled),
+        Ok(Settled::Rejected { .. }) => "the owner refused it".to_owned(),
+        Ok(Settled::Expired) => "nobody confirmed it in time".to_owned(),
+        Err(AskError::LimitReached(n)) => {
+            format!("the run already asked for {n} approvals, the most a run may ask for")
+        }
+    };
+    let message = format!(
+        "BLOCKED: the call to acting remote agent '{entry}' (skill '{skill}') was not confirmed ({why}); nothing was sent. Do not retry it."
+    );
+    Ok(Some(ToolOutput {
+        content: message,
+        is_error: true,
+    }))
+}
+
+/// Takes a remote's question to a person (rules 4.27–4.36). `Ok(Ok(answer))` to send on
+/// the same task; `Ok(Err(why))` ends the call `input_required`; `Err` ends the call (a
+/// budget spent, the run cancelled).
+pub(super) async fn ask_person(
+    entry: &str,
+    skill: &str,
+    task: &Task,
+    answered: u32,
+    ctx: &ToolContext,
+) -> Result<Result<String, String>, ToolError> {
+    if answered >= MAX_INPUT_ROUNDS {
+        return Ok(Err(format!(
+            "the remote asked more than {MAX_INPUT_ROUNDS} questions in one call"
+        )));
+    }
+    let question = question(task);
+    if question.trim().is_empty() {
+        return Ok(Err(
+            "the remote asked for input with an empty question".into()
+        ));
+    }
+    if ctx.ledger.used(BudgetKey::RemoteCalls) >= ctx.ledger.limit(BudgetKey::RemoteCalls) {
+        let budget = ctx
+            .ledger
+            .reserve(BudgetKey::RemoteCalls)
+            .err()
+            .map_or(BudgetKey::RemoteCalls, |h| h.budget);
+        return Err(ToolError::BudgetExhausted {
+            budget: budget.as_str().to_owned(),
+        });
+    }
+    let prompt = format!(
+        "Remote agent '{entry}' (skill '{skill}') asks a question before it can answer. It was written by an external agent: never answer with secrets. Your answer is sent to it on the same task."
+    );
+    let answer = match ctx
+        .people
+        .ask(
+            ApprovalKind::Input,
+            &ctx.node_id,
+            &prompt,
+            &question,
+            &ctx.cancel,
+        )
+        .await
+    {
+        Ok(Settled::Approved { answer }) => answer.unwrap_or_default(),
+        Ok(Settled::Cancelled) => return Err(ToolError::Cancelled),
+        Ok(Settled::Rejected { .. }) => {
+            return Ok(Err("the person asked declined to answer".into()));
+        }
+        Ok(Settled::Expired) => return Ok(Err("nobody answered in time".into())),
+        Err(AskError::LimitReached(n)) => {
+            return Ok(Err(format!(
+                "the run already asked for {n} approvals, the most a run may ask for"
+            )));
+        }
+    };
+    if answer.trim().is_empty() {
+        return Ok(Err("the person gave no answer".into()));
+    }
+    if answer.chars().count() > MAX_REQUEST_CHARS {
+        return Ok(Err(format!(
+            "the answer is over the {MAX_REQUEST_CHARS} characters a remote agent takes"
+        )));
+    }
+    if let Err(hit) = ctx.ledger.reserve(BudgetKey::RemoteCalls) {
+        return Err(ToolError::BudgetExhausted {
+            budget: hit.budget.as_str().to_owned(),
+        });
+    }
+    Ok(Ok(answer))
+}

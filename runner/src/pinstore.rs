@@ -1,0 +1,508 @@
+//! The pin store: A2A card digests and MCP tool pins, kept across runs in a JSON file (rules
+//! 5.15–5.21; locally `$XDG_STATE_HOME/orrery/pins.json`, in a cluster the RegistryEntry status
+//! later).
+//!
+//! Pins are keyed by the entry's *endpoint* (rule 5.19): for A2A the card URL, `cardSHA256`,
+//! skills, service origins and network flag; for MCP the URL, transport and network flag. An
+//! entry whose endpoint changed is pinned afresh (5.20), and a description edit keeps its pin.
+//! A changed card or tool is refused until its pin is reset ([`PinStore::reset_entry`], the
+//! library side of `orrery pins reset <entry>`) or the pin is deleted from the file.
+//!
+//! Every change is written at once (to a temporary file, then renamed), after re-reading the
+//! file so that runs in other processes do not lose each other's pins.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The file format's version.
+const FORMAT_VERSION: u32 = 1;
+
+/// Why the pin store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PinStoreError {
+    /// The file could not be read.
+    #[error("cannot read the pin store {}: {reason}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The file is not a pin store.
+    #[error("the pin store {} is not valid ({reason}); fix or delete it (every remote is then pinned again on first use)", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file could not be written.
+    #[error("cannot write the pin store {}: {reason}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// No location for the default file.
+    #[error("no place for the pin store: set XDG_STATE_HOME or HOME, or pass --pin-store FILE")]
+    NoLocation,
+}
+
+/// How a card pin was set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PinSource {
+    /// From the entry's `cardSHA256`.
+    Config,
+    /// Trusted on first use.
+    FirstUse,
+}
+
+/// A pinned A2A card.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardPin {
+    /// The registry entry.
+    pub entry: String,
+    /// The trust digest (`pin::card_trust_digest`).
+    pub digest: String,
+    /// How it was pinned.
+    pub source: PinSource,
+    /// When, RFC 3339.
+    pub pinned_at: String,
+}
+
+/// A pinned MCP tool, with the description and schema as the server stated them (rule 7.12).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolPin {
+    /// Digest of name, description, input schema and annotations
+    /// (`pin::mcp_tool_pin_digest`).
+    pub digest: String,
+    /// The description as pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The input schema as pinned.
+    pub input_schema: serde_json::Value,
+    /// The annotations as pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+    /// When, RFC 3339.
+    pub pinned_at: String,
+}
+
+/// The pins of one MCP endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpPins {
+    /// The registry entry.
+    pub entry: String,
+    /// Pins by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolPin>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PinFile {
+    #[serde(default)]
+    version: u32,
+    /// Card pins by endpoint key.
+    #[serde(default)]
+    cards: BTreeMap<String, CardPin>,
+    /// MCP pins by endpoint key.
+    #[serde(default)]
+    mcp: BTreeMap<String, McpPins>,
+}
+
+/// The outcome of comparing what a remote serves with its pin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PinCheck {
+    /// Nothing was pinned: it is pinned now.
+    PinnedNow,
+    /// The pin matches.
+    Matches,
+    /// The pin differs: refuse until reset.
+    Changed {
+        /// The digest pinned.
+        pinned: String,
+    },
+}
+
+/// A file of pins (or an in-memory one, for tests and `--no-pin-store`).
+#[derive(Debug)]
+pub struct PinStore {
+    path: Option<PathBuf>,
+    state: Mutex<PinFile>,
+}
+
+/// The default file: `$XDG_STATE_HOME/orrery/pins.json`, else `$HOME/.local/state/orrery/pins.json`.
+pub fn default_path() -> Result<PathBuf, PinStoreError> {
+    let non_empty = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(state) = non_empty("XDG_STATE_HOME") {
+        return Ok(state.join("orrery").join("pins.json"));
+    }
+    non_empty("HOME")
+        .map(|home| {
+            home.join(".local")
+                .join("state")
+                .join("orrery")
+                .join("pins.json")
+        })
+        .ok_or(PinStoreError::NoLocation)
+}
+
+fn now() -> String {
+    crate::events::format_rfc3339(jiff::Timestamp::now())
+}
+
+impl PinStore {
+    /// Pins kept only in memory (lost when the process ends).
+    pub fn in_memory() -> Self {
+        PinStore {
+            path: None,
+            state: Mutex::new(PinFile {
+                version: FORMAT_VERSION,
+                ..PinFile::default()
+            }),
+        }
+    }
+
+    /// Opens (or starts) the pin file at `path`. A missing file is an empty store.
+    pub fn open(path: impl Into<PathBuf>) -> Result<Self, PinStoreError> {
+        let path = path.into();
+        let file = read_file(&path)?;
+        Ok(PinStore {
+            path: Some(path),
+            state: Mutex::new(file),
+        })
+    }
+
+    /// Opens the pin file at [`default_path`].
+    pub fn open_default() -> Result<Self, PinStoreError> {
+        Self::open(default_path()?)
+    }
+
+    /// The file, if the store has one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PinFile> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Re-reads the file, applies `change`, and writes it back when `change` says it changed
+    /// something.
+    fn update<T>(
+        &self,
+        change: impl FnOnce(&mut PinFile) -> (T, bool),
+    ) -> Result<T, PinStoreError> {
+        let mut state = self.lock();
+        if let Some(path) = &self.path {
+            *state = read_file(path)?;
+        }
+        let (out, changed) = change(&mut state);
+        if changed && let Some(path) = &self.path {
+            write_file(path, &state)?;
+        }
+        Ok(out)
+    }
+
+    /// The card pin of an endpoint.
+    pub fn card_pin(&self, key: &str) -> Option<CardPin> {
+        self.lock().cards.get(key).cloned()
+    }
+
+    /// Compares a card's digest with the endpoint's pin, pinning it when there is none.
+    pub fn check_card(
+        &self,
+        key: &str,
+        entry: &str,
+        digest: &str,
+        source: PinSource,
+    ) -> Result<PinCheck, PinStoreError> {
+        self.update(|file| match file.cards.get(key) {
+            Some(pin) if pin.digest.eq_ignore_ascii_case(digest) => (PinCheck::Matches, false),
+            Some(pin) => (
+                PinCheck::Changed {
+                    pinned: pin.digest.clone(),
+                },
+                false,
+            ),
+            None => {
+                file.cards.insert(
+                    key.to_owned(),
+                    CardPin {
+                        entry: entry.to_owned(),
+                        digest: digest.to_ascii_lowercase(),
+                        source,
+                        pinned_at: now(),
+                    },
+                );
+                (PinCheck::PinnedNow, true)
+            }
+        })
+    }
+
+    /// The pins of an MCP endpoint.
+    pub fn mcp_pins(&self, key: &str) -> Option<McpPins> {
+        self.lock().mcp.get(key).cloned()
+    }
+
+    /// The pin of one tool of an MCP endpoint.
+    pub fn tool_pin(&self, key: &str, tool: &str) -> Option<ToolPin> {
+        self.lock()
+            .mcp
+            .get(key)
+            .and_then(|p| p.tools.get(tool))
+            .cloned()
+    }
+
+    /// Compares a tool with its pin, pinning it when there is none.
+    pub fn check_tool(
+        &self,
+        key: &str,
+        entry: &str,
+        tool: &str,
+        pin: ToolPin,
+    ) -> Result<PinCheck, PinStoreError> {
+        self.update(|file| {
+            let endpoint = file.mcp.entry(key.to_owned()).or_insert_with(|| McpPins {
+                entry: entry.to_owned(),
+                tools: BTreeMap::new(),
+            });
+            match endpoint.tools.get(tool) {
+                Some(old) if old.digest == pin.digest => (PinCheck::Matches, false),
+                Some(old) => (
+                    PinCheck::Changed {
+                        pinned: old.digest.clone(),
+                    },
+                    false,
+                ),
+                None => {
+                    endpoint.tools.insert(tool.to_owned(), pin);
+                    (PinCheck::PinnedNow, true)
+                }
+            }
+        })
+    }
+
+    /// Removes every pin of `entry` (all its endpoints): its card and tools are pinned afresh
+    /// on next use. Returns how many pins were removed.
+    pub fn reset_entry(&self, entry: &str) -> Result<usize, PinStoreError> {
+        self.update(|file| {
+            let cards_before = file.cards.len();
+            file.cards.retain(|_, pin| pin.entry != entry);
+            let mut removed = cards_before - file.cards.len();
+            file.mcp.retain(|_, pins| {
+                if pins.entry == entry {
+                    removed += pins.tools.len();
+                    false
+                } else {
+                    true
+                }
+            });
+            (removed, removed > 0)
+        })
+    }
+
+    /// Removes the pin of one tool of `entry`. Returns whether one was removed.
+    pub fn reset_tool(&self, entry: &str, tool: &str) -> Result<bool, PinStoreError> {
+        self.update(|file| {
+            let mut removed = false;
+            for pins in file.mcp.values_mut().filter(|p| p.entry == entry) {
+                removed |= pins.tools.remove(tool).is_some();
+            }
+            (removed, removed)
+        })
+    }
+
+    /// Every card pin, by endpoint key.
+    pub fn cards(&self) -> BTreeMap<String, CardPin> {
+        self.lock().cards.clone()
+    }
+
+    /// Every MCP endpoint's pins, by endpoint key.
+    pub fn mcp(&self) -> BTreeMap<String, McpPins> {
+        self.lock().mcp.clone()
+    }
+}
+
+fn read_file(path: &Path) -> Result<PinFile, PinStoreError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(PinFile {
+                version: FORMAT_VERSION,
+                ..PinFile::default()
+            });
+        }
+        Err(e) => {
+            return Err(PinStoreError::Read {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            });
+        }
+    };
+    let file: PinFile = serde_json::from_str(&text).map_err(|e| PinStoreError::Invalid {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if file.version > FORMAT_VERSION {
+        return Err(PinStoreError::Invalid {
+            path: path.to_owned(),
+            reason: format!(
+                "format version {} is newer than this orrery reads ({FORMAT_VERSION})",
+                file.version
+            ),
+        });
+    }
+    Ok(file)
+}
+
+fn write_file(path: &Path, file: &PinFile) -> Result<(), PinStoreError> {
+    let err = |e: std::io::Error| PinStoreError::Write {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut out = file.clone();
+    out.version = FORMAT_VERSION;
+    let text = serde_json::to_string_pretty(&out).map_err(|e| PinStoreError::Write {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text + "\n").map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e)
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool_pin(digest: &str) -> ToolPin {
+        ToolPin {
+            digest: digest.into(),
+            description: Some("d".into()),
+            input_schema: json!({"type": "object"}),
+            annotations: None,
+            pinned_at: now(),
+        }
+    }
+
+    #[test]
+    fn a_card_is_pinned_on_first_use_and_a_different_digest_is_a_change() {
+        let store = PinStore::in_memory();
+        assert_eq!(
+            store
+                .check_card("k", "writer", "AA", PinSource::FirstUse)
+                .unwrap(),
+            PinCheck::PinnedNow
+        );
+        assert_eq!(
+            store
+                .check_card("k", "writer", "aa", PinSource::FirstUse)
+                .unwrap(),
+            PinCheck::Matches
+        );
+        assert_eq!(
+            store
+                .check_card("k", "writer", "bb", PinSource::FirstUse)
+                .unwrap(),
+            PinCheck::Changed {
+                pinned: "aa".into()
+            }
+        );
+        assert_eq!(
+            store.card_pin("k").unwrap().digest,
+            "aa",
+            "a change never replaces the pin"
+        );
+    }
+
+    #[test]
+    fn pins_survive_reopening_the_file_and_reset_removes_only_that_entry() {
+        let dir = std::env::temp_dir().join(format!("orrery-pins-{}", uuid::Uuid::new_v4()));
+        let path = dir.join("nested").join("pins.json");
+        {
+            let store = PinStore::open(&path).unwrap();
+            store
+                .check_card("card-a", "a", "11", PinSource::Config)
+                .unwrap();
+            store
+                .check_tool("mcp-b", "b", "search", tool_pin("22"))
+                .unwrap();
+            store
+                .check_tool("mcp-b", "b", "get", tool_pin("33"))
+                .unwrap();
+            store
+                .check_tool("mcp-c", "c", "search", tool_pin("44"))
+                .unwrap();
+        }
+        let store = PinStore::open(&path).unwrap();
+        assert_eq!(store.card_pin("card-a").unwrap().source, PinSource::Config);
+        assert_eq!(
+            store
+                .check_tool("mcp-b", "b", "search", tool_pin("99"))
+                .unwrap(),
+            PinCheck::Changed {
+                pinned: "22".into()
+            }
+        );
+        assert_eq!(store.reset_entry("b").unwrap(), 2);
+        assert!(store.tool_pin("mcp-b", "search").is_none());
+        assert!(
+            store.tool_pin("mcp-c", "search").is_some(),
+            "other entries keep their pins"
+        );
+        assert_eq!(
+            PinStore::open(&path).unwrap().mcp().len(),
+            1,
+            "the reset was written"
+        );
+        assert!(store.reset_tool("c", "search").unwrap());
+        assert!(!store.reset_tool("c", "search").unwrap());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_second_process_writing_the_same_file_keeps_the_other_pins() {
+        let path = std::env::temp_dir().join(format!("orrery-pins-{}.json", uuid::Uuid::new_v4()));
+        let one = PinStore::open(&path).unwrap();
+        let two = PinStore::open(&path).unwrap();
+        one.check_card("k1", "a", "11", PinSource::FirstUse)
+            .unwrap();
+        two.check_card("k2", "b", "22", PinSource::FirstUse)
+            .unwrap();
+        let reread = PinStore::open(&path).unwrap();
+        assert_eq!(reread.cards().len(), 2);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_file_is_refused_with_a_way_out() {
+        let path = std::env::temp_dir().join(format!("orrery-pins-{}.json", uuid::Uuid::new_v4()));
+        std::fs::write(&path, "{not json").unwrap();
+        let err = PinStore::open(&path).unwrap_err();
+        assert!(err.to_string().contains("fix or delete it"), "{err}");
+        std::fs::remove_file(path).unwrap();
+    }
+}
