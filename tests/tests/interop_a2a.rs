@@ -1,0 +1,308 @@
+//! Our A2A client against agents nobody here wrote: a PyPI `a2a-sdk` 1.3 agent and an npm
+//! `@a2a-js/sdk` 1.3 agent (tests/peers), each test run against both.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod interop_support;
+
+use interop_support::{Ctx, Peer, PeerKind, a2a_entry, bearer, build, call, factory, peers_dir};
+use orrery_crds::plan::ToolKind;
+use orrery_runner::approval::ScriptedDecision;
+use orrery_runner::pinstore::PinStore;
+use orrery_runner::tools::ToolError;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SDKS: [PeerKind; 2] = [PeerKind::PyA2a, PeerKind::JsA2a];
+
+fn pins() -> Arc<PinStore> {
+    Arc::new(PinStore::in_memory())
+}
+
+async fn draft(peer: &Peer) -> Arc<dyn orrery_runner::tools::Tool> {
+    build(
+        &factory(pins(), &[]),
+        ToolKind::A2a,
+        &a2a_entry("peer", &peer.url, |_| {}),
+        "draft",
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn echo_agents_answer_and_see_only_the_request_text_with_our_headers() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "echo"]).await;
+        let tool = draft(&peer).await;
+        let ctx = Ctx::new([]);
+        let (result, is_error) = call(
+            &tool,
+            &ctx,
+            json!({"request": "Draft release notes for 1.2"}),
+        )
+        .await;
+        assert!(!is_error, "{sdk:?}: {result}");
+        assert_eq!(result["status"], "success");
+        assert_eq!(
+            result["reply"], "draft: Draft release notes for 1.2",
+            "{sdk:?}"
+        );
+        assert_eq!(result["taskState"], "completed");
+        let posts: Vec<_> = peer
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect();
+        assert_eq!(posts.len(), 1, "{sdk:?}");
+        assert_eq!(
+            posts[0].headers.get("a2a-version").map(String::as_str),
+            Some("1.0")
+        );
+        assert_eq!(
+            posts[0].headers.get("x-orrery-hop").map(String::as_str),
+            Some("1")
+        );
+        let body: Value = serde_json::from_str(&posts[0].body).unwrap();
+        assert_eq!(
+            body["params"]["message"]["parts"],
+            json!([{"text": "Draft release notes for 1.2"}])
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_question_goes_to_a_person_and_the_answer_continues_the_task() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "ask", "--rounds", "2"]).await;
+        let tool = draft(&peer).await;
+        let ctx = Ctx::new([
+            ScriptedDecision::Answer("developers".into()),
+            ScriptedDecision::Answer("operators".into()),
+        ]);
+        let (result, _) = call(&tool, &ctx, json!({"request": "notes"})).await;
+        assert_eq!(result["status"], "success", "{sdk:?}: {result}");
+        assert_eq!(
+            result["reply"], "draft: notes (answer: developers; operators)",
+            "{sdk:?}"
+        );
+        let questions: Vec<String> = ctx
+            .decisions
+            .requests()
+            .into_iter()
+            .map(|r| r.text)
+            .collect();
+        assert_eq!(
+            questions,
+            [
+                "question 1/2: who is the audience for this draft?",
+                "question 2/2: who is the audience for this draft?"
+            ],
+            "{sdk:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_changed_trust_field_is_refused_and_a_changed_description_is_not() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        for (change, refused) in [
+            ("skills", true),
+            ("interface", true),
+            ("security", true),
+            ("description", false),
+            ("examples", false),
+        ] {
+            let peer = Peer::start(
+                &dir,
+                sdk,
+                &[
+                    "--mode",
+                    "card-changes",
+                    "--card-change",
+                    change,
+                    "--change-after",
+                    "1",
+                ],
+            )
+            .await;
+            let tool = draft(&peer).await;
+            let ctx = Ctx::new([]);
+            let (result, _) = call(&tool, &ctx, json!({"request": "x"})).await;
+            if refused {
+                assert_eq!(
+                    result["errorType"], "card_refused",
+                    "{sdk:?} {change}: {result}"
+                );
+                assert!(
+                    peer.rpc_methods().is_empty(),
+                    "{sdk:?} {change}: nothing was sent"
+                );
+            } else {
+                assert_eq!(result["status"], "success", "{sdk:?} {change}: {result}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_injection_and_secrets_in_a_reply_are_screened_and_redacted() {
+    let Some(dir) = peers_dir() else { return };
+    let texts: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/texts.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "inject"]).await;
+        let tool = draft(&peer).await;
+        let out = tool
+            .call(json!({"request": "x"}), &Ctx::new([]).ctx)
+            .await
+            .unwrap();
+        for (what, marker) in texts["inject_markers"].as_object().unwrap() {
+            let marker = marker.as_str().unwrap();
+            if what == "phrase" {
+                continue;
+            }
+            assert!(
+                !out.content.contains(marker),
+                "{sdk:?}: {what} reached the model: {}",
+                out.content
+            );
+        }
+        let result: Value = serde_json::from_str(&out.content).unwrap();
+        assert!(
+            result["reply"]
+                .as_str()
+                .unwrap()
+                .starts_with("[orrery screen:"),
+            "{sdk:?}: {result}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_text_parts_come_back() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "mixed-parts"]).await;
+        let (result, _) = call(&draft(&peer).await, &Ctx::new([]), json!({"request": "x"})).await;
+        assert_eq!(result["reply"], "draft: x", "{sdk:?}: {result}");
+        let dropped: Vec<&str> = result["droppedParts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(dropped, ["data", "url"], "{sdk:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_task_and_an_oversized_reply_are_errors_with_their_types() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "fail"]).await;
+        let (result, _) = call(&draft(&peer).await, &Ctx::new([]), json!({"request": "x"})).await;
+        assert_eq!(
+            result["errorType"], "remote_task_failed",
+            "{sdk:?}: {result}"
+        );
+        assert_eq!(result["reply"], "failed: x");
+        let peer = Peer::start(&dir, sdk, &["--mode", "big-reply"]).await;
+        let (result, _) = call(&draft(&peer).await, &Ctx::new([]), json!({"request": "x"})).await;
+        assert_eq!(result["errorType"], "reply_refused", "{sdk:?}: {result}");
+    }
+}
+
+#[tokio::test]
+async fn the_bearer_token_is_sent_to_the_agent_and_an_off_origin_interface_is_refused() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(
+            &dir,
+            sdk,
+            &["--mode", "echo", "--require-bearer", "peer-token"],
+        )
+        .await;
+        let entry = a2a_entry("peer", &peer.url, |a| a.auth = Some(bearer("peer")));
+        let f = factory(pins(), &[("ORRERY_SECRET_PEER_TOKEN", "peer-token")]);
+        let tool = build(&f, ToolKind::A2a, &entry, "draft").await.unwrap();
+        let (result, _) = call(&tool, &Ctx::new([]), json!({"request": "x"})).await;
+        assert_eq!(result["status"], "success", "{sdk:?}: {result}");
+        let peer = Peer::start(
+            &dir,
+            sdk,
+            &[
+                "--mode",
+                "echo",
+                "--interface-url",
+                "https://elsewhere.example/a2a",
+            ],
+        )
+        .await;
+        let err = build(
+            &factory(pins(), &[]),
+            ToolKind::A2a,
+            &a2a_entry("peer", &peer.url, |_| {}),
+            "draft",
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            err.contains("not one of the entry's origins"),
+            "{sdk:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_call_cancels_the_remote_task() {
+    let Some(dir) = peers_dir() else { return };
+    for sdk in SDKS {
+        let peer = Peer::start(&dir, sdk, &["--mode", "slow", "--delay", "30"]).await;
+        let tool = draft(&peer).await;
+        let ctx = Ctx::new([]);
+        let cancel = ctx.ctx.cancel.clone();
+        let inner = ctx.ctx.clone();
+        let running = {
+            let tool = tool.clone();
+            tokio::spawn(async move { tool.call(json!({"request": "slow one"}), &inner).await })
+        };
+        for _ in 0..250 {
+            if ctx
+                .sink
+                .events()
+                .iter()
+                .filter(|e| e.kind() == "a2a.message")
+                .count()
+                >= 2
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cancel.cancel();
+        let result = tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            matches!(result, Err(ToolError::Cancelled)),
+            "{sdk:?}: {result:?}"
+        );
+        tool.close().await;
+        assert!(
+            peer.rpc_methods().contains(&"CancelTask".to_owned()),
+            "{sdk:?}: {:?}",
+            peer.rpc_methods()
+        );
+    }
+}
