@@ -1,1 +1,8 @@
-//! Test infrastructure: the control-plane fixture and the pod executor.
+//! Test infrastructure: the control-plane fixture ([`testenv`]), helpers for tests against it
+//! ([`harness`]), the pod executor that stands in for a kubelet ([`pod_executor`]), and the
+//! stub model server ([`stub_model`]).
+
+pub mod harness;
+pub mod pod_executor;
+pub mod stub_model;
+pub mod testenv;

@@ -78,4 +78,8 @@ rm -rf "$bin"
 mv "$tmp" "$bin"
 trap - EXIT
 echo "build.sh: built in $((SECONDS - start))s" >&2
+# Keep the three most recent builds (other checkouts may use other keys).
+ls -1dt "$cache_root"/*/ 2>/dev/null | tail -n +4 | while read -r old; do
+	[[ -f "$old/.complete" ]] && rm -rf "$old"
+done
 echo "$bin"

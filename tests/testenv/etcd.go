@@ -25,7 +25,12 @@ func startEtcd(dir, logFile string, timeout time.Duration) (*embed.Etcd, string,
 	cfg.ListenPeerUrls = []url.URL{zero}
 	cfg.AdvertisePeerUrls = []url.URL{zero}
 	cfg.InitialCluster = cfg.Name + "=" + zero.String()
+	// The gRPC gateway (etcd's HTTP/JSON API, unused by kube-apiserver) dials
+	// the configured client address, which is port 0 here.
+	cfg.EnableGRPCGateway = false
 	cfg.LogLevel = "warn"
+	// NewConfig leaves this at 0, which logs every request as expensive.
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	cfg.LogOutputs = []string{logFile}
 	// Test data only: skip fsync, which dominates etcd latency on slow disks.
 	cfg.UnsafeNoFsync = true

@@ -192,7 +192,8 @@ flags:
 func failed(format string, a ...any) int {
 	msg := fmt.Sprintf(format, a...)
 	logf("start-up failed: %s", msg)
-	fmt.Printf("FAILED %s\n", strings.ReplaceAll(msg, "\n", " "))
+	first, _, _ := strings.Cut(msg, "\n")
+	fmt.Printf("FAILED %s\n", first)
 	return 1
 }
 
@@ -520,8 +521,13 @@ users:
 
 func (t *testenv) envFile() string {
 	v := version.Get()
+	bin := ""
+	if exe, err := os.Executable(); err == nil {
+		bin = filepath.Dir(exe)
+	}
 	lines := []string{
 		"TESTENV_DIR=" + t.dir,
+		"TESTENV_BIN=" + bin, // also holds kubectl
 		"TESTENV_KUBECONFIG=" + t.kubeconfig,
 		"KUBECONFIG=" + t.kubeconfig,
 		"TESTENV_SERVER=" + t.server,
