@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The one test command: formatting, lints, and every test of the workspace (unit tests,
+# end-to-end tests against a real kube-apiserver, interop tests against the official MCP and A2A
+# SDK peers).
+#
+#   ./scripts/test.sh
+#
+# What it needs and installs by itself (cached under ${XDG_CACHE_HOME:-~/.cache}/orrery/):
+#   - the test control plane (Kubernetes v1.36.3 built from the Go module proxy: a cold build
+#     takes about 7 minutes, later runs reuse it): tests/testenv/build.sh;
+#   - the interop peers (PyPI a2a-sdk and mcp, npm server-everything and @a2a-js/sdk, from the
+#     lockfiles in tests/peers/): tests/peers/setup.sh.
+# The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
+# it afterwards and fails if any process was left behind.
+#
+# Each step runs even when an earlier one fails, so one run shows everything that is wrong; the
+# script exits non-zero if any step failed and prints a summary at the end.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+declare -a results=()
+failed=0
+
+step() {
+    local name=$1
+    shift
+    echo
+    echo "==> ${name}: $*"
+    local start=$SECONDS
+    if "$@"; then
+        results+=("ok    ${name} ($((SECONDS - start))s)")
+    else
+        results+=("FAIL  ${name} ($((SECONDS - start))s)")
+        failed=1
+    fi
+}
+
+install_peers() {
+    local dir
+    dir=$(tests/peers/setup.sh | tail -n 1) || return 1
+    [[ -d "${dir}" ]] || return 1
+    export ORRERY_PEERS_DIR="${dir}"
+    echo "interop peers: ${ORRERY_PEERS_DIR}"
+}
+
+build_control_plane() {
+    local bin
+    bin=$(tests/testenv/build.sh | tail -n 1) || return 1
+    [[ -x "${bin}/testenv" ]] || return 1
+    export ORRERY_TESTENV_BIN="${bin}"
+    echo "control plane binaries: ${ORRERY_TESTENV_BIN}"
+}
+
+step "format" cargo fmt --all --check
+step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "interop peers" install_peers
+step "control plane" build_control_plane
+step "tests" tests/e2e.sh cargo test --workspace --locked --no-fail-fast
+
+echo
+echo "==> summary"
+printf '  %s\n' "${results[@]}"
+if [[ ${failed} -ne 0 ]]; then
+    echo "scripts/test.sh: FAILED"
+    exit 1
+fi
+echo "scripts/test.sh: all steps passed"
