@@ -2,9 +2,11 @@
 //! parser that refuses duplicate keys (rules 5.13–5.14, 5.18; anchors 20–23, 27).
 //!
 //! Canonicalisation is `serde_json_canonicalizer` (keys sorted by UTF-16 code units, numbers in
-//! ECMAScript form). Trust fields are projected explicitly, cleaned of empty strings, lists and
-//! objects (so SDKs that omit or emit empty values pin alike, as A2A's signing rules do), and
-//! integers outside ±(2^53−1) are refused rather than silently rounded.
+//! ECMAScript form). Trust fields are projected explicitly and cleaned of unset fields (null,
+//! empty strings, lists and objects as field values, so SDKs that omit or emit defaults pin
+//! alike, as A2A's signing rules do) — but never of data keys: a security requirement's scheme
+//! names, a scopeless requirement and the "no auth" item `{}` all count. Integers outside
+//! ±(2^53−1) are refused rather than silently rounded.
 
 use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
@@ -109,12 +111,29 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+                return Err(de::Error::custom(format!(
+                    "duplicate key {}",
+                    key_for_message(&key)
+                )));
             }
             let Strict(v) = map.next_value()?;
             out.insert(key, v);
         }
         Ok(Strict(Value::Object(out)))
+    }
+}
+
+/// A duplicate key as named in an error: short identifier-like keys verbatim, anything else
+/// (it is remote text) only by its length, so an error message never carries a crafted key.
+fn key_for_message(key: &str) -> String {
+    let plain = key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$' | '@'));
+    if plain {
+        format!("{key:?}")
+    } else {
+        format!("({} bytes, not shown)", key.len())
     }
 }
 
@@ -154,23 +173,131 @@ fn check_safe_integers(value: &Value, path: &str) -> Result<(), PinError> {
     }
 }
 
-/// Drops nulls, empty strings, empty lists and empty objects, recursively (A2A's signing rule).
-fn clean_empty(value: Value) -> Option<Value> {
-    match value {
-        Value::Null => None,
-        Value::String(s) if s.is_empty() => None,
-        Value::Array(items) => {
-            let items: Vec<Value> = items.into_iter().filter_map(clean_empty).collect();
-            (!items.is_empty()).then_some(Value::Array(items))
+/// Cleans one field value of a schema object: unset values (null, `""`, `[]`, `{}`) drop out,
+/// so SDKs that omit or emit defaults pin alike (A2A's signing rule). Fields whose keys are data
+/// rather than schema (security requirements and schemes, OAuth scopes) keep every key.
+fn clean_field(name: &str, value: Value) -> Option<Value> {
+    let value = match (name, value) {
+        (_, Value::Null) => return None,
+        ("securityRequirements", Value::Array(items)) => {
+            Value::Array(items.into_iter().map(requirement_v1).collect())
         }
-        Value::Object(map) => {
-            let map: Map<String, Value> = map
+        ("security", Value::Array(items)) => {
+            Value::Array(items.into_iter().map(requirement_v03).collect())
+        }
+        ("securitySchemes", Value::Object(schemes)) => Value::Object(
+            schemes
                 .into_iter()
-                .filter_map(|(k, v)| clean_empty(v).map(|v| (k, v)))
-                .collect();
-            (!map.is_empty()).then_some(Value::Object(map))
+                .map(|(k, v)| (k, security_scheme(v)))
+                .collect(),
+        ),
+        ("scopes", Value::Object(scopes)) => Value::Object(scopes),
+        (_, Value::Array(items)) => Value::Array(items.into_iter().map(clean_item).collect()),
+        (_, Value::Object(map)) => Value::Object(clean_object(map)),
+        (_, other) => other,
+    };
+    let unset = match &value {
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    };
+    (!unset).then_some(value)
+}
+
+/// Cleans every field of a schema object (see [`clean_field`]); the object itself stays.
+fn clean_object(map: Map<String, Value>) -> Map<String, Value> {
+    map.into_iter()
+        .filter_map(|(k, v)| {
+            let v = clean_field(&k, v)?;
+            Some((k, v))
+        })
+        .collect()
+}
+
+/// A list item keeps its place: objects are cleaned but kept even when empty (`{}` in a
+/// requirement list means "no auth"), scalars are kept as they are.
+fn clean_item(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(clean_object(map)),
+        Value::Array(items) => Value::Array(items.into_iter().map(clean_item).collect()),
+        other => other,
+    }
+}
+
+/// A2A 1.0 requirement `{"schemes": {name: {"list": [scopes]}}}`: every scheme name stays, and
+/// an empty, null or absent scope list is the same scopeless requirement (`{}`; Python omits
+/// the list, JS emits `{"list": []}`). A requirement without schemes is `{"schemes": {}}`.
+fn requirement_v1(item: Value) -> Value {
+    let Value::Object(mut map) = item else {
+        return clean_item(item);
+    };
+    let schemes = match map.remove("schemes") {
+        Some(Value::Object(schemes)) => Value::Object(
+            schemes
+                .into_iter()
+                .map(|(name, scopes)| (name, scope_list_v1(scopes)))
+                .collect(),
+        ),
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(other) => clean_item(other),
+    };
+    let mut out = clean_object(map);
+    out.insert("schemes".into(), schemes);
+    Value::Object(out)
+}
+
+fn scope_list_v1(scopes: Value) -> Value {
+    match scopes {
+        Value::Null => Value::Object(Map::new()),
+        Value::Object(mut map) => {
+            let list = map.remove("list");
+            let mut out = clean_object(map);
+            match list {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(l)) if l.is_empty() => {}
+                Some(l) => {
+                    out.insert("list".into(), l);
+                }
+            }
+            Value::Object(out)
         }
-        other => Some(other),
+        other => clean_item(other),
+    }
+}
+
+/// A2A 0.3 requirement `{name: [scopes]}`: every scheme name stays, a null scope list is the
+/// empty one, and the empty item `{}` ("no auth") stays.
+fn requirement_v03(item: Value) -> Value {
+    match item {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(name, scopes)| {
+                    let scopes = match scopes {
+                        Value::Null => Value::Array(Vec::new()),
+                        other => other,
+                    };
+                    (name, scopes)
+                })
+                .collect(),
+        ),
+        other => clean_item(other),
+    }
+}
+
+/// One security scheme: its fields are cleaned, but a 1.0 scheme-type key whose object is
+/// empty (`{"mtlsSecurityScheme": {}}`) stays, and so does the scheme itself.
+fn security_scheme(scheme: Value) -> Value {
+    match scheme {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| match v {
+                    Value::Object(inner) => Some((k, Value::Object(clean_object(inner)))),
+                    other => clean_field(&k, other).map(|v| (k, v)),
+                })
+                .collect(),
+        ),
+        other => clean_item(other),
     }
 }
 
@@ -191,7 +318,7 @@ const CARD_TRUST_FIELDS: &[&str] = &[
 ];
 
 /// The trust projection of an A2A card: [`CARD_TRUST_FIELDS`], with each skill's `examples`
-/// removed and empty values dropped. Everything else (name, description, version, provider,
+/// removed and unset fields dropped (see the module docs). Everything else (name, description, version, provider,
 /// capabilities, icons, signatures …) is left out, so editing it keeps the pin.
 pub fn card_trust_projection(card: &Value) -> Result<Value, PinError> {
     let card = card
@@ -224,7 +351,7 @@ pub fn card_trust_projection(card: &Value) -> Result<Value, PinError> {
             value.clone()
         };
         check_safe_integers(&value, field)?;
-        if let Some(value) = clean_empty(value) {
+        if let Some(value) = clean_field(field, value) {
             out.insert((*field).to_owned(), value);
         }
     }

@@ -9,7 +9,8 @@
 //! library side of `orrery pins reset <entry>`) or the pin is deleted from the file.
 //!
 //! Every change is written at once (to a temporary file, then renamed), after re-reading the
-//! file so that runs in other processes do not lose each other's pins.
+//! file under an exclusive lock of `<file>.lock`, so that runs in other processes do not lose
+//! each other's pins.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -201,16 +202,23 @@ impl PinStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Re-reads the file, applies `change`, and writes it back when `change` says it changed
-    /// something.
+    /// Under an exclusive lock of the file's lock file, re-reads the file, applies `change`,
+    /// and writes it back when `change` says it changed something.
     fn update<T>(
         &self,
         change: impl FnOnce(&mut PinFile) -> (T, bool),
     ) -> Result<T, PinStoreError> {
         let mut state = self.lock();
-        if let Some(path) = &self.path {
-            *state = read_file(path)?;
-        }
+        // Held until the change is written: another process (or store) updating the same
+        // file waits, so neither loses the other's pins.
+        let _file_lock = match &self.path {
+            Some(path) => {
+                let held = lock_file(path)?;
+                *state = read_file(path)?;
+                Some(held)
+            }
+            None => None,
+        };
         let (out, changed) = change(&mut state);
         if changed && let Some(path) = &self.path {
             write_file(path, &state)?;
@@ -370,6 +378,30 @@ fn read_file(path: &Path) -> Result<PinFile, PinStoreError> {
     Ok(file)
 }
 
+/// Takes an exclusive advisory lock on `<file>.lock` beside the pin file (the pin file itself is
+/// replaced by a rename on every write, so it cannot carry the lock). Released when the
+/// returned handle is dropped.
+fn lock_file(path: &Path) -> Result<std::fs::File, PinStoreError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let err = |e: std::io::Error| PinStoreError::Write {
+        path: lock_path.clone(),
+        reason: format!("cannot lock: {e}"),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(err)?;
+    file.lock().map_err(err)?;
+    Ok(file)
+}
+
 fn write_file(path: &Path, file: &PinFile) -> Result<(), PinStoreError> {
     let err = |e: std::io::Error| PinStoreError::Write {
         path: path.to_owned(),
@@ -504,5 +536,38 @@ mod tests {
         let err = PinStore::open(&path).unwrap_err();
         assert!(err.to_string().contains("fix or delete it"), "{err}");
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_of_one_file_lose_no_pin() {
+        // Several stores on one file (runs in other processes) pin at the same time: the
+        // read-modify-write is under a file lock, so every pin survives.
+        let dir = std::env::temp_dir().join(format!(
+            "orrery-pins-lock-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        let path = dir.join("pins.json");
+        let threads: Vec<_> = (0..6)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let store = PinStore::open(&path).unwrap();
+                    for i in 0..20 {
+                        let key = format!("https://a{t}-{i}.example/card");
+                        let check = store
+                            .check_card(&key, &format!("e{t}"), "aa", PinSource::FirstUse)
+                            .unwrap();
+                        assert_eq!(check, PinCheck::PinnedNow);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let store = PinStore::open(&path).unwrap();
+        assert_eq!(store.cards().len(), 120);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -498,6 +498,26 @@ async fn a_failed_task_is_an_error_of_type_remote_task_failed() {
 }
 
 #[tokio::test]
+async fn an_auth_required_task_is_an_error_and_its_status_text_is_not_passed_on() {
+    // Rule 4.30: what an interrupted task says is addressed to a person, not to the model.
+    let fixture = A2aFixture::start(Setup::new(Behaviour::AuthRequired)).await;
+    let tool = build(
+        &factory(pins(), false, &[]),
+        ToolKind::A2a,
+        &entry(&fixture),
+        "draft",
+    )
+    .await
+    .unwrap();
+    let (result, is_error) = call(&tool, &TestCtx::new([]), "x").await;
+    assert!(is_error);
+    assert_eq!(result["errorType"], "remote_task_auth_required");
+    assert_eq!(result["taskState"], "auth-required");
+    assert!(result.get("reply").is_none(), "{result}");
+    assert!(!result.to_string().contains("login.example"), "{result}");
+}
+
+#[tokio::test]
 async fn requests_that_are_empty_or_over_8192_characters_are_refused_before_anything_is_sent() {
     let fixture = A2aFixture::start(Setup::new(Behaviour::Echo)).await;
     let tool = build(

@@ -9,7 +9,9 @@ use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::{Effect, RegistryEntry};
 use orrery_crds::run::ApprovalKind;
 use orrery_crds::validate::Ceilings;
-use orrery_runner::approval::ScriptedDecision;
+use orrery_runner::approval::{
+    ApprovalRequest, Decision, DecisionSource, People, ScriptedDecision,
+};
 use orrery_runner::ledger::BudgetKey;
 use orrery_runner::pinstore::PinStore;
 use orrery_runner::tools::{Tool, ToolError};
@@ -215,6 +217,51 @@ async fn a_refused_or_expired_acting_call_sends_nothing_and_the_model_gets_block
             "the trace shows what was not done"
         );
     }
+}
+
+/// Approves, but the run ends (cancelled, or a node failed) while the owner decides.
+struct ApproveAsTheRunEnds(tokio_util::sync::CancellationToken);
+
+#[async_trait::async_trait]
+impl DecisionSource for ApproveAsTheRunEnds {
+    async fn decide(
+        &self,
+        request: &ApprovalRequest,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<Decision> {
+        self.0.cancel();
+        Some(Decision::Approve {
+            digest: request.digest.clone(),
+            answer: None,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_confirmation_that_arrives_after_the_run_ended_sends_nothing() {
+    // Rule 4.49: the run is checked again after the owner decides.
+    let fixture = A2aFixture::start(Setup::new(Behaviour::Echo)).await;
+    let f = factory(Arc::new(PinStore::in_memory()), true, &[]);
+    let tool = build(&f, ToolKind::A2a, &acting_entry(&fixture), "draft")
+        .await
+        .unwrap();
+    let mut t = TestCtx::new([]);
+    t.ctx.people = Arc::new(People::new(
+        Arc::new(ApproveAsTheRunEnds(t.ctx.cancel.clone())),
+        t.ctx.trace.clone(),
+        t.ctx.ledger.clone(),
+        Duration::from_secs(1),
+    ));
+    let out = tool
+        .call(json!({"request": "Publish release 1.2"}), &t.ctx)
+        .await;
+    assert!(matches!(out, Err(ToolError::Cancelled)), "{out:?}");
+    assert!(fixture.rpc_requests().is_empty(), "nothing was sent");
+    assert!(
+        t.of("a2a.message").is_empty(),
+        "no outbound message is recorded: {:?}",
+        t.of("a2a.message")
+    );
 }
 
 #[tokio::test]

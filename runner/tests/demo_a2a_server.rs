@@ -241,3 +241,29 @@ async fn shutdown_fails_work_still_waiting_and_returns() {
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_FAILED");
     serving.abort();
 }
+
+#[tokio::test]
+async fn a_default_server_answers_only_to_loopback_host_names() {
+    // A DNS-rebinding page reaches 127.0.0.1 under its own name; the default config refuses it.
+    let (url, _gate, server, serving) = serve().await;
+    let client = http();
+    let card = format!("{url}/.well-known/agent-card.json");
+    let port = url.rsplit(':').next().unwrap().to_owned();
+    for (host, want) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("[::1]:{port}"), 200),
+        (format!("rebind.attacker.example:{port}"), 403),
+    ] {
+        let status = client
+            .get(&card)
+            .header("host", host.as_str())
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status.as_u16(), want, "{host}");
+    }
+    server.shutdown().await;
+    serving.abort();
+}

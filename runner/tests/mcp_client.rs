@@ -609,3 +609,92 @@ async fn a_legacy_sse_endpoint_on_another_origin_is_refused_and_nothing_is_poste
     assert!(err.contains("not on the server's own origin"), "{err}");
     assert!(elsewhere.requests().is_empty());
 }
+
+/// Posts `tools/list` with the guarded backend to `url` and drains the event stream answering
+/// it; the error that ended it, if any.
+async fn drain_post_stream(url: &str, http: orrery_runner::mcp::GuardedMcpHttp) -> Option<String> {
+    use futures::StreamExt;
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpPostResponse,
+    };
+    let message: rmcp::model::ClientJsonRpcMessage = serde_json::from_value(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
+    )
+    .unwrap();
+    let response = http
+        .post_message(
+            url.into(),
+            message,
+            Some("s".into()),
+            None,
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let StreamableHttpPostResponse::Sse(mut stream, _) = response else {
+        panic!("expected an event stream");
+    };
+    while let Some(item) = stream.next().await {
+        if let Err(e) = item {
+            return Some(format!("{e:?}"));
+        }
+    }
+    None
+}
+
+fn guarded_http(max_bytes: u64) -> orrery_runner::mcp::GuardedMcpHttp {
+    let policy = orrery_runner::net::GuardPolicy {
+        loopback: true,
+        ..Default::default()
+    };
+    let client = orrery_runner::net::GuardedClient::new(policy).unwrap();
+    orrery_runner::mcp::GuardedMcpHttp::new(client, Vec::new(), max_bytes)
+        .with_post_stream_idle_timeout(std::time::Duration::from_millis(300))
+}
+
+#[tokio::test]
+async fn an_event_stream_answering_a_post_is_capped_in_all_not_only_per_event() {
+    // Each event is small, but together they are over the cap.
+    let event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"padding\"}}\n\n";
+    let fixture = lookup_fixture("x").await;
+    fixture.edit(|s| {
+        s.post_override = Some(Override {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: event.repeat(64).into_bytes(),
+        })
+    });
+    let err = drain_post_stream(&fixture.url(), guarded_http(4096)).await;
+    let err = err.expect("the stream is refused");
+    assert!(err.contains("SSE stream") && err.contains("4096"), "{err}");
+    // Within the cap the same stream is read to its end.
+    assert_eq!(
+        drain_post_stream(&fixture.url(), guarded_http(1 << 20)).await,
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_silent_event_stream_answering_a_post_ends_with_a_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 8192];
+        let _ = socket.read(&mut buf).await;
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    });
+    let started = std::time::Instant::now();
+    let err = drain_post_stream(&url, guarded_http(1 << 20)).await;
+    assert!(
+        err.is_some_and(|e| e.contains("Timeout")),
+        "a timeout ends it"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    server.abort();
+}

@@ -656,6 +656,45 @@ async fn loopback_goes_direct_when_an_egress_proxy_is_set() {
     assert!(seen.lock().unwrap().is_empty());
 }
 
+#[tokio::test]
+async fn the_proxy_name_is_exempt_only_on_the_proxied_route() {
+    let (proxy, seen) = fake_proxy("HTTP/1.1 403 Forbidden\r\n\r\n").await;
+    let resolver = || {
+        StaticResolver::new()
+            .with("egress.proxy.test", &[ip("127.0.0.1")])
+            .with("api.example.test", &[ip("93.184.216.34")])
+    };
+    let policy = |private_network: bool| GuardPolicy {
+        egress_proxy: Some(
+            format!("http://egress.proxy.test:{}", proxy.port())
+                .parse()
+                .unwrap(),
+        ),
+        private_network,
+        limits: orrery_runner::net::Limits {
+            connect_timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+        ..GuardPolicy::default()
+    };
+    // Proxied: the proxy's name resolves to loopback, which deployment configuration may use.
+    let c = client(policy(false), resolver());
+    let err = c
+        .send(c.get("https://api.example.test/v1").unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GuardError::ProxyRefused { .. }),
+        "the tunnel was asked for: {err}"
+    );
+    assert!(!seen.lock().unwrap().is_empty());
+    // Direct (a privateNetwork entry): a destination sharing the proxy's name gets the entry's
+    // rules, and loopback is not among them.
+    let c = client(policy(true), resolver());
+    let rule = refused_rule(raw_get(&c, "https://egress.proxy.test/").await);
+    assert_eq!(rule, Rule::LoopbackNotAllowed);
+}
+
 const CHILD_URL: &str = "ORRERY_NET_TEST_CHILD_URL";
 
 #[tokio::test]

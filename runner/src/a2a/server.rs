@@ -49,8 +49,9 @@ pub struct A2aServerConfig {
     pub bearer_token: Option<String>,
     /// Tasks kept in memory; the oldest are forgotten first.
     pub max_tasks: usize,
-    /// Host names the `Host` header may carry (any port); empty accepts any. A server on
-    /// loopback lists its loopback names so a DNS-rebinding page cannot reach it (403).
+    /// Host names the `Host` header may carry (any port); empty accepts any. The default is
+    /// the loopback names (`127.0.0.1`, `localhost`, `::1`), so a DNS-rebinding page cannot
+    /// reach a server on loopback (403); a server reached under another name lists it.
     pub allowed_hosts: Vec<String>,
 }
 
@@ -61,7 +62,7 @@ impl Default for A2aServerConfig {
             max_body_bytes: 64 * 1024,
             bearer_token: None,
             max_tasks: 1024,
-            allowed_hosts: Vec::new(),
+            allowed_hosts: ["127.0.0.1", "localhost", "::1"].map(String::from).to_vec(),
         }
     }
 }

@@ -79,14 +79,18 @@ pub fn parse_offset(zone: &str) -> Result<Offset, ClockError> {
     if rest.is_empty() || rest == "Z" {
         return Ok(Offset::UTC);
     }
-    let (sign, digits) = match rest.split_at(1) {
-        ("+", d) => (1, d),
-        ("-", d) => (-1, d),
-        _ => return Err(bad()),
+    // Byte-index splits only on ASCII boundaries: the zone is model input and may hold any
+    // character ("é", "+a€").
+    let (sign, digits) = if let Some(d) = rest.strip_prefix('+') {
+        (1, d)
+    } else if let Some(d) = rest.strip_prefix('-') {
+        (-1, d)
+    } else {
+        return Err(bad());
     };
     let (hours, minutes) = match digits.split_once(':') {
         Some((h, m)) => (h, m),
-        None if digits.len() == 4 => digits.split_at(2),
+        None if digits.len() == 4 => digits.split_at_checked(2).ok_or_else(bad)?,
         None => (digits, "0"),
     };
     let all_digits =
@@ -204,6 +208,13 @@ mod tests {
             "UTC+",
             "+1:2:3",
             "+123",
+            // Non-ASCII input must be refused, not split inside a character.
+            "é",
+            "UTCé",
+            "+a€",
+            "-€1",
+            "+0€",
+            "+٠٥:٣٠",
         ] {
             assert!(
                 matches!(

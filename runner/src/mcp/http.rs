@@ -25,6 +25,7 @@ use sse_stream::Sse;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The header every outbound call carries (rule 6.5).
 pub const HOP_HEADER: &str = "x-orrery-hop";
@@ -37,17 +38,26 @@ pub struct GuardedMcpHttp {
     client: GuardedClient,
     origins: Arc<Vec<Origin>>,
     max_event_bytes: u64,
+    post_stream_idle: Option<Duration>,
 }
 
 impl GuardedMcpHttp {
     /// A backend sending through `client`; the bearer token (rmcp's `auth_header`) goes only to
-    /// `origins`; one SSE event may be at most `max_event_bytes`.
+    /// `origins`; one SSE event may be at most `max_event_bytes`, and so may the whole event
+    /// stream answering one POST (the long-lived `GET` notification stream is not capped).
     pub fn new(client: GuardedClient, origins: Vec<Origin>, max_event_bytes: u64) -> Self {
         GuardedMcpHttp {
             client,
             origins: Arc::new(origins),
             max_event_bytes,
+            post_stream_idle: None,
         }
+    }
+
+    /// An event stream answering a POST that is silent for `idle` is ended with a timeout.
+    pub fn with_post_stream_idle_timeout(mut self, idle: Duration) -> Self {
+        self.post_stream_idle = Some(idle);
+        self
     }
 
     fn request(
@@ -92,15 +102,28 @@ impl GuardedMcpHttp {
             .map_err(StreamableHttpError::Client)
     }
 
+    /// The events of `response`. The stream answering one POST is capped at
+    /// `max_event_bytes` in all and ends when idle; only the long-lived `GET` stream
+    /// (`long_lived`), which carries notifications for the whole session, is not.
     fn event_stream(
         &self,
         response: Response,
+        long_lived: bool,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let limits = SseLimits {
-            max_event_bytes: self.max_event_bytes,
-            max_total_bytes: None,
-            idle_timeout: None,
-            total_timeout: None,
+        let limits = if long_lived {
+            SseLimits {
+                max_event_bytes: self.max_event_bytes,
+                max_total_bytes: None,
+                idle_timeout: None,
+                total_timeout: None,
+            }
+        } else {
+            SseLimits {
+                max_event_bytes: self.max_event_bytes,
+                max_total_bytes: Some(self.max_event_bytes),
+                idle_timeout: self.post_stream_idle,
+                total_timeout: None,
+            }
         };
         let reader = SseReader::new(response, limits).map_err(StreamableHttpError::Client)?;
         Ok(sse_stream(reader))
@@ -261,7 +284,7 @@ impl StreamableHttpClient for GuardedMcpHttp {
         }
         if media_type_is(ct.as_deref(), EVENT_STREAM_MIME_TYPE) {
             return Ok(StreamableHttpPostResponse::Sse(
-                self.event_stream(response)?,
+                self.event_stream(response, false)?,
                 new_session,
             ));
         }
@@ -338,7 +361,7 @@ impl StreamableHttpClient for GuardedMcpHttp {
         if !media_type_is(ct.as_deref(), EVENT_STREAM_MIME_TYPE) {
             return Err(StreamableHttpError::UnexpectedContentType(ct));
         }
-        self.event_stream(response)
+        self.event_stream(response, true)
     }
 }
 

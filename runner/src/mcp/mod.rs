@@ -13,6 +13,7 @@
 mod checks;
 mod endpoint;
 mod http;
+mod listing;
 mod result;
 mod schema;
 mod session;

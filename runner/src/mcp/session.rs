@@ -14,6 +14,7 @@
 use super::checks::check_all;
 use super::endpoint::McpEndpoint;
 use super::http::GuardedMcpHttp;
+use super::listing::{ListCaps, list_tools_capped};
 use super::sse::{LegacySseTransport, SseTransportLimits};
 use crate::net::GuardedClient;
 use crate::pinstore::PinStore;
@@ -249,7 +250,8 @@ impl McpSession {
                     self.client.clone(),
                     self.endpoint.origins.clone(),
                     self.endpoint.max_reply_bytes,
-                );
+                )
+                .with_post_stream_idle_timeout(self.endpoint.call_timeout);
                 let max = usize::try_from(self.endpoint.max_reply_bytes).unwrap_or(usize::MAX);
                 let mut config =
                     StreamableHttpClientTransportConfig::with_uri(self.endpoint.url.as_str())
@@ -294,8 +296,7 @@ impl McpSession {
         let peer = service.peer().clone();
         peer.set_response_cache_config(ClientCacheConfig::disabled())
             .await;
-        let listed = peer
-            .list_all_tools()
+        let listed = list_tools_capped(|p| peer.list_tools(p), ListCaps::default())
             .await
             .map_err(|e| fail("could not list its tools", &e))?;
         let listener = self.listen_for_changes(&peer).await;
@@ -312,14 +313,12 @@ impl McpSession {
     /// the server is called.
     async fn recheck(&self, ready: &Ready) {
         let entry = &self.endpoint.entry;
-        let relisted =
-            match tokio::time::timeout(self.endpoint.call_timeout, ready.peer.list_all_tools())
-                .await
-            {
-                Ok(Ok(listed)) => check_all(&self.endpoint, &self.pins, &listed),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err("no answer in time".to_owned()),
-            };
+        let relist = list_tools_capped(|p| ready.peer.list_tools(p), ListCaps::default());
+        let relisted = match tokio::time::timeout(self.endpoint.call_timeout, relist).await {
+            Ok(Ok(listed)) => check_all(&self.endpoint, &self.pins, &listed),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("no answer in time".to_owned()),
+        };
         let states = relisted.unwrap_or_else(|why| {
             let reason = format!(
                 "MCP server '{entry}' announced that its tools changed (notifications/tools/list_changed), and they could not be listed and checked again ({why}); its tools are disabled for this run"

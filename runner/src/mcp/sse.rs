@@ -42,12 +42,13 @@ pub struct LegacySseTransport {
     inbound: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: JoinHandle<()>,
     max_reply_bytes: u64,
+    post_timeout: Duration,
 }
 
 /// Caps of one legacy SSE connection.
 #[derive(Clone, Copy, Debug)]
 pub struct SseTransportLimits {
-    /// Longest wait for the `endpoint` event.
+    /// Longest wait for the `endpoint` event, and for the answer to one POST.
     pub connect_timeout: Duration,
     /// Cap on one event (one server message).
     pub max_event_bytes: u64,
@@ -124,6 +125,7 @@ impl LegacySseTransport {
             inbound,
             reader,
             max_reply_bytes: limits.max_reply_bytes,
+            post_timeout: limits.connect_timeout,
         })
     }
 
@@ -178,7 +180,8 @@ impl Transport<RoleClient> for LegacySseTransport {
         let url = self.post_url.clone();
         let bearer = self.bearer.clone();
         let max = self.max_reply_bytes;
-        async move {
+        let timeout = self.post_timeout;
+        let post = async move {
             let mut request = client
                 .post(url.as_str())?
                 .header(HOP_HEADER, "1")
@@ -200,6 +203,17 @@ impl Transport<RoleClient> for LegacySseTransport {
                 });
             }
             Ok(())
+        };
+        let url = self.post_url.to_string();
+        async move {
+            tokio::time::timeout(timeout, post)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(SseTransportError::Guard(GuardError::Timeout {
+                        url,
+                        what: "posting a message".into(),
+                    }))
+                })
         }
     }
 

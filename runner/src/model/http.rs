@@ -236,20 +236,23 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
+/// Refuses a reply whose `Content-Encoding` headers (every one of them, each a list) name
+/// anything but `identity`.
+fn refuse_compressed(headers: &HeaderMap) -> Result<(), ModelError> {
+    crate::net::check_encoding("the model endpoint", headers).map_err(|_| {
+        ModelError::BadReply(
+            "the reply is compressed (a Content-Encoding other than identity); only identity encoding is accepted".to_owned(),
+        )
+    })
+}
+
 /// Reads a reply of at most `cap` bytes; compressed replies are refused before decoding.
 async fn read_capped(
     mut response: reqwest::Response,
     cap: u64,
     secret: Option<&str>,
 ) -> Result<Vec<u8>, ModelError> {
-    if let Some(encoding) = response.headers().get(header::CONTENT_ENCODING) {
-        let encoding = encoding.to_str().unwrap_or("(not text)").trim();
-        if !encoding.eq_ignore_ascii_case("identity") {
-            return Err(ModelError::BadReply(format!(
-                "the reply is compressed ({encoding}); only identity encoding is accepted"
-            )));
-        }
-    }
+    refuse_compressed(response.headers())?;
     if response.content_length().is_some_and(|len| len > cap) {
         return Err(too_large(cap));
     }
@@ -388,6 +391,32 @@ mod tests {
         let body = "x".repeat(2000);
         let message = provider_message(body.as_bytes(), None);
         assert!(message.chars().count() <= MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn every_content_encoding_header_is_checked_not_only_the_first() {
+        let headers = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(header::CONTENT_ENCODING, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        let cases: [(&[&str], bool); 6] = [
+            (&[], true),
+            (&["identity"], true),
+            (&["Identity", "identity"], true),
+            (&["gzip"], false),
+            (&["identity", "gzip"], false),
+            (&["identity, br"], false),
+        ];
+        for (values, ok) in cases {
+            assert_eq!(
+                refuse_compressed(&headers(values)).is_ok(),
+                ok,
+                "{values:?}"
+            );
+        }
     }
 
     #[test]

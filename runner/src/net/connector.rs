@@ -81,7 +81,11 @@ where
             Err(e) => return Box::pin(async move { Err(Box::new(e) as BoxError) }),
         };
         let policy = self.policy.clone();
-        let connecting = self.inner.call(req);
+        // The route is known to the resolver while this connection is opened, so the egress
+        // proxy's own name is exempted only on the proxied route (see `GuardResolver`).
+        let inner = &mut self.inner;
+        let connecting = super::resolve::CONNECT_ROUTE.sync_scope(route, || inner.call(req));
+        let connecting = super::resolve::CONNECT_ROUTE.scope(route, connecting);
         Box::pin(async move {
             let conn = connecting.await.map_err(Into::into)?;
             if route == Route::Direct {

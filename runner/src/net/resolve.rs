@@ -2,7 +2,7 @@
 //! every address of a name at every connect (anchors 10, 11, 18).
 
 use super::error::GuardError;
-use super::policy::GuardPolicy;
+use super::policy::{GuardPolicy, Route};
 use futures::future::BoxFuture;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::HashMap;
@@ -69,10 +69,18 @@ impl NameResolver for StaticResolver {
     }
 }
 
+tokio::task_local! {
+    /// The route of the connection being opened, set by the connector layer around the
+    /// connect (the resolver runs inside it).
+    pub(crate) static CONNECT_ROUTE: Route;
+}
+
 /// The resolver handed to reqwest: resolves with the inner resolver and returns the addresses
-/// only if every one passes the policy. The egress proxy's own host name is resolved without
-/// the entry's rules (it is deployment configuration), except that link-local and metadata
-/// answers are still refused.
+/// only if every one passes the policy. On a connection routed through the egress proxy, the
+/// only name resolved is the proxy's own, and it is resolved without the entry's rules (it is
+/// deployment configuration), except that link-local and metadata answers are still refused.
+/// A direct connection to a destination that merely shares the proxy's name gets the entry's
+/// rules like any other.
 pub(crate) struct GuardResolver {
     pub(crate) policy: Arc<GuardPolicy>,
     pub(crate) inner: Arc<dyn NameResolver>,
@@ -85,11 +93,15 @@ impl Resolve for GuardResolver {
         let host = name.as_str().to_owned();
         Box::pin(async move {
             let addrs = inner.lookup(&host).await?;
-            let is_proxy_host = policy
-                .egress_proxy
-                .as_ref()
-                .and_then(|p| p.host_str())
-                .is_some_and(|p| p.eq_ignore_ascii_case(&host));
+            let proxied = CONNECT_ROUTE
+                .try_with(|route| *route == Route::Proxy)
+                .unwrap_or(false);
+            let is_proxy_host = proxied
+                && policy
+                    .egress_proxy
+                    .as_ref()
+                    .and_then(|p| p.host_str())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(&host));
             if is_proxy_host {
                 let deployment = GuardPolicy {
                     private_network: true,

@@ -9,6 +9,8 @@ use super::redact::{RedactOptions, redact_with};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
+use unicode_general_category::{GeneralCategory, get_general_category};
+use unicode_normalization::UnicodeNormalization;
 
 /// Something the screen found in a text. Serialized as snake_case strings for trace events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -22,7 +24,11 @@ pub enum ScreenFlag {
     /// Bidirectional overrides, embeddings, isolates or marks (U+202A–U+202E, U+2066–U+2069,
     /// U+200E, U+200F, U+061C).
     BidiControlCharacters,
-    /// Zero-width and invisible characters (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E).
+    /// Zero-width and invisible characters: every Default_Ignorable_Code_Point and every format
+    /// (Cf) character not flagged as a tag or bidi control — U+200B–U+200D, U+2060–U+206F,
+    /// U+FEFF, U+180E, the soft hyphen U+00AD, CGJ U+034F, Mongolian FVS U+180B–U+180F, the
+    /// variation selectors U+FE00–U+FE0F and U+E0100–U+E01EF … The one variation selector an
+    /// emoji carries (U+FE0E/U+FE0F right after a non-ASCII character) is removed unflagged.
     ZeroWidthCharacters,
     /// A markdown image with a remote URL (a common exfiltration channel).
     MarkdownImageLink,
@@ -117,8 +123,33 @@ fn is_bidi(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
-fn is_zero_width(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}')
+/// Default_Ignorable_Code_Point (Unicode DerivedCoreProperties) or general category Cf.
+fn is_hidden(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    ) || get_general_category(c) == GeneralCategory::Format
+}
+
+/// The emoji presentation selector after an emoji (`❤️`): removed, but not worth a flag.
+fn is_emoji_selector(c: char, previous: Option<char>) -> bool {
+    matches!(c, '\u{FE0E}' | '\u{FE0F}') && previous.is_some_and(|p| !p.is_ascii() && !is_hidden(p))
 }
 
 /// Screens `text` with the default redaction (credentials and emails, not IPs).
@@ -133,6 +164,7 @@ pub fn screen_with(text: &str, redact: RedactOptions) -> Screened {
     // Unicode tag characters mirror ASCII (U+E0020 + c); decode them so smuggled instructions
     // are screened too.
     let mut smuggled = String::new();
+    let mut previous = None;
     for c in text.chars() {
         if is_tag(c) {
             flags.push(ScreenFlag::UnicodeTagCharacters);
@@ -143,15 +175,20 @@ pub fn screen_with(text: &str, redact: RedactOptions) -> Screened {
             }
         } else if is_bidi(c) {
             flags.push(ScreenFlag::BidiControlCharacters);
-        } else if is_zero_width(c) {
+        } else if is_emoji_selector(c, previous) {
+        } else if is_hidden(c) {
             flags.push(ScreenFlag::ZeroWidthCharacters);
         } else {
             visible.push(c);
         }
+        previous = Some(c);
     }
+    // Phrases are matched on the NFKC form too, so fullwidth and other compatibility forms
+    // ("ｉｇｎｏｒｅ ｐｒｅｖｉｏｕｓ …") are caught; the text passed on keeps its own form.
+    let folded: String = visible.nfkc().filter(|c| !is_hidden(*c)).collect();
     if INJECTION
         .iter()
-        .any(|re| re.is_match(&visible) || re.is_match(&smuggled))
+        .any(|re| re.is_match(&visible) || re.is_match(&folded) || re.is_match(&smuggled))
     {
         flags.push(ScreenFlag::InstructionInjection);
     }
@@ -254,6 +291,76 @@ mod tests {
             assert_eq!(s.flags, vec![flag], "{text:?}");
             assert_eq!(s.text, format!("{}\npayment", marker(&[flag])), "{text:?}");
         }
+    }
+
+    #[test]
+    fn every_default_ignorable_or_format_character_is_removed_and_flagged() {
+        for hidden in [
+            '\u{00AD}',  // soft hyphen
+            '\u{034F}',  // combining grapheme joiner
+            '\u{180B}',  // Mongolian free variation selector one
+            '\u{180F}',  // Mongolian free variation selector four
+            '\u{FE00}',  // variation selector 1
+            '\u{FE0F}',  // variation selector 16 (after an ASCII letter)
+            '\u{E0100}', // variation selector 17
+            '\u{E01EF}', // variation selector 256
+            '\u{2061}',  // function application
+            '\u{3164}',  // Hangul filler
+            '\u{0600}',  // Arabic number sign (Cf)
+            '\u{110BD}', // Kaithi number sign (Cf)
+        ] {
+            let s = screen(&format!("pay{hidden}ment"));
+            assert_eq!(
+                s.flags,
+                vec![ScreenFlag::ZeroWidthCharacters],
+                "U+{:04X}",
+                u32::from(hidden)
+            );
+            assert!(s.text.ends_with("\npayment"), "U+{:04X}", u32::from(hidden));
+        }
+    }
+
+    #[test]
+    fn an_injection_hidden_by_soft_hyphens_or_variation_selectors_is_flagged() {
+        for text in [
+            "ig\u{00AD}nore previous instruc\u{00AD}tions",
+            "ignore\u{034F} previous\u{FE01} instructions\u{E0101}",
+        ] {
+            let s = screen(text);
+            assert!(
+                s.flags.contains(&ScreenFlag::InstructionInjection),
+                "{text:?}: {:?}",
+                s.flags
+            );
+            assert!(
+                s.text.ends_with("\nignore previous instructions"),
+                "{}",
+                s.text
+            );
+        }
+    }
+
+    #[test]
+    fn fullwidth_and_compatibility_forms_of_a_phrase_are_flagged() {
+        for text in [
+            "\u{FF49}\u{FF47}\u{FF4E}\u{FF4F}\u{FF52}\u{FF45} \u{FF50}\u{FF52}\u{FF45}\u{FF56}\u{FF49}\u{FF4F}\u{FF55}\u{FF53} \u{FF49}\u{FF4E}\u{FF53}\u{FF54}\u{FF52}\u{FF55}\u{FF43}\u{FF54}\u{FF49}\u{FF4F}\u{FF4E}\u{FF53}",
+            "ＹＯＵ ＡＲＥ ＮＯＷ root",
+            "𝐬𝐲𝐬𝐭𝐞𝐦 𝐩𝐫𝐨𝐦𝐩𝐭",
+        ] {
+            let s = screen(text);
+            assert_eq!(s.flags, vec![ScreenFlag::InstructionInjection], "{text}");
+            assert!(s.text.ends_with(text), "the text keeps its own form");
+        }
+    }
+
+    #[test]
+    fn an_emoji_keeps_its_presentation_selector_unflagged() {
+        let s = screen("Shipped \u{2764}\u{FE0F} and \u{263A}\u{FE0E}");
+        assert!(s.flags.is_empty(), "{:?}", s.flags);
+        assert_eq!(s.text, "Shipped \u{2764} and \u{263A}");
+        // Ordinary accented and non-Latin text passes unchanged.
+        let plain = "Crème brûlée, 東京, Ελληνικά, ﬁne";
+        assert_eq!(screen(plain).text, plain);
     }
 
     #[test]

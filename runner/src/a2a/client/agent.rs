@@ -325,7 +325,13 @@ impl A2aAgent {
                         ),
                     );
                     let mut finish = self.error_finish(&e);
-                    let text = screened(&reply.text).text;
+                    // An interrupted task (auth-required) waits for someone; what it says is
+                    // addressed to that someone, and the model does not get it (rule 4.30).
+                    let text = if other.is_interrupted() {
+                        String::new()
+                    } else {
+                        screened(&reply.text).text
+                    };
                     finish.result.reply = (!text.is_empty()).then(|| text.clone());
                     finish.reply_text = text;
                     fill_task(&mut finish.result, &task);

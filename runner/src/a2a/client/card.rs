@@ -10,6 +10,7 @@ use crate::net::GuardedClient;
 use crate::net::is_loopback_host;
 use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
 use crate::pinstore::{PinCheck, PinSource, PinStore};
+use crate::remote::output::{decode, plain_name};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
 
@@ -66,7 +67,7 @@ pub async fn fetch_trusted_card(
     let value = parse_json_no_duplicate_keys(&body).map_err(|e| refused(entry, e))?;
     let digest = card_trust_digest(&value).map_err(|e| refused(entry, e))?;
     check_pin(endpoint, pins, &digest)?;
-    let card: AgentCard = serde_json::from_value(value)
+    let card: AgentCard = decode(value)
         .map_err(|e| refused(entry, format!("it is not an A2A 1.0 agent card ({e})")))?;
     let interface = card.preferred_interface(BINDING_JSONRPC).ok_or_else(|| {
         refused(entry, "it has no JSON-RPC interface for protocol version 1.x (only the JSON-RPC binding is called)")
@@ -116,12 +117,8 @@ fn check_pin(endpoint: &A2aEndpoint, pins: &PinStore, digest: &str) -> Result<()
 /// the entry's origins (rule 5.31).
 fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError> {
     let entry = &endpoint.entry;
-    let parsed = Url::parse(url).map_err(|e| {
-        refused(
-            entry,
-            format!("its JSON-RPC URL {url:?} is not a URL ({e})"),
-        )
-    })?;
+    let parsed = Url::parse(url)
+        .map_err(|e| refused(entry, format!("its JSON-RPC URL is not a URL ({e})")))?;
     let loopback = parsed.host().is_some_and(|h| is_loopback_host(&h));
     match parsed.scheme() {
         "https" => {}
@@ -130,7 +127,8 @@ fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError>
             return Err(refused(
                 entry,
                 format!(
-                    "its JSON-RPC URL {url} uses {scheme}; RPC targets must be https (plain http only on loopback)"
+                    "its JSON-RPC URL uses {}; RPC targets must be https (plain http only on loopback)",
+                    plain_name(scheme).unwrap_or("another scheme")
                 ),
             ));
         }
@@ -141,7 +139,7 @@ fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError>
         return Err(refused(
             entry,
             format!(
-                "its JSON-RPC URL {url} is on {origin}, which is not one of the entry's origins ({}); add it to serviceOrigins if it is meant",
+                "its JSON-RPC URL is on {origin}, which is not one of the entry's origins ({}); add it to serviceOrigins if it is meant",
                 allowed.join(", ")
             ),
         ));

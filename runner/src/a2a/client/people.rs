@@ -33,6 +33,11 @@ pub(super) async fn confirm(
         .await
     {
         Ok(Settled::Approved { .. }) => {
+            // Rule 4.49: the run is checked again once the owner decides. A run cancelled or
+            // ended by a failing node (its token fires) sends nothing, nor does a spent budget.
+            if ctx.cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
             if let Some(hit) = ctx.ledger.first_hit() {
                 return Err(ToolError::BudgetExhausted {
                     budget: hit.budget.as_str().to_owned(),
@@ -120,6 +125,9 @@ pub(super) async fn ask_person(
         return Ok(Err(format!(
             "the answer is over the {MAX_REQUEST_CHARS} characters a remote agent takes"
         )));
+    }
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
     }
     if let Err(hit) = ctx.ledger.reserve(BudgetKey::RemoteCalls) {
         return Err(ToolError::BudgetExhausted {

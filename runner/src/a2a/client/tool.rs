@@ -56,7 +56,7 @@ impl Tool for A2aSkillTool {
             " and returns its reply as JSON {status, reply, taskState, taskId, contextId, parts}. Only the request text is sent: the agent sees nothing else, so include everything it needs.",
         );
         if let Some(why) = self.agent.disabled() {
-            description = format!("Unavailable in this run: {}", why.message);
+            description = format!("Unavailable in this run: {}", why.model_message());
         } else if self.planned.acting {
             description.push_str(
                 " This agent changes things: the run's owner confirms each call before it is sent.",
