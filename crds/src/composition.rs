@@ -48,8 +48,9 @@ pub struct CompositionSpec {
     /// above the ceiling is refused.
     #[serde(default)]
     pub budgets: Budgets,
-    /// The nodes of the graph (at most 30).
+    /// The nodes of the graph (at most 30), keyed by their unique `id`.
     #[schemars(length(min = 1, max = 30))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
     pub nodes: Vec<Node>,
     /// Directed edges between nodes. The node no edge enters is the first node; a node with no
     /// outgoing edge ends the run.
@@ -206,10 +207,22 @@ impl NodeKind {
 /// One node of the graph.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.tools) || self.tools.all(t, t.matches('^(mcp|a2a):[a-z][a-z0-9_-]{0,62}[.][A-Za-z0-9_.-]{1,128}$'))",
+     "fieldPath": ".tools",
+     "message": "each tool must be mcp:<entry>.<tool> or a2a:<entry>.<skill>, where <entry> names a RegistryEntry (lowercase letters, digits and '-', starting with a letter) and <tool> is 1-128 of letters, digits, '_', '.' and '-', e.g. mcp:demo-tools.search_articles"},
+    {"rule": "!has(self.children) || self.children.all(c, c.matches('^[a-z][a-z0-9_-]{0,62}$'))",
+     "fieldPath": ".children",
+     "message": "each child must be a node id: lowercase letters, digits, '-' and '_', starting with a letter, at most 63 characters (e.g. researcher)"}
+]))]
 pub struct Node {
     /// Unique id within the composition: lowercase letters, digits, `-` and `_`, starting with a
     /// letter, at most 63 characters. A supervisor sees its child as the tool `n_<id>`.
-    #[schemars(regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.matches('^[a-z][a-z0-9_-]{0,62}$')",
+         "message": "a node id must be lowercase letters, digits, '-' and '_', starting with a letter, at most 63 characters (e.g. writer or step_2)"}
+    ]))]
     pub id: String,
     /// What the node is: LLMAgent, Router, Parallel, Join, Supervisor, HumanApproval
     /// (RemoteA2A and Handoff parse but are refused with `not_supported_yet`).
@@ -228,7 +241,10 @@ pub struct Node {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(max = 32),
-        inner(regex(pattern = r"^(mcp|a2a):[a-z][a-z0-9_-]{0,62}\.[A-Za-z0-9_.-]{1,128}$"))
+        inner(
+            length(max = 200),
+            regex(pattern = r"^(mcp|a2a):[a-z][a-z0-9_-]{0,62}\.[A-Za-z0-9_.-]{1,128}$")
+        )
     )]
     pub tools: Vec<ToolRef>,
     /// Name of a RegistryEntry of kind model this node runs on, exactly (no fallback chain).
@@ -243,7 +259,10 @@ pub struct Node {
     /// For a Supervisor: ids of its child nodes (LLMAgent or Supervisor nodes with no edges,
     /// one parent each, at most 3 levels deep).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 29), inner(regex(pattern = "^[a-z][a-z0-9_-]{0,62}$")))]
+    #[schemars(
+        length(max = 29),
+        inner(length(max = 63), regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))
+    )]
     pub children: Vec<String>,
     /// For a HumanApproval: what the reviewer is asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,13 +276,18 @@ pub type ToolRef = String;
 /// Structured output of a node.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self.labels.all(l, l.matches('^[a-z][a-z0-9_-]{0,62}$'))",
+     "fieldPath": ".labels",
+     "message": "each label must be lowercase letters, digits, '-' and '_', starting with a letter, at most 63 characters (e.g. approved, rejected)"}
+]))]
 pub struct NodeOutput {
     /// The labels the node may answer with, e.g. `[approved, rejected]`. Each outgoing edge
     /// names one of them in `when`; a label with no edge ends that branch (warning
     /// `label_ends_run`).
     #[schemars(
         length(min = 1, max = 16),
-        inner(regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))
+        inner(length(max = 63), regex(pattern = "^[a-z][a-z0-9_-]{0,62}$"))
     )]
     pub labels: Vec<String>,
 }

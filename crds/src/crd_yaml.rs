@@ -50,6 +50,7 @@ pub fn all_crds() -> Vec<serde_json::Value> {
         .map(|crd| {
             let mut value = serde_json::to_value(crd).unwrap_or(serde_json::Value::Null);
             normalize_formats(&mut value);
+            unwrap_descriptions(&mut value);
             value
         })
         .collect()
@@ -75,6 +76,42 @@ fn normalize_formats(value: &mut serde_json::Value) {
         serde_json::Value::Array(items) => items.iter_mut().for_each(normalize_formats),
         _ => {}
     }
+}
+
+/// Rewrites every `description` of a schema so that `kubectl explain` wraps it itself: the
+/// single line breaks of the doc comments become spaces, blank-line paragraph breaks stay.
+fn unwrap_descriptions(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::String(text)) = map.get_mut("description") {
+                *text = unwrap_paragraphs(text);
+            }
+            map.values_mut().for_each(unwrap_descriptions);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(unwrap_descriptions),
+        _ => {}
+    }
+}
+
+/// Joins the lines of each paragraph with spaces; paragraphs stay separated by one blank line.
+fn unwrap_paragraphs(text: &str) -> String {
+    let mut paragraphs: Vec<String> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            if !current.is_empty() {
+                paragraphs.push(current.join(" "));
+                current.clear();
+            }
+        } else {
+            current.push(line);
+        }
+    }
+    if !current.is_empty() {
+        paragraphs.push(current.join(" "));
+    }
+    paragraphs.join("\n\n")
 }
 
 /// Every CRD of the group as YAML, in a stable order (compositions, registryentries,
@@ -160,6 +197,42 @@ mod tests {
         assert!(text.contains("\"format\":\"int64\""));
         for unknown in ["uint64", "uint32", "\"uint\""] {
             assert!(!text.contains(unknown), "{unknown} left in the CRDs");
+        }
+    }
+
+    #[test]
+    fn descriptions_join_wrapped_lines_and_keep_paragraph_breaks() {
+        assert_eq!(
+            unwrap_paragraphs("The nodes of\nthe graph.\n\nSecond\n  paragraph.\n"),
+            "The nodes of the graph.\n\nSecond paragraph."
+        );
+        let text = serde_json::to_string(&all_crds()).unwrap_or_default();
+        // `budgets` is documented over two source lines.
+        assert!(
+            text.contains(
+                "Limits for the whole run. A budget left out is set to the deployment's ceiling"
+            ),
+            "{text}"
+        );
+        for crd in all_crds() {
+            let mut single_breaks = 0;
+            count_single_breaks(&crd, &mut single_breaks);
+            assert_eq!(single_breaks, 0);
+        }
+    }
+
+    fn count_single_breaks(value: &serde_json::Value, found: &mut usize) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(d)) = map.get("description") {
+                    *found += d.replace("\n\n", "").matches('\n').count();
+                }
+                map.values().for_each(|v| count_single_breaks(v, found));
+            }
+            serde_json::Value::Array(items) => {
+                items.iter().for_each(|v| count_single_breaks(v, found))
+            }
+            _ => {}
         }
     }
 

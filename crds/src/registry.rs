@@ -90,8 +90,8 @@ pub struct McpEntry {
     /// The server's URL (https; plain http only to loopback).
     #[schemars(length(min = 1, max = 2048))]
     #[schemars(extend("x-kubernetes-validations" = [
-        {"rule": "self.startsWith('https://') || self.startsWith('http://127.') || self.startsWith('http://localhost') || self.startsWith('http://[::1]')",
-         "message": "url must be https (plain http is allowed only to loopback)"}
+        {"rule": "isURL(self) && url(self).getHostname() != '' && (url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1']))",
+         "message": "spec.mcp.url must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
     ]))]
     pub url: String,
     /// StreamableHttp (default) or Sse.
@@ -130,13 +130,18 @@ pub enum Effect {
 /// A remote A2A agent entry.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.serviceOrigins) || self.serviceOrigins.all(o, isURL(o) && url(o).getHostname() != '' && (url(o).getScheme() == 'https' || (url(o).getScheme() == 'http' && url(o).getHostname() in ['localhost', '127.0.0.1', '::1'])))",
+     "fieldPath": ".serviceOrigins",
+     "message": "each of spec.a2a.serviceOrigins must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
+]))]
 pub struct A2aEntry {
     /// URL of the agent card (https; plain http only to loopback), e.g.
     /// `https://agent.example.com/.well-known/agent-card.json`.
     #[schemars(length(min = 1, max = 2048))]
     #[schemars(extend("x-kubernetes-validations" = [
-        {"rule": "self.startsWith('https://') || self.startsWith('http://127.') || self.startsWith('http://localhost') || self.startsWith('http://[::1]')",
-         "message": "cardUrl must be https (plain http is allowed only to loopback)"}
+        {"rule": "isURL(self) && url(self).getHostname() != '' && (url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1']))",
+         "message": "spec.a2a.cardUrl must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
     ]))]
     pub card_url: String,
     /// Optional pin: SHA-256 (hex) of the RFC 8785 canonical JSON of the card's trust fields.
@@ -151,9 +156,10 @@ pub struct A2aEntry {
     /// ReadOnly (default) or Acting.
     #[serde(default)]
     pub effect: Effect,
-    /// Origins (scheme://host:port) RPC targets may use besides the card's own.
+    /// Origins (scheme://host:port) RPC targets may use besides the card's own; each https
+    /// (plain http only to loopback).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 8))]
+    #[schemars(length(max = 8), inner(length(min = 1, max = 2048)))]
     pub service_origins: Vec<String>,
     /// The agent is on a private network; its host must also be on the deployment's allowlist.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -203,8 +209,10 @@ pub enum ModelProvider {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "self.provider != 'Scripted' || has(self.script)",
+     "fieldPath": ".script",
      "message": "a Scripted model needs spec.model.script"},
     {"rule": "self.provider == 'Scripted' || has(self.apiKey) || has(self.baseUrl)",
+     "fieldPath": ".apiKey",
      "message": "a real provider needs spec.model.apiKey (a secretKeyRef), or a baseUrl for a keyless local server"}
 ]))]
 pub struct ModelEntry {
@@ -213,15 +221,21 @@ pub struct ModelEntry {
     /// The provider's model name, e.g. `gpt-5-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`.
     #[schemars(length(min = 1, max = 253))]
     pub model: String,
-    /// Base URL of the API (defaults to the provider's public endpoint).
+    /// Base URL of the API (defaults to the provider's public endpoint): https, or plain http
+    /// only to loopback (localhost, 127.0.0.1, [::1]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 2048))]
+    #[schemars(length(min = 1, max = 2048))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "isURL(self) && url(self).getHostname() != '' && (url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1']))",
+         "message": "spec.model.baseUrl must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
+    ]))]
     pub base_url: Option<String>,
     /// The API key, as a reference to a Secret key in the same namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<ApiKeySource>,
-    /// The endpoint is on a private network (e.g. vLLM in the cluster); its host must be on the
-    /// deployment's allowlist.
+    /// The endpoint is on a private network (e.g. vLLM in the cluster behind
+    /// `https://vllm.ml.svc:8443/v1`); its host must be on the deployment's allowlist. A private
+    /// endpoint still needs https unless it is loopback.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private_network: bool,
     /// Per-call limits (timeout).

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One run of a composition. The operator validates it, then runs it in its own sandboxed
-/// runner pod behind an egress NetworkPolicy built from the registry. `kubectl get`,
+/// runner pod behind an egress NetworkPolicy built from the registry. The spec is immutable
+/// once created, except `cancel` (false to true only): the apiserver refuses any other change
+/// (a different run is a new StudioRun). `kubectl get`,
 /// `kubectl describe` and `kubectl wait --for=jsonpath='{.status.phase}'=Succeeded` show what
 /// happened.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -28,17 +30,37 @@ use std::collections::BTreeMap;
     printcolumn = r#"{"name":"Composition","type":"string","jsonPath":".status.composition.name"}"#,
     printcolumn = r#"{"name":"Tokens","type":"integer","jsonPath":".status.totals.tokens"}"#,
     printcolumn = r#"{"name":"Owner","type":"string","priority":1,"jsonPath":".spec.owner"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = kube::core::Rule::new("!has(oldSelf.status) || !has(oldSelf.status.decisions) || (has(self.status) && has(self.status.decisions))").message("status.decisions is append-only: a decision cannot be removed").field_path(".status.decisions")
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "has(self.compositionRef) != has(self.composition)",
+     "fieldPath": ".compositionRef",
      "message": "set exactly one of spec.compositionRef (a Composition by name) or spec.composition (inline)"},
     {"rule": "self.input == oldSelf.input",
+     "fieldPath": ".input",
      "message": "spec.input is immutable: create a new StudioRun"},
     {"rule": "self.owner == oldSelf.owner",
-     "message": "spec.owner is immutable"},
+     "fieldPath": ".owner",
+     "message": "spec.owner is immutable: create a new StudioRun"},
+    {"rule": "has(self.compositionRef) == has(oldSelf.compositionRef) && (!has(self.compositionRef) || self.compositionRef == oldSelf.compositionRef)",
+     "fieldPath": ".compositionRef",
+     "message": "spec.compositionRef is immutable: create a new StudioRun"},
+    {"rule": "has(self.composition) == has(oldSelf.composition) && (!has(self.composition) || self.composition == oldSelf.composition)",
+     "fieldPath": ".composition",
+     "message": "spec.composition is immutable: create a new StudioRun"},
+    {"rule": "has(self.approvers) == has(oldSelf.approvers) && (!has(self.approvers) || self.approvers == oldSelf.approvers)",
+     "fieldPath": ".approvers",
+     "message": "spec.approvers is immutable: create a new StudioRun"},
+    {"rule": "has(self.budgets) == has(oldSelf.budgets) && (!has(self.budgets) || self.budgets == oldSelf.budgets)",
+     "fieldPath": ".budgets",
+     "message": "spec.budgets is immutable: create a new StudioRun"},
+    {"rule": "(has(self.captureContent) && self.captureContent) == (has(oldSelf.captureContent) && oldSelf.captureContent)",
+     "fieldPath": ".captureContent",
+     "message": "spec.captureContent is immutable: create a new StudioRun"},
     {"rule": "!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",
+     "fieldPath": ".cancel",
      "message": "spec.cancel cannot be undone once set"}
 ]))]
 pub struct StudioRunSpec {
@@ -90,11 +112,11 @@ pub struct CompositionRef {
 pub struct Approvers {
     /// User names (human users only; service accounts can never decide).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(length(max = 32), inner(length(min = 1, max = 253)))]
     pub users: Vec<String>,
     /// Group names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(length(max = 32), inner(length(min = 1, max = 253)))]
     pub groups: Vec<String>,
 }
 
@@ -132,6 +154,11 @@ impl RunPhase {
 /// Observed state of a StudioRun.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(oldSelf.decisions) || (has(self.decisions) && self.decisions.size() >= oldSelf.decisions.size() && oldSelf.decisions.all(o, self.decisions.exists(n, n == o)))",
+     "fieldPath": ".decisions",
+     "message": "status.decisions is append-only: add new decisions at the end, never change or remove one"}
+]))]
 pub struct StudioRunStatus {
     /// The generation the status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,8 +196,10 @@ pub struct StudioRunStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
     pub pending_approvals: Vec<PendingApproval>,
-    /// Decisions made, append-only. Approvers append here with
-    /// `kubectl patch --subresource=status`.
+    /// Decisions made, append-only (the apiserver refuses changing or removing one). Approvers
+    /// append here with `kubectl patch --subresource=status --type=json` and an `add` to
+    /// `/status/decisions/-`. `decidedBy` is not trusted as written: the operator's admission
+    /// policy sets or checks it against the requester.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub decisions: Vec<Decision>,
@@ -263,21 +292,26 @@ pub enum DecisionVerb {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Decision {
     /// The pending approval's id.
+    #[schemars(length(min = 1, max = 128))]
     pub approval_id: String,
     /// Approve or Reject.
     pub decision: DecisionVerb,
     /// The digest of the text the person read (required to approve).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128))]
     pub digest: Option<String>,
     /// The reviewer's comment; a rejected edge's node receives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub comment: Option<String>,
-    /// Who decided (set by the admission policy's check, or by the sidecar).
+    /// Who decided. Not trusted as written: only the operator's admission policy (which sets
+    /// or checks it against the requester) or the runner's sidecar makes it authoritative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
     pub decided_by: Option<String>,
     /// When (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
     pub decided_at: Option<String>,
 }
 

@@ -311,3 +311,17 @@ fn an_unconvertible_spec_lists_every_problem_in_its_message() {
     );
     assert!(message.contains("nodes[0].id"), "{message}");
 }
+
+#[test]
+fn empty_budgets_and_edges_are_left_out_of_the_manifest() {
+    let one_node = r#"{"spec_version": 1, "name": "solo", "pattern": "pipeline",
+        "nodes": [{"id": "only", "kind": "llm_agent"}]}"#;
+    let c = import_spec_json(one_node, &ImportOptions::default()).unwrap();
+    let yaml = to_manifest_yaml(&c).unwrap();
+    assert!(
+        !yaml.contains("budgets") && !yaml.contains("edges"),
+        "{yaml}"
+    );
+    let back: Composition = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(back.spec, c.spec);
+}

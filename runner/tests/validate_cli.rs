@@ -39,6 +39,17 @@ fn expected_rows() -> Vec<String> {
     rows
 }
 
+/// How many errors and warnings the expectations list.
+fn expected_counts() -> (usize, usize) {
+    let rows = expected_rows();
+    let count = |severity: &str| {
+        rows.iter()
+            .filter(|r| r.split(' ').nth(2) == Some(severity))
+            .count()
+    };
+    (count("error"), count("warning"))
+}
+
 /// A fresh scratch folder under the system temp dir.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("orrery-cli-{name}-{}", std::process::id()));
@@ -99,8 +110,11 @@ fn broken_manifests_exit_1_with_every_expected_finding_in_human_output() {
         "{text}"
     );
     let last = text.lines().last().unwrap();
+    let (errors, warnings) = expected_counts();
     assert!(
-        last.starts_with("✗ invalid: 30 errors, 3 warnings ("),
+        last.starts_with(&format!(
+            "✗ invalid: {errors} errors, {warnings} warnings ("
+        )),
         "{last}"
     );
 }
@@ -111,8 +125,9 @@ fn broken_manifests_exit_1_with_every_expected_finding_in_json_output() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["valid"], false);
-    assert_eq!(doc["summary"]["errors"], 30);
-    assert_eq!(doc["summary"]["warnings"], 3);
+    let (errors, warnings) = expected_counts();
+    assert_eq!(doc["summary"]["errors"], errors);
+    assert_eq!(doc["summary"]["warnings"], warnings);
     let findings = doc["findings"].as_array().unwrap();
     let mut rows: Vec<String> = findings
         .iter()
@@ -173,6 +188,47 @@ fn a_yaml_syntax_error_exits_2_and_names_the_file() {
         doc["unreadable"][0]["path"],
         "crds/tests/unreadable/bad-syntax.yaml"
     );
+}
+
+#[test]
+fn a_folder_and_a_file_inside_it_given_together_are_read_once() {
+    let out = orrery(&[
+        "validate",
+        "examples/",
+        "examples/registry/",
+        "examples/registry/gpt.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(9 Compositions, 4 RegistryEntries, 2 StudioRuns"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn an_empty_file_a_deeply_nested_one_and_an_oversized_one_exit_2_quickly() {
+    let dir = scratch("unreadable-shapes");
+    std::fs::write(dir.join("empty.yaml"), "").unwrap();
+    std::fs::write(dir.join("deep.yaml"), format!("a: {}", "[".repeat(200_000))).unwrap();
+    std::fs::write(
+        dir.join("big.yaml"),
+        format!("a: '{}'\n", "x".repeat(3 * 1024 * 1024)),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    for (file, message) in [
+        ("empty.yaml", "no manifests in "),
+        ("deep.yaml", "nested more than 256 levels deep"),
+        ("big.yaml", "larger than 3 MiB"),
+    ] {
+        let path = dir.join(file);
+        let out = orrery(&["validate", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stdout(&out));
+        assert!(stderr(&out).contains(message), "{file}: {}", stderr(&out));
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -245,6 +301,11 @@ fn import_refuses_what_it_cannot_convert_with_exit_1_and_unreadable_input_with_e
     assert!(
         stderr(&out)
             .contains("error[unsupported_spec_version] spec_version: spec_version 2 is newer"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("cannot be imported (1 problem):"),
         "{}",
         stderr(&out)
     );

@@ -78,7 +78,7 @@ async fn crds_apply_become_established_and_explain_shows_their_docs() -> Result<
     for phrase in [
         "KIND:       Composition",
         "VERSION:    v1alpha1",
-        "The nodes of the graph (at most 30).",
+        "The nodes of the graph (at most 30), keyed by their unique `id`.",
         "Unique id within the composition",
     ] {
         assert!(
@@ -282,6 +282,288 @@ async fn printer_columns_appear_in_kubectl_get() -> Result<()> {
         "{wide}"
     );
     assert!(wide.contains("jane@example.com"), "{wide}");
+
+    // The cells show what the operator writes to status (patched here as it would).
+    let patch_status = async |resource: &str, status: &str| -> Result<String> {
+        kubectl_ok(
+            env,
+            ADMIN,
+            &[
+                "patch",
+                resource,
+                "-n",
+                &ns.name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                status,
+            ],
+        )
+        .await
+    };
+    patch_status(
+        "composition/pipeline",
+        r#"{"status":{"nodeCount":3,"revision":2,"conditions":[{"type":"Valid","status":"True","reason":"Validated","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#,
+    )
+    .await?;
+    patch_status(
+        "registryentry/demo-tools",
+        r#"{"status":{"kind":"Mcp","conditions":[{"type":"Ready","status":"True","reason":"Reachable","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"Pinned","status":"False","reason":"NotYet","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#,
+    )
+    .await?;
+    patch_status(
+        "studiorun/release-notes-1",
+        r#"{"status":{"phase":"Succeeded","composition":{"name":"critic-loop","revision":4,"digest":"abc"},"totals":{"tokens":1234}}}"#,
+    )
+    .await?;
+    let out = kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "get",
+            "compositions,registryentries,studioruns",
+            "-n",
+            &ns.name,
+            "--no-headers",
+        ],
+    )
+    .await?;
+    let row = |name: &str| -> Vec<&str> {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default()
+    };
+    // NAME … AGE: the cells between name and age.
+    let cells = |name: &str| -> Vec<&str> {
+        let r = row(name);
+        r.get(1..r.len().saturating_sub(1))
+            .unwrap_or_default()
+            .to_vec()
+    };
+    assert_eq!(
+        cells("composition.studio.orrery.dev/pipeline "),
+        ["Pipeline", "3", "True", "2"],
+        "{out}"
+    );
+    assert_eq!(
+        cells("registryentry.studio.orrery.dev/demo-tools "),
+        ["Mcp", "True", "False"],
+        "{out}"
+    );
+    assert_eq!(
+        cells("studiorun.studio.orrery.dev/release-notes-1 "),
+        ["Succeeded", "critic-loop", "1234"],
+        "{out}"
+    );
+    Ok(())
+}
+
+/// What `kubectl patch` printed on stderr when the apiserver refused it.
+async fn patch_refused(
+    env: &testenv::TestEnv,
+    ns: &str,
+    subresource: Option<&str>,
+    kind: &str,
+    patch: &str,
+) -> Result<String> {
+    let mut args = vec![
+        "patch",
+        "studiorun/r1",
+        "-n",
+        ns,
+        "--type",
+        kind,
+        "-p",
+        patch,
+    ];
+    if let Some(sub) = subresource {
+        args.push(sub);
+    }
+    kubectl_fails(env, ADMIN, &args).await
+}
+
+#[tokio::test]
+async fn a_studiorun_spec_is_immutable_except_cancel() -> Result<()> {
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "immutable-run").await?;
+    let dir = scratch_dir(&ns.name)?;
+    let run = run_manifest(&dir, "r1", "jane@example.com")?;
+    let run = run.to_string_lossy().into_owned();
+    kubectl_ok(env, ADMIN, &["create", "-n", &ns.name, "-f", &run]).await?;
+
+    // The reviewer's patch: add an approver, swap the composition, raise the budget.
+    let stderr = patch_refused(
+        env,
+        &ns.name,
+        None,
+        "merge",
+        r#"{"spec":{"approvers":{"users":["mallory"]},"compositionRef":{"name":"other"},"budgets":{"maxTokens":99999999}}}"#,
+    )
+    .await?;
+    for want in [
+        "spec.approvers: Invalid value: spec.approvers is immutable: create a new StudioRun",
+        "spec.compositionRef: Invalid value: spec.compositionRef is immutable: create a new StudioRun",
+        "spec.budgets: Invalid value: spec.budgets is immutable: create a new StudioRun",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?} in:\n{stderr}");
+    }
+    // Adding or removing a field is a change too, and so is switching to an inline composition.
+    let cases: [(&str, &str); 4] = [
+        (
+            r#"{"spec":{"captureContent":true}}"#,
+            "spec.captureContent is immutable",
+        ),
+        (
+            r#"{"spec":{"compositionRef":null,"composition":{"pattern":"Pipeline","nodes":[{"id":"a","kind":"LLMAgent"}]}}}"#,
+            "spec.composition is immutable",
+        ),
+        (
+            r#"{"spec":{"input":"Something else."}}"#,
+            "spec.input is immutable",
+        ),
+        (r#"{"spec":{"owner":"mallory"}}"#, "spec.owner is immutable"),
+    ];
+    for (patch, want) in cases {
+        let stderr = patch_refused(env, &ns.name, None, "merge", patch).await?;
+        assert!(stderr.contains(want), "{patch}: {stderr}");
+    }
+
+    // Re-applying the unchanged manifest (server-side) is not a change.
+    let out = kubectl_ok(
+        env,
+        ADMIN,
+        &["apply", "--server-side", "-n", &ns.name, "-f", &run],
+    )
+    .await?;
+    assert!(out.contains("serverside-applied"), "{out}");
+
+    // Cancel is the one change allowed, and only false → true.
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "patch",
+            "studiorun/r1",
+            "-n",
+            &ns.name,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"cancel":true}}"#,
+        ],
+    )
+    .await?;
+    let stderr =
+        patch_refused(env, &ns.name, None, "merge", r#"{"spec":{"cancel":false}}"#).await?;
+    assert!(
+        stderr.contains("spec.cancel: Invalid value: spec.cancel cannot be undone once set"),
+        "{stderr}"
+    );
+    let spec = kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "get",
+            "studiorun/r1",
+            "-n",
+            &ns.name,
+            "-o",
+            "jsonpath={.spec}",
+        ],
+    )
+    .await?;
+    let spec: serde_json::Value = serde_json::from_str(&spec)?;
+    assert_eq!(
+        spec,
+        serde_json::json!({"compositionRef": {"name": "pipeline"}, "input": "Write the release notes.", "owner": "jane@example.com", "cancel": true})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+#[tokio::test]
+async fn studiorun_decisions_are_append_only() -> Result<()> {
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "decisions").await?;
+    let dir = scratch_dir(&ns.name)?;
+    let run = run_manifest(&dir, "r1", "jane@example.com")?;
+    kubectl_ok(
+        env,
+        ADMIN,
+        &["create", "-n", &ns.name, "-f", &run.to_string_lossy()],
+    )
+    .await?;
+    let append = |id: &str, verb: &str| {
+        format!(
+            r#"[{{"op":"add","path":"/status/decisions/-","value":{{"approvalId":"{id}","decision":"{verb}","decidedBy":"jane@example.com"}}}}]"#
+        )
+    };
+    let status_patch = async |kind: &str, patch: &str| {
+        kubectl_ok(
+            env,
+            ADMIN,
+            &[
+                "patch",
+                "studiorun/r1",
+                "-n",
+                &ns.name,
+                "--subresource=status",
+                "--type",
+                kind,
+                "-p",
+                patch,
+            ],
+        )
+        .await
+    };
+    // The first decision creates the list; later ones are appended.
+    status_patch(
+        "merge",
+        r#"{"status":{"decisions":[{"approvalId":"a1","decision":"Reject","decidedBy":"jane@example.com"}]}}"#,
+    )
+    .await?;
+    status_patch("json", &append("a2", "Approve")).await?;
+
+    let refused: [(&str, String); 4] = [
+        // Replacing the list (what a merge patch of the list does) with a forged decision.
+        (
+            "merge",
+            r#"{"status":{"decisions":[{"approvalId":"a1","decision":"Approve","decidedBy":"mallory"}]}}"#.to_owned(),
+        ),
+        // Changing one decision in place.
+        (
+            "json",
+            r#"[{"op":"replace","path":"/status/decisions/0/decision","value":"Approve"}]"#.to_owned(),
+        ),
+        // Removing one, or all.
+        ("json", r#"[{"op":"remove","path":"/status/decisions/0"}]"#.to_owned()),
+        ("json", r#"[{"op":"remove","path":"/status/decisions"}]"#.to_owned()),
+    ];
+    for (kind, patch) in &refused {
+        let stderr =
+            patch_refused(env, &ns.name, Some("--subresource=status"), kind, patch).await?;
+        assert!(
+            stderr.contains("status.decisions: Invalid value: status.decisions is append-only"),
+            "{patch}: {stderr}"
+        );
+    }
+    let decisions = kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "get",
+            "studiorun/r1",
+            "-n",
+            &ns.name,
+            "-o",
+            "jsonpath={.status.decisions[*].approvalId} {.status.decisions[*].decision}",
+        ],
+    )
+    .await?;
+    assert_eq!(decisions.trim(), "a1 a2 Reject Approve");
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

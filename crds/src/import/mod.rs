@@ -68,7 +68,24 @@ pub fn import_spec(
     }
 }
 
-/// Serializes a Composition as a manifest (apiVersion, kind, metadata, spec).
+/// Serializes a Composition as a manifest (apiVersion, kind, metadata, spec). Empty
+/// `budgets: {}` and `edges: []` are left out (they mean the same as no field).
 pub fn to_manifest_yaml(composition: &Composition) -> Result<String, serde_yaml::Error> {
-    serde_yaml::to_string(composition)
+    let mut value = serde_yaml::to_value(composition)?;
+    if let Some(spec) = value
+        .get_mut("spec")
+        .and_then(serde_yaml::Value::as_mapping_mut)
+    {
+        for key in ["budgets", "edges"] {
+            let empty = match spec.get(key) {
+                Some(serde_yaml::Value::Mapping(m)) => m.is_empty(),
+                Some(serde_yaml::Value::Sequence(s)) => s.is_empty(),
+                _ => false,
+            };
+            if empty {
+                spec.remove(key);
+            }
+        }
+    }
+    serde_yaml::to_string(&value)
 }

@@ -138,6 +138,7 @@ pub fn check(set: &ManifestSet, limits: &DeploymentLimits) -> Report {
             }
         }
     }
+    drop_restated_schema_findings(&mut findings);
     findings.sort_by(|a, b| a.source.cmp(&b.source));
     summary.errors = findings
         .iter()
@@ -145,6 +146,20 @@ pub fn check(set: &ManifestSet, limits: &DeploymentLimits) -> Report {
         .count();
     summary.warnings = findings.len() - summary.errors;
     Report { findings, summary }
+}
+
+/// Drops a schema finding when another finding of the same document already points at the same
+/// field (the validator's messages say more, e.g. `invalid_id` for a node id's pattern).
+fn drop_restated_schema_findings(findings: &mut Vec<Finding>) {
+    let others: std::collections::HashSet<(Source, crate::common::Loc)> = findings
+        .iter()
+        .filter(|f| f.issue.code != codes::SCHEMA_VIOLATION)
+        .map(|f| (f.source.clone(), f.issue.loc.clone()))
+        .collect();
+    findings.retain(|f| {
+        f.issue.code != codes::SCHEMA_VIOLATION
+            || !others.contains(&(f.source.clone(), f.issue.loc.clone()))
+    });
 }
 
 /// Adds a validator answer, moving locs under `spec.<under…>` (for an inline composition).

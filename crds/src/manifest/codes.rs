@@ -35,6 +35,9 @@ pub const READ_ONLY_NOT_LISTED: &str = "read_only_not_listed";
 pub const MISSING_SCRIPT: &str = "missing_script";
 /// A real model provider without an API key or a base URL.
 pub const MISSING_API_KEY: &str = "missing_api_key";
+/// A value the CRD's OpenAPI schema refuses (too long, out of range, too many items, a
+/// required field missing…).
+pub const SCHEMA_VIOLATION: &str = "schema_violation";
 /// A StudioRun's compositionRef names a Composition not among the files (warning).
 pub const COMPOSITION_NOT_FOUND: &str = "composition_not_found";
 
@@ -135,6 +138,12 @@ pub const MANIFEST_CODES: &[CodeInfo] = &[
         Severity::Error,
         "a real provider without apiKey or baseUrl",
         "CRD CEL",
+    ),
+    (
+        SCHEMA_VIOLATION,
+        Severity::Error,
+        "a value the CRD's OpenAPI schema refuses: a length, range, item count, pattern or required field",
+        "CRD schema",
     ),
     (
         COMPOSITION_NOT_FOUND,

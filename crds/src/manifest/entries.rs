@@ -14,6 +14,9 @@ use std::sync::LazyLock;
 static ENTRY_NAME: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new("^[a-z][a-z0-9-]{0,62}$").ok());
 
+/// The hosts plain http may reach, as the messages name them.
+const LOOPBACK: &str = "localhost, 127.0.0.1 or [::1]";
+
 /// Every problem of one entry, with locs inside its manifest.
 pub(super) fn entry_problems(
     entry: &RegistryEntry,
@@ -57,7 +60,7 @@ pub(super) fn entry_problems(
             out.push(issue(
                 loc!["spec", "mcp", "url"],
                 codes::INSECURE_URL,
-                "url must be https (plain http is allowed only to loopback)",
+                format!("spec.mcp.url must be an https URL (plain http is allowed only to {LOOPBACK}); {:?} is not", mcp.url),
             ));
         }
         for (i, tool) in mcp.read_only.iter().enumerate() {
@@ -75,8 +78,17 @@ pub(super) fn entry_problems(
             out.push(issue(
                 loc!["spec", "a2a", "cardUrl"],
                 codes::INSECURE_URL,
-                "cardUrl must be https (plain http is allowed only to loopback)",
+                format!("spec.a2a.cardUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {:?} is not", a2a.card_url),
             ));
+        }
+        for (i, origin) in a2a.service_origins.iter().enumerate() {
+            if !is_secure_url(origin) {
+                out.push(issue(
+                    loc!["spec", "a2a", "serviceOrigins", i],
+                    codes::INSECURE_URL,
+                    format!("each of spec.a2a.serviceOrigins must be an https URL (plain http is allowed only to {LOOPBACK}); {origin:?} is not"),
+                ));
+            }
         }
         if a2a.effect == Effect::Acting && !limits.acting_remotes {
             out.push(issue(
@@ -88,6 +100,15 @@ pub(super) fn entry_problems(
     }
     if let Some(model) = &spec.model {
         let at: Loc = vec![PathSegment::from("spec"), PathSegment::from("model")];
+        if let Some(base_url) = &model.base_url
+            && !is_secure_url(base_url)
+        {
+            out.push(issue(
+                loc!["spec", "model", "baseUrl"],
+                codes::INSECURE_URL,
+                format!("spec.model.baseUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {base_url:?} is not (a private endpoint needs https too)"),
+            ));
+        }
         if model.provider == ModelProvider::Scripted && model.script.is_none() {
             out.push(issue(
                 at.clone(),
@@ -109,16 +130,42 @@ pub(super) fn entry_problems(
     out
 }
 
-/// The CRD's rule: https, or plain http to loopback only.
-fn is_secure_url(url: &str) -> bool {
-    [
-        "https://",
-        "http://127.",
-        "http://localhost",
-        "http://[::1]",
-    ]
-    .iter()
-    .any(|p| url.starts_with(p))
+/// The CRD's CEL rule, mirrored: a URL (it parses, with a host) whose scheme is https, or http
+/// with the host exactly `localhost`, `127.0.0.1` or `::1`. The host is read the way the
+/// apiserver's URL library reads it: after any `user@`, before any `:port`, so
+/// `http://localhost.evil.example/` and `http://localhost@evil.example/` are not loopback.
+pub(crate) fn is_secure_url(text: &str) -> bool {
+    if url::Url::parse(text).is_err() {
+        return false;
+    }
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let Some(after_slashes) = rest.strip_prefix("//") else {
+        return false;
+    };
+    let authority = after_slashes
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host_port)| host_port);
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split_once(']').map_or("", |(host, _)| host)
+    } else {
+        host_port
+            .rsplit_once(':')
+            .map_or(host_port, |(host, _)| host)
+    };
+    if host.is_empty() {
+        return false;
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => true,
+        "http" => ["localhost", "127.0.0.1", "::1"].contains(&host),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -200,6 +247,55 @@ mod tests {
                 .collect();
             assert_eq!(codes(yaml, limits), want, "{yaml}");
         }
+    }
+
+    /// Table: the URL rule, the same verdicts the apiserver's CEL rule gives (checked against
+    /// a real kube-apiserver v1.36).
+    #[test]
+    fn a_url_is_secure_only_when_https_or_http_to_an_exact_loopback_host() {
+        let cases = [
+            ("https://tools.example.com/mcp", true),
+            ("HTTPS://tools.example.com/mcp", true),
+            ("http://localhost:8080/mcp", true),
+            ("http://127.0.0.1:7801/mcp", true),
+            ("http://[::1]:9/x", true),
+            ("http://localhost.evil.example/mcp", false),
+            ("http://localhost@evil.example/", false),
+            ("http://127.0.0.2/", false),
+            ("http://LOCALHOST/", false),
+            ("http://tools.example.com/mcp", false),
+            ("https:/x", false),
+            ("https://", false),
+            ("https://:443/", false),
+            ("not a url", false),
+            ("/relative", false),
+            ("ftp://example.com/", false),
+        ];
+        for (url, secure) in cases {
+            assert_eq!(is_secure_url(url), secure, "{url}");
+        }
+    }
+
+    #[test]
+    fn service_origins_and_a_model_base_url_are_checked_too() {
+        let none = DeploymentLimits::default();
+        assert_eq!(
+            codes(
+                "spec: {a2a: {cardUrl: 'https://w/card', skills: [s], serviceOrigins: ['https://rpc.example', 'http://rpc.example:80']}}",
+                &none
+            ),
+            [(
+                "insecure_url".to_owned(),
+                "spec.a2a.serviceOrigins[1]".to_owned()
+            )]
+        );
+        assert_eq!(
+            codes(
+                "spec: {model: {provider: OpenAI, model: llama, baseUrl: 'http://vllm.ml.svc:8000/v1', privateNetwork: true}}",
+                &none
+            ),
+            [("insecure_url".to_owned(), "spec.model.baseUrl".to_owned())]
+        );
     }
 
     #[test]

@@ -1,17 +1,28 @@
 //! Reading files and folders into documents.
 
-use super::{Format, LoadError, ManifestSet};
+use super::depth::too_deep_at;
+use super::{Format, LoadError, MAX_FILE_BYTES, ManifestSet};
 use serde::Deserialize;
+use std::collections::HashSet;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// File extensions read when walking a folder.
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// Reads every path: a file is read whatever its extension; a folder is walked recursively
-/// (sorted, hidden entries skipped) for `.yaml`, `.yml` and `.json` files. Nothing stops at the
-/// first unreadable path: each lands in [`ManifestSet::unreadable`].
+/// (sorted, hidden entries skipped) for `.yaml`, `.yml` and `.json` files. A file reached twice
+/// (named twice, or inside two folders given) is read once. A file named on the command line
+/// that holds no document is an error. Nothing stops at the first unreadable path: each lands
+/// in [`ManifestSet::unreadable`].
 pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> ManifestSet {
     let mut set = ManifestSet::default();
+    let mut read: HashSet<PathBuf> = HashSet::new();
+    // A file is read at most once, whichever way it was named.
+    let mut first_time = |file: &Path| {
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        read.insert(key)
+    };
     for path in paths {
         let path = path.as_ref();
         match std::fs::metadata(path) {
@@ -29,10 +40,24 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> ManifestSet {
                     });
                 }
                 for file in files {
-                    set.add_file(&file);
+                    if first_time(&file) {
+                        set.add_file(&file);
+                    }
                 }
             }
-            Ok(_) => set.add_file(path),
+            Ok(_) => {
+                if !first_time(path) {
+                    continue;
+                }
+                let before = set.documents();
+                let failures = set.unreadable.len();
+                set.add_file(path);
+                if set.documents() == before && set.unreadable.len() == failures {
+                    set.unreadable.push(LoadError::EmptyFile {
+                        path: path.to_path_buf(),
+                    });
+                }
+            }
         }
     }
     set
@@ -97,18 +122,30 @@ fn walk(
 }
 
 impl ManifestSet {
-    /// Reads one file (its format from its extension).
+    /// Documents read so far: resources, ignored documents and problems.
+    fn documents(&self) -> usize {
+        self.resources.len() + self.ignored.len() + self.problems.len()
+    }
+
+    /// Reads one file (its format from its extension). A file over [`MAX_FILE_BYTES`] is not
+    /// read.
     pub fn add_file(&mut self, path: &Path) {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(source) => {
-                self.unreadable.push(LoadError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                });
-                return;
-            }
-        };
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
+        if let Err(source) = read {
+            self.unreadable.push(LoadError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+            return;
+        }
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            self.unreadable.push(LoadError::TooLarge {
+                path: path.to_path_buf(),
+            });
+            return;
+        }
         let Ok(text) = String::from_utf8(bytes) else {
             self.unreadable.push(LoadError::NotUtf8 {
                 path: path.to_path_buf(),
@@ -121,9 +158,21 @@ impl ManifestSet {
     }
 
     /// Reads one text as if it were the file `path`. Documents before a syntax error are kept;
-    /// the error is returned (and nothing after it is read).
+    /// the error is returned (and nothing after it is read). A text over [`MAX_FILE_BYTES`], or
+    /// nested deeper than [`super::MAX_DEPTH`], is refused before it is parsed.
     pub fn add_text(&mut self, path: &Path, text: &str, format: Format) -> Result<(), LoadError> {
         self.files.push(path.to_path_buf());
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        if let Some(line) = too_deep_at(text, format) {
+            return Err(LoadError::TooDeep {
+                path: path.to_path_buf(),
+                line,
+            });
+        }
         for (position, document) in split_documents(path, text, format)?.into_iter().enumerate() {
             if !document.is_null() {
                 self.add_document(path, position + 1, document);
@@ -200,6 +249,75 @@ mod tests {
             docs("{\"a\":", Format::Json),
             Err(LoadError::Json { .. })
         ));
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("orrery-load-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+
+    #[test]
+    fn a_file_reached_twice_is_read_once() {
+        let dir = scratch("twice");
+        let file = dir.join("a.yaml");
+        std::fs::write(&file, CONFIG_MAP).unwrap();
+        let set = load_paths(&[dir.clone(), file.clone(), dir.join(".").join("a.yaml")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(set.files.len(), 1);
+        assert_eq!(set.ignored.len(), 1);
+        assert!(set.unreadable.is_empty());
+    }
+
+    #[test]
+    fn a_named_file_without_documents_is_an_error_but_one_in_a_folder_is_not() {
+        let dir = scratch("empty-file");
+        let empty = dir.join("empty.yaml");
+        std::fs::write(&empty, "# nothing here\n").unwrap();
+        std::fs::write(dir.join("b.yaml"), CONFIG_MAP).unwrap();
+        let from_folder = load_paths(std::slice::from_ref(&dir));
+        let named = load_paths(std::slice::from_ref(&empty));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(from_folder.unreadable.is_empty());
+        assert!(matches!(
+            named.unreadable[..],
+            [LoadError::EmptyFile { .. }]
+        ));
+        assert!(
+            named.unreadable[0]
+                .to_string()
+                .starts_with("no manifests in ")
+        );
+    }
+
+    #[test]
+    fn a_file_over_the_request_limit_is_not_read() {
+        let dir = scratch("large");
+        let big = dir.join("big.yaml");
+        let mut text = String::from(CONFIG_MAP);
+        text.push_str(&format!(
+            "data: {{a: '{}'}}\n",
+            "x".repeat(MAX_FILE_BYTES as usize)
+        ));
+        std::fs::write(&big, &text).unwrap();
+        let set = load_paths(&[big]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(set.unreadable[..], [LoadError::TooLarge { .. }]));
+        assert!(set.ignored.is_empty());
+    }
+
+    #[test]
+    fn a_deeply_nested_text_is_refused_quickly_before_parsing() {
+        let text = format!("a: {}", "[".repeat(100_000));
+        let started = std::time::Instant::now();
+        let mut set = ManifestSet::default();
+        let err = set
+            .add_text(Path::new("deep.yaml"), &text, Format::Yaml)
+            .unwrap_err();
+        assert!(matches!(err, LoadError::TooDeep { line: 1, .. }), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

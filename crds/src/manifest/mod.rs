@@ -10,9 +10,11 @@
 
 mod check;
 pub mod codes;
+mod depth;
 mod entries;
 mod load;
 mod parse;
+mod schema;
 
 pub use check::{Report, Summary, check, composition_spec};
 pub use load::load_paths;
@@ -157,7 +159,49 @@ pub enum LoadError {
         /// The folder.
         path: PathBuf,
     },
+    /// A file named on the command line holds no document (it is empty, or only comments).
+    #[error("no manifests in {}: the file holds no document", path.display())]
+    EmptyFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A file is larger than the apiserver accepts in one request.
+    #[error("{}: the file is larger than {} MiB (the apiserver's request limit); split it", path.display(), MAX_FILE_BYTES / (1024 * 1024))]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A YAML or JSON text nests deeper than any manifest does (read no further: parsing it
+    /// would take minutes).
+    #[error("{}: nested more than {MAX_DEPTH} levels deep (near line {line}); no manifest nests that deep", path.display())]
+    TooDeep {
+        /// The file.
+        path: PathBuf,
+        /// The line where the limit was passed, from 1.
+        line: usize,
+    },
 }
+
+impl LoadError {
+    /// The file or folder the error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            LoadError::Io { path, .. }
+            | LoadError::NotUtf8 { path }
+            | LoadError::Yaml { path, .. }
+            | LoadError::Json { path, .. }
+            | LoadError::NoManifests { path }
+            | LoadError::EmptyFile { path }
+            | LoadError::TooLarge { path }
+            | LoadError::TooDeep { path, .. } => path,
+        }
+    }
+}
+
+/// The largest manifest file read: 3 MiB, the apiserver's limit for one request body.
+pub const MAX_FILE_BYTES: u64 = 3 * 1024 * 1024;
+/// The deepest nesting of collections read from a text.
+pub const MAX_DEPTH: usize = 256;
 
 /// Everything read from a set of files and folders.
 #[derive(Debug, Default)]

@@ -2,6 +2,7 @@
 //! status with field paths for every type error.
 
 use super::codes;
+use super::schema::schema_problems;
 use super::{
     DEFAULT_NAMESPACE, Finding, IgnoredDocument, LoadedResource, ManifestSet, Resource,
     ResourceRef, Source, issue,
@@ -62,6 +63,20 @@ impl ManifestSet {
             ));
             return;
         };
+        for key in ["apiVersion", "kind"] {
+            if let Some(found) = object.get(key).filter(|v| !v.is_string() && !v.is_null()) {
+                self.problems.push(problem(
+                    &source,
+                    None,
+                    issue(
+                        vec![PathSegment::from(key)],
+                        codes::INVALID_TYPE,
+                        format!("{key} must be a string, not {found}"),
+                    ),
+                ));
+                return;
+            }
+        }
         let text = |key: &str| {
             object
                 .get(key)
@@ -89,8 +104,12 @@ impl ManifestSet {
             ));
             return;
         }
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        if group != GROUP {
+        // `studio.orrery.dev` without a version, or the group in other letter case, is a typo
+        // of ours, not another group's document.
+        let group = api_version
+            .rsplit_once('/')
+            .map_or(api_version.as_str(), |(group, _)| group);
+        if !group.eq_ignore_ascii_case(GROUP) {
             self.ignored.push(IgnoredDocument {
                 source,
                 api_version,
@@ -111,12 +130,21 @@ impl ManifestSet {
             ));
             return;
         }
+        let document = Value::Object(object.clone());
         match parse_resource(&kind, object) {
-            Ok(resource) => self.resources.push(LoadedResource {
-                source,
-                reference,
-                resource,
-            }),
+            Ok(resource) => {
+                // What the CRD's OpenAPI schema refuses (lengths, ranges, item counts…): the
+                // resource is still checked further.
+                for found in schema_problems(&kind, &document) {
+                    self.problems
+                        .push(problem(&source, Some(reference.clone()), found));
+                }
+                self.resources.push(LoadedResource {
+                    source,
+                    reference,
+                    resource,
+                })
+            }
             Err(issue) => self.problems.push(problem(&source, Some(reference), issue)),
         }
     }
@@ -141,11 +169,16 @@ fn reference_of(kind: &str, object: &Map<String, Value>) -> ResourceRef {
 /// Reads a document of our group into its typed resource.
 fn parse_resource(kind: &str, mut object: Map<String, Value>) -> Result<Resource, ValidationIssue> {
     if !KINDS.contains(&kind) {
+        let hint = KINDS
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(kind))
+            .map(|k| format!(" (kinds are case-sensitive: did you mean {k}?)"))
+            .unwrap_or_default();
         return Err(issue(
             vec![PathSegment::from("kind")],
             codes::UNKNOWN_KIND,
             format!(
-                "{GROUP} has no kind {kind:?}: the kinds are {}",
+                "{GROUP} has no kind {kind:?}: the kinds are {}{hint}",
                 KINDS.join(", ")
             ),
         ));
@@ -358,6 +391,50 @@ spec:
                 found.message
             );
         }
+    }
+
+    /// Table: a mistyped apiVersion of our group → unknown_version (not ignored).
+    #[test]
+    fn a_mistyped_api_version_of_our_group_is_an_unknown_version() {
+        for api_version in [
+            "studio.orrery.dev",
+            "Studio.Orrery.dev/v1alpha1",
+            "STUDIO.ORRERY.DEV/v1alpha1",
+            "studio.orrery.dev/v1",
+            "studio.orrery.dev/",
+        ] {
+            let set = read(&COMPOSITION.replace(API_VERSION, api_version));
+            assert!(set.ignored.is_empty(), "{api_version} was ignored");
+            let codes: Vec<&str> = set.problems.iter().map(|p| p.issue.code.as_str()).collect();
+            assert_eq!(codes, ["unknown_version"], "{api_version}");
+        }
+    }
+
+    #[test]
+    fn a_non_string_api_version_or_kind_must_be_a_string() {
+        let set = read(&COMPOSITION.replace(API_VERSION, "5"));
+        let found = &set.problems[0].issue;
+        assert_eq!(
+            (found.code.as_str(), found.field.as_str()),
+            ("invalid_type", "apiVersion")
+        );
+        assert_eq!(found.message, "apiVersion must be a string, not 5");
+        let set = read(&COMPOSITION.replace("kind: Composition", "kind: [Composition]"));
+        assert_eq!(set.problems[0].issue.field, "kind");
+        assert_eq!(set.problems[0].issue.code, "invalid_type");
+    }
+
+    #[test]
+    fn a_kind_in_the_wrong_case_names_the_right_one() {
+        let set = read(&COMPOSITION.replace("kind: Composition", "kind: composition"));
+        assert!(
+            set.problems[0]
+                .issue
+                .message
+                .contains("did you mean Composition?"),
+            "{:?}",
+            set.problems
+        );
     }
 
     #[test]

@@ -67,8 +67,13 @@ pub fn run(args: &ImportArgs) -> u8 {
         }
         Err(ImportError::Unconvertible(problems)) => {
             eprintln!(
-                "error: {shown} cannot be imported ({} problems):",
-                problems.len()
+                "error: {shown} cannot be imported ({} {}):",
+                problems.len(),
+                if problems.len() == 1 {
+                    "problem"
+                } else {
+                    "problems"
+                }
             );
             for p in problems {
                 eprintln!(

@@ -223,15 +223,8 @@ fn json_finding(f: &Finding) -> JsonFinding<'_> {
 }
 
 fn json_unreadable(e: &LoadError) -> JsonUnreadable {
-    let path = match e {
-        LoadError::Io { path, .. }
-        | LoadError::NotUtf8 { path }
-        | LoadError::Yaml { path, .. }
-        | LoadError::Json { path, .. }
-        | LoadError::NoManifests { path } => path.display().to_string(),
-    };
     JsonUnreadable {
-        path,
+        path: e.path().display().to_string(),
         message: e.to_string(),
     }
 }

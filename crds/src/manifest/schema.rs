@@ -1,0 +1,444 @@
+//! The CRDs' own OpenAPI schema applied offline, so that `orrery validate` refuses what the
+//! apiserver's schema refuses: lengths (in Unicode code points, as Kubernetes counts them),
+//! ranges, item counts, patterns, enums, required fields and the keys of map-type lists. The
+//! schema is the one generated from the types ([`crate::crd_yaml::all_crds`]), so it cannot
+//! drift from what is installed. CEL rules stay the apiserver's (the one-of and URL rules are
+//! mirrored in `entries.rs` and `check.rs`).
+
+use super::codes;
+use super::issue;
+use crate::common::{Loc, PathSegment, ValidationIssue};
+use regex::Regex;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+/// The `openAPIV3Schema` of each kind.
+static SCHEMAS: LazyLock<BTreeMap<String, Value>> = LazyLock::new(|| {
+    crate::crd_yaml::all_crds()
+        .into_iter()
+        .filter_map(|crd| {
+            let kind = crd["spec"]["names"]["kind"].as_str()?.to_owned();
+            let schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
+            Some((kind, schema))
+        })
+        .collect()
+});
+
+/// Every `pattern` of the schemas, compiled once.
+static PATTERNS: LazyLock<HashMap<String, Regex>> = LazyLock::new(|| {
+    let mut found = Vec::new();
+    SCHEMAS
+        .values()
+        .for_each(|s| collect_patterns(s, &mut found));
+    found
+        .into_iter()
+        .filter_map(|p| Regex::new(&p).ok().map(|re| (p, re)))
+        .collect()
+});
+
+fn collect_patterns(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(p)) = map.get("pattern") {
+                out.push(p.clone());
+            }
+            map.values().for_each(|v| collect_patterns(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_patterns(v, out)),
+        _ => {}
+    }
+}
+
+/// Everything the CRD schema of `kind` refuses in `document`, each at its field path.
+pub(super) fn schema_problems(kind: &str, document: &Value) -> Vec<ValidationIssue> {
+    let mut out = Vec::new();
+    if let Some(schema) = SCHEMAS.get(kind) {
+        check(schema, document, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+fn violation(loc: &Loc, message: String) -> ValidationIssue {
+    issue(loc.clone(), codes::SCHEMA_VIOLATION, message)
+}
+
+fn check(schema: &Value, value: &Value, loc: &mut Loc, out: &mut Vec<ValidationIssue>) {
+    let Value::Object(schema) = schema else {
+        return;
+    };
+    let flag = |key: &str| schema.get(key).and_then(Value::as_bool) == Some(true);
+    if value.is_null() || flag("x-kubernetes-int-or-string") {
+        return;
+    }
+    let Some(ty) = schema.get("type").and_then(Value::as_str) else {
+        return;
+    };
+    let type_ok = match ty {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        _ => true,
+    };
+    if !type_ok {
+        out.push(violation(loc, format!("must be of type {ty}, not {value}")));
+        return;
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        out.push(violation(
+            loc,
+            format!("{value} is not one of {}", names.join(", ")),
+        ));
+    }
+    match value {
+        Value::String(text) => check_string(schema, text, loc, out),
+        Value::Number(number) => check_number(schema, number.as_f64().unwrap_or(0.0), loc, out),
+        Value::Array(items) => check_array(schema, items, loc, out),
+        Value::Object(map) => check_object(schema, map, loc, out),
+        _ => {}
+    }
+}
+
+fn bound(schema: &Map<String, Value>, key: &str) -> Option<u64> {
+    schema.get(key).and_then(Value::as_u64)
+}
+
+fn check_string(
+    schema: &Map<String, Value>,
+    text: &str,
+    loc: &Loc,
+    out: &mut Vec<ValidationIssue>,
+) {
+    // Kubernetes counts a string's length in Unicode code points.
+    let length = text.chars().count() as u64;
+    if let Some(max) = bound(schema, "maxLength")
+        && length > max
+    {
+        out.push(violation(
+            loc,
+            format!("must be at most {max} characters (it has {length})"),
+        ));
+    }
+    if let Some(min) = bound(schema, "minLength")
+        && length < min
+    {
+        let message = if length == 0 {
+            "must not be empty".to_owned()
+        } else {
+            format!("must be at least {min} characters (it has {length})")
+        };
+        out.push(violation(loc, message));
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+        && PATTERNS.get(pattern).is_some_and(|re| !re.is_match(text))
+    {
+        out.push(violation(
+            loc,
+            format!("{text:?} does not match '{pattern}'"),
+        ));
+    }
+}
+
+fn check_number(
+    schema: &Map<String, Value>,
+    number: f64,
+    loc: &Loc,
+    out: &mut Vec<ValidationIssue>,
+) {
+    let limit = |key: &str| schema.get(key).and_then(Value::as_f64);
+    let exclusive = |key: &str| schema.get(key).and_then(Value::as_bool) == Some(true);
+    if let Some(max) = limit("maximum") {
+        let (over, words) = if exclusive("exclusiveMaximum") {
+            (number >= max, "less than")
+        } else {
+            (number > max, "less than or equal to")
+        };
+        if over {
+            out.push(violation(
+                loc,
+                format!("must be {words} {max} (it is {number})"),
+            ));
+        }
+    }
+    if let Some(min) = limit("minimum") {
+        let (under, words) = if exclusive("exclusiveMinimum") {
+            (number <= min, "greater than")
+        } else {
+            (number < min, "greater than or equal to")
+        };
+        if under {
+            out.push(violation(
+                loc,
+                format!("must be {words} {min} (it is {number})"),
+            ));
+        }
+    }
+}
+
+fn check_array(
+    schema: &Map<String, Value>,
+    items: &[Value],
+    loc: &mut Loc,
+    out: &mut Vec<ValidationIssue>,
+) {
+    let count = items.len() as u64;
+    if let Some(max) = bound(schema, "maxItems")
+        && count > max
+    {
+        out.push(violation(
+            loc,
+            format!("must have at most {max} items (it has {count})"),
+        ));
+    }
+    if let Some(min) = bound(schema, "minItems")
+        && count < min
+    {
+        out.push(violation(
+            loc,
+            format!(
+                "must have at least {min} item{} (it has {count})",
+                if min == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    if let Some(item_schema) = schema.get("items") {
+        for (i, item) in items.iter().enumerate() {
+            loc.push(PathSegment::Index(i));
+            check(item_schema, item, loc, out);
+            loc.pop();
+        }
+    }
+    let is_map_list = schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
+    let keys: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if is_map_list && !keys.is_empty() {
+        let mut seen: Vec<Vec<&Value>> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let key: Vec<&Value> = keys
+                .iter()
+                .map(|k| item.get(*k).unwrap_or(&Value::Null))
+                .collect();
+            if seen.contains(&key) {
+                loc.push(PathSegment::Index(i));
+                loc.push(PathSegment::from(keys[0]));
+                let shown: Vec<String> = key.iter().map(|v| v.to_string()).collect();
+                out.push(violation(
+                    loc,
+                    format!(
+                        "duplicate {} {}: the list is keyed by {}",
+                        keys.join("/"),
+                        shown.join("/"),
+                        keys.join(" and ")
+                    ),
+                ));
+                loc.pop();
+                loc.pop();
+            } else {
+                seen.push(key);
+            }
+        }
+    }
+}
+
+fn check_object(
+    schema: &Map<String, Value>,
+    map: &Map<String, Value>,
+    loc: &mut Loc,
+    out: &mut Vec<ValidationIssue>,
+) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            let defaulted = properties
+                .and_then(|p| p.get(name))
+                .is_some_and(|p| p.get("default").is_some());
+            if !map.contains_key(name) && !defaulted {
+                loc.push(PathSegment::from(name));
+                out.push(violation(loc, "is required".to_owned()));
+                loc.pop();
+            }
+        }
+    }
+    let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+    for (name, value) in map {
+        let property = properties.and_then(|p| p.get(name)).or(additional);
+        if let Some(property) = property {
+            loc.push(PathSegment::Key(name.clone()));
+            check(property, value, loc, out);
+            loc.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn found(kind: &str, yaml: &str) -> Vec<(String, String)> {
+        let doc: Value = serde_yaml::from_str(yaml).unwrap();
+        schema_problems(kind, &doc)
+            .into_iter()
+            .map(|i| (i.field, i.message))
+            .collect()
+    }
+
+    fn fields(kind: &str, yaml: &str) -> Vec<String> {
+        found(kind, yaml).into_iter().map(|(f, _)| f).collect()
+    }
+
+    /// Table: each limit at its boundary, just inside (no finding) and just outside (one).
+    #[test]
+    fn each_limit_refuses_just_past_its_boundary_and_accepts_it() {
+        let run = |spec: &str| {
+            format!(
+                "apiVersion: studio.orrery.dev/v1alpha1\nkind: StudioRun\nmetadata: {{name: r}}\nspec: {spec}\n"
+            )
+        };
+        let entry = |spec: &str| {
+            format!(
+                "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata: {{name: e}}\nspec: {spec}\n"
+            )
+        };
+        let users = |n: usize| {
+            (0..n)
+                .map(|i| format!("u{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let cases: Vec<(&str, String, String, &str)> = vec![
+            (
+                "StudioRun",
+                run(&format!(
+                    "{{input: '{}', owner: o, compositionRef: {{name: c}}}}",
+                    "é".repeat(65536)
+                )),
+                run(&format!(
+                    "{{input: '{}', owner: o, compositionRef: {{name: c}}}}",
+                    "é".repeat(65537)
+                )),
+                "spec.input",
+            ),
+            (
+                "StudioRun",
+                run("{input: x, owner: o, compositionRef: {name: c}}"),
+                run("{input: x, owner: '', compositionRef: {name: c}}"),
+                "spec.owner",
+            ),
+            (
+                "StudioRun",
+                run(&format!(
+                    "{{input: x, owner: o, compositionRef: {{name: c}}, approvers: {{users: [{}]}}}}",
+                    users(32)
+                )),
+                run(&format!(
+                    "{{input: x, owner: o, compositionRef: {{name: c}}, approvers: {{users: [{}]}}}}",
+                    users(33)
+                )),
+                "spec.approvers.users",
+            ),
+            (
+                "RegistryEntry",
+                entry(
+                    "{mcp: {url: 'https://x', tools: [a], limits: {timeoutSeconds: 3600, maxReplyBytes: 1024}}}",
+                ),
+                entry(
+                    "{mcp: {url: 'https://x', tools: [a], limits: {timeoutSeconds: 3601, maxReplyBytes: 1024}}}",
+                ),
+                "spec.mcp.limits.timeoutSeconds",
+            ),
+            (
+                "RegistryEntry",
+                entry("{mcp: {url: 'https://x', tools: [a], limits: {maxReplyBytes: 1024}}}"),
+                entry("{mcp: {url: 'https://x', tools: [a], limits: {maxReplyBytes: 1023}}}"),
+                "spec.mcp.limits.maxReplyBytes",
+            ),
+            (
+                "RegistryEntry",
+                entry("{model: {provider: OpenAI, model: m, baseUrl: 'https://x'}}"),
+                entry("{model: {provider: OpenAI, model: '', baseUrl: 'https://x'}}"),
+                "spec.model.model",
+            ),
+            (
+                "RegistryEntry",
+                entry(&format!(
+                    "{{a2a: {{cardUrl: 'https://x', skills: [s], cardSHA256: '{}'}}}}",
+                    "a".repeat(64)
+                )),
+                entry(&format!(
+                    "{{a2a: {{cardUrl: 'https://x', skills: [s], cardSHA256: '{}'}}}}",
+                    "A".repeat(64)
+                )),
+                "spec.a2a.cardSHA256",
+            ),
+        ];
+        for (kind, inside, outside, field) in cases {
+            assert_eq!(
+                fields(kind, &inside),
+                Vec::<String>::new(),
+                "{field} inside"
+            );
+            assert_eq!(
+                fields(kind, &outside),
+                vec![field.to_owned()],
+                "{field} outside"
+            );
+        }
+    }
+
+    #[test]
+    fn thirty_one_nodes_are_one_too_many_and_duplicate_ids_are_refused() {
+        let nodes = |n: usize| {
+            (0..n)
+                .map(|i| format!("{{id: n{i}, kind: LLMAgent}}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let comp = |nodes: &str| {
+            format!(
+                "apiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nmetadata: {{name: c}}\nspec: {{pattern: Pipeline, nodes: [{nodes}]}}\n"
+            )
+        };
+        assert!(found("Composition", &comp(&nodes(30))).is_empty());
+        let over = found("Composition", &comp(&nodes(31)));
+        assert_eq!(
+            over,
+            [(
+                "spec.nodes".to_owned(),
+                "must have at most 30 items (it has 31)".to_owned()
+            )]
+        );
+        let dup = found(
+            "Composition",
+            &comp("{id: a, kind: LLMAgent}, {id: a, kind: Join}"),
+        );
+        assert_eq!(dup[0].0, "spec.nodes[1].id");
+        assert!(dup[0].1.starts_with("duplicate id \"a\""), "{dup:?}");
+    }
+
+    #[test]
+    fn a_missing_required_field_an_enum_and_a_type_are_reported() {
+        let entry = "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata: {name: e}\nspec: {mcp: {url: 'https://x', tools: [a], transport: Grpc, privateNetwork: 'yes'}}\n";
+        let mut got = found("RegistryEntry", entry);
+        got.sort();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "spec.mcp.privateNetwork");
+        assert_eq!(got[1].0, "spec.mcp.transport");
+        let run = "apiVersion: studio.orrery.dev/v1alpha1\nkind: StudioRun\nmetadata: {name: r}\nspec: {owner: o}\n";
+        assert_eq!(fields("StudioRun", run), ["spec.input"]);
+    }
+
+    #[test]
+    fn a_kind_without_a_schema_yields_nothing() {
+        assert!(found("Workflow", "spec: {a: 1}").is_empty());
+    }
+}
