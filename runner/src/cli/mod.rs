@@ -6,6 +6,7 @@ mod demo;
 mod import;
 mod pins;
 mod run;
+mod schema;
 mod style;
 mod validate;
 
@@ -49,6 +50,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// List or reset the MCP tool and A2A card pins kept across runs.
     Pins(pins::PinsArgs),
+    /// Print a published document as JSON: the Composition spec's JSON Schema, the trace
+    /// events' JSON Schema, or the capabilities (node kinds, patterns, limits, ceilings).
+    Schema(schema::SchemaArgs),
 }
 
 /// Runs the parsed command line.
@@ -60,6 +64,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Pins(args) => pins::run(&args),
+        Command::Schema(args) => schema::run(&args),
     };
     ExitCode::from(code)
 }
