@@ -166,6 +166,18 @@ pub struct BearerAuth {
     pub secret_key_ref: SecretKeyRef,
 }
 
+impl BearerAuth {
+    /// A bearer token read from key `key` of Secret `name`.
+    pub fn from_secret(name: &str, key: &str) -> Self {
+        BearerAuth {
+            secret_key_ref: SecretKeyRef {
+                name: name.to_owned(),
+                key: key.to_owned(),
+            },
+        }
+    }
+}
+
 /// Sets or replaces a condition by type, keeping `lastTransitionTime` when the status did not
 /// change. Returns true when anything changed.
 pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {

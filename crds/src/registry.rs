@@ -73,6 +73,80 @@ impl RegistryEntrySpec {
     }
 }
 
+impl RegistryEntry {
+    /// An entry named `name` for an MCP server.
+    pub fn from_mcp(name: &str, mcp: McpEntry) -> Self {
+        RegistryEntry::new(
+            name,
+            RegistryEntrySpec {
+                description: None,
+                mcp: Some(mcp),
+                a2a: None,
+                model: None,
+            },
+        )
+    }
+
+    /// An entry named `name` for a remote A2A agent.
+    pub fn from_a2a(name: &str, a2a: A2aEntry) -> Self {
+        RegistryEntry::new(
+            name,
+            RegistryEntrySpec {
+                description: None,
+                mcp: None,
+                a2a: Some(a2a),
+                model: None,
+            },
+        )
+    }
+
+    /// An entry named `name` for a model endpoint.
+    pub fn from_model(name: &str, model: ModelEntry) -> Self {
+        RegistryEntry::new(
+            name,
+            RegistryEntrySpec {
+                description: None,
+                mcp: None,
+                a2a: None,
+                model: Some(model),
+            },
+        )
+    }
+}
+
+impl McpEntry {
+    /// A public server (no private network, no auth, default limits) allowing `tools`, of which
+    /// `read_only` may be used.
+    pub fn new(url: &str, transport: McpTransport, tools: &[&str], read_only: &[&str]) -> Self {
+        McpEntry {
+            url: url.to_owned(),
+            transport,
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            read_only: read_only.iter().map(|t| (*t).to_owned()).collect(),
+            private_network: false,
+            auth: None,
+            limits: None,
+        }
+    }
+}
+
+impl A2aEntry {
+    /// A public, read-only agent (no pin, no extra origins, no auth, default limits) whose
+    /// `skills` may be used.
+    pub fn new(card_url: &str, skills: &[&str]) -> Self {
+        A2aEntry {
+            card_url: card_url.to_owned(),
+            card_sha256: None,
+            skills: skills.iter().map(|s| (*s).to_owned()).collect(),
+            effect: Effect::ReadOnly,
+            service_origins: Vec::new(),
+            private_network: false,
+            auth: None,
+            limits: None,
+        }
+    }
+}
+
 /// MCP transport.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum McpTransport {
@@ -367,4 +441,27 @@ pub struct PinnedTool {
     /// The server's `readOnlyHint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_constructor_makes_an_entry_of_exactly_its_kind() {
+        let mcp = RegistryEntry::from_mcp(
+            "tools",
+            McpEntry::new(
+                "https://t.example/mcp",
+                McpTransport::Sse,
+                &["a", "b"],
+                &["a"],
+            ),
+        );
+        assert_eq!(mcp.spec.kind(), Some(EntryKind::Mcp));
+        assert_eq!(mcp.metadata.name.as_deref(), Some("tools"));
+        let a2a = RegistryEntry::from_a2a("w", A2aEntry::new("https://w.example/card", &["draft"]));
+        assert_eq!(a2a.spec.kind(), Some(EntryKind::A2a));
+        assert_eq!(a2a.spec.a2a.map(|a| a.effect), Some(Effect::ReadOnly));
+    }
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use orrery_crds::composition::CompositionSpec;
 use orrery_crds::plan::{Plan, plan};
 use orrery_crds::registry::{
-    A2aEntry, Effect, McpEntry, McpTransport, ModelEntry, ModelProvider as ProviderKind,
-    ModelScript, RegistryEntry, RegistryEntrySpec,
+    A2aEntry, McpEntry, McpTransport, ModelEntry, ModelProvider as ProviderKind, ModelScript,
+    RegistryEntry, RegistryEntrySpec,
 };
 use orrery_crds::validate::{Ceilings, DeploymentLimits, RegistryView};
 use orrery_runner::approval::{DecisionSource, ScriptedDecision, ScriptedDecisions};
@@ -24,40 +24,18 @@ use tokio_util::sync::CancellationToken;
 
 /// The registry every test composition is planned against.
 pub fn registry() -> Vec<RegistryEntry> {
-    let mcp = RegistryEntry::new(
+    let mcp = RegistryEntry::from_mcp(
         "docs",
-        RegistryEntrySpec {
-            description: None,
-            mcp: Some(McpEntry {
-                url: "http://127.0.0.1:9/mcp".into(),
-                transport: McpTransport::StreamableHttp,
-                tools: vec!["search".into()],
-                read_only: vec!["search".into()],
-                private_network: false,
-                auth: None,
-                limits: None,
-            }),
-            a2a: None,
-            model: None,
-        },
+        McpEntry::new(
+            "http://127.0.0.1:9/mcp",
+            McpTransport::StreamableHttp,
+            &["search"],
+            &["search"],
+        ),
     );
-    let a2a = RegistryEntry::new(
+    let a2a = RegistryEntry::from_a2a(
         "helper",
-        RegistryEntrySpec {
-            description: None,
-            mcp: None,
-            a2a: Some(A2aEntry {
-                card_url: "http://127.0.0.1:9/.well-known/agent-card.json".into(),
-                card_sha256: None,
-                skills: vec!["ask".into()],
-                effect: Effect::ReadOnly,
-                service_origins: vec![],
-                private_network: false,
-                auth: None,
-                limits: None,
-            }),
-            model: None,
-        },
+        A2aEntry::new("http://127.0.0.1:9/.well-known/agent-card.json", &["ask"]),
     );
     let model = RegistryEntry::new(
         "m",

@@ -6,11 +6,9 @@
 pub mod a2a_fixture;
 pub mod mcp_fixture;
 
-use orrery_crds::common::{BearerAuth, SecretKeyRef};
+use orrery_crds::common::BearerAuth;
 use orrery_crds::plan::{PlannedTool, ToolKind, model_tool_name};
-use orrery_crds::registry::{
-    A2aEntry, Effect, McpEntry, McpTransport, RegistryEntry, RegistryEntrySpec,
-};
+use orrery_crds::registry::{A2aEntry, Effect, McpEntry, McpTransport, RegistryEntry};
 use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{People, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::events::{EventBody, MemorySink, Trace, TraceEvent, TraceOptions};
@@ -193,57 +191,19 @@ pub fn mcp_entry(
     tools: &[&str],
     read_only: &[&str],
 ) -> RegistryEntry {
-    RegistryEntry::new(
-        name,
-        RegistryEntrySpec {
-            description: None,
-            mcp: Some(McpEntry {
-                url: url.into(),
-                transport,
-                tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-                read_only: read_only.iter().map(|t| (*t).to_owned()).collect(),
-                private_network: false,
-                auth: None,
-                limits: None,
-            }),
-            a2a: None,
-            model: None,
-        },
-    )
+    RegistryEntry::from_mcp(name, McpEntry::new(url, transport, tools, read_only))
 }
 
-/// An A2A entry; edit the spec with `edit`.
+/// An A2A entry for skill `draft`; edit the spec with `edit`.
 pub fn a2a_entry(name: &str, card_url: &str, edit: impl FnOnce(&mut A2aEntry)) -> RegistryEntry {
-    let mut spec = A2aEntry {
-        card_url: card_url.into(),
-        card_sha256: None,
-        skills: vec!["draft".into()],
-        effect: Effect::ReadOnly,
-        service_origins: vec![],
-        private_network: false,
-        auth: None,
-        limits: None,
-    };
+    let mut spec = A2aEntry::new(card_url, &["draft"]);
     edit(&mut spec);
-    RegistryEntry::new(
-        name,
-        RegistryEntrySpec {
-            description: None,
-            mcp: None,
-            a2a: Some(spec),
-            model: None,
-        },
-    )
+    RegistryEntry::from_a2a(name, spec)
 }
 
 /// A bearer token reference read from `ORRERY_SECRET_<NAME>_TOKEN`.
 pub fn bearer(name: &str) -> BearerAuth {
-    BearerAuth {
-        secret_key_ref: SecretKeyRef {
-            name: name.into(),
-            key: "token".into(),
-        },
-    }
+    BearerAuth::from_secret(name, "token")
 }
 
 /// The planned tool of `entry`'s `remote` tool or skill.

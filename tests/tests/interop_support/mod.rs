@@ -5,11 +5,9 @@
 //! it the interop tests skip with a message saying how to run them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use orrery_crds::common::{BearerAuth, SecretKeyRef};
+use orrery_crds::common::BearerAuth;
 use orrery_crds::plan::{PlannedTool, ToolKind, model_tool_name};
-use orrery_crds::registry::{
-    A2aEntry, Effect, McpEntry, McpTransport, RegistryEntry, RegistryEntrySpec,
-};
+use orrery_crds::registry::{A2aEntry, McpEntry, McpTransport, RegistryEntry};
 use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{People, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::events::{MemorySink, Trace, TraceOptions};
@@ -224,58 +222,19 @@ pub fn factory(pins: Arc<PinStore>, secrets: &[(&str, &str)]) -> RemoteToolFacto
 
 /// An MCP entry allowing `tools`, all read-only.
 pub fn mcp_entry(name: &str, url: &str, transport: McpTransport, tools: &[&str]) -> RegistryEntry {
-    let list: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
-    RegistryEntry::new(
-        name,
-        RegistryEntrySpec {
-            description: None,
-            mcp: Some(McpEntry {
-                url: url.into(),
-                transport,
-                tools: list.clone(),
-                read_only: list,
-                private_network: false,
-                auth: None,
-                limits: None,
-            }),
-            a2a: None,
-            model: None,
-        },
-    )
+    RegistryEntry::from_mcp(name, McpEntry::new(url, transport, tools, tools))
 }
 
 /// An A2A entry for skill `draft`.
 pub fn a2a_entry(name: &str, card_url: &str, edit: impl FnOnce(&mut A2aEntry)) -> RegistryEntry {
-    let mut spec = A2aEntry {
-        card_url: card_url.into(),
-        card_sha256: None,
-        skills: vec!["draft".into()],
-        effect: Effect::ReadOnly,
-        service_origins: vec![],
-        private_network: false,
-        auth: None,
-        limits: None,
-    };
+    let mut spec = A2aEntry::new(card_url, &["draft"]);
     edit(&mut spec);
-    RegistryEntry::new(
-        name,
-        RegistryEntrySpec {
-            description: None,
-            mcp: None,
-            a2a: Some(spec),
-            model: None,
-        },
-    )
+    RegistryEntry::from_a2a(name, spec)
 }
 
 /// A bearer token reference read from `ORRERY_SECRET_<NAME>_TOKEN`.
 pub fn bearer(name: &str) -> BearerAuth {
-    BearerAuth {
-        secret_key_ref: SecretKeyRef {
-            name: name.into(),
-            key: "token".into(),
-        },
-    }
+    BearerAuth::from_secret(name, "token")
 }
 
 /// Builds the tool `remote` of `entry`.
