@@ -2,9 +2,10 @@
 //! (with whether each is supported), the limits the validator enforces, the budget ceilings and
 //! the feature flags.
 
+use crate::budget::BudgetLimits;
 use crate::codes::limits;
 use crate::composition::{NodeKind, Pattern};
-use crate::validate::{Ceilings, DeploymentLimits};
+use crate::validate::DeploymentLimits;
 use serde::{Deserialize, Serialize};
 
 /// What the server runs, so a console offers only that.
@@ -40,7 +41,7 @@ pub struct Capabilities {
     /// The numeric limits.
     pub limits: Limits,
     /// The budget ceilings (a budget left out is set to its ceiling).
-    pub ceilings: Ceilings,
+    pub ceilings: BudgetLimits,
 }
 
 /// One node kind.
@@ -88,7 +89,7 @@ pub struct Limits {
     /// Longest model-facing tool name.
     pub max_tool_name_length: usize,
     /// Most approvals one run asks for.
-    pub max_approvals_per_run: usize,
+    pub max_approvals_per_run: u32,
 }
 
 impl Limits {

@@ -34,7 +34,7 @@ pub mod limits {
     pub const MAX_TOOL_NAME_LENGTH: usize = 64;
     /// Most approvals (remote questions and acting confirmations included) one run asks for
     /// (rule 1.31).
-    pub const MAX_APPROVALS_PER_RUN: usize = 12;
+    pub const MAX_APPROVALS_PER_RUN: u32 = 12;
 
     // The CRD schema's bounds (`crds/yaml/compositions.yaml`), which the validator enforces too
     // so that `orrery validate` never calls valid what the apiserver refuses. A test reads the

@@ -203,7 +203,7 @@ mod tests {
 
     fn cond(status: ConditionStatus, time: &str, reason: &str) -> Condition {
         Condition {
-            r#type: "Valid".into(),
+            r#type: crate::conditions::VALID.into(),
             status,
             last_transition_time: Some(time.into()),
             observed_generation: Some(1),

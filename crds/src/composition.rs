@@ -1,5 +1,6 @@
 //! The `Composition` resource: a graph of agent nodes wired in a named pattern.
 
+use crate::budget::Budgets;
 use crate::common::{Condition, ValidationIssue};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -110,33 +111,6 @@ impl Pattern {
             Pattern::Handoff => "Handoff",
         }
     }
-}
-
-/// Budgets for one run. Whichever runs out first emits `budget.hit` and ends the run
-/// `BudgetExhausted`; a call past a budget is refused before it runs.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Budgets {
-    /// Model tokens (input + output, from each response's usage) for the whole run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub max_tokens: Option<u64>,
-    /// Tool calls (MCP tools and A2A skills) for the whole run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
-    pub max_tool_calls: Option<u64>,
-    /// Delegations: supervisor child calls and remote A2A calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
-    pub max_delegations: Option<u64>,
-    /// Messages sent to remote A2A agents, answers to their questions included.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
-    pub max_remote_calls: Option<u64>,
-    /// Wall-clock deadline in seconds. It pauses while a person decides an approval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub timeout_seconds: Option<u64>,
 }
 
 /// What a node is.

@@ -1,24 +1,36 @@
-//! Orrery Studio resources (`Composition`, `RegistryEntry`, `StudioRun`), the composition
-//! validator and the execution plan. One home for every rule: the operator, the `orrery` CLI
-//! and the sidecar all call [`validate::validate`].
+//! Orrery Studio's API: the resources (`Composition`, `RegistryEntry`, `StudioRun`), the
+//! composition validator, the execution plan, budgets, conditions and the trace-event contract.
+//! One home for every rule: the operator, the `orrery` CLI and the sidecar all call
+//! [`validate::validate`].
+//!
+//! This crate does no I/O and runs nothing: kube's `derive` only, no client, runtime, TLS or
+//! tokio. Reading manifests and seed specs from disk ([`manifest`], [`import`]) and writing the
+//! CRD YAML ([`crd_yaml`]) are the CLI's, behind the `files` feature.
 
+pub mod budget;
+pub mod capabilities;
+pub mod codes;
 pub mod common;
 pub mod composition;
+pub mod conditions;
+#[cfg(feature = "files")]
+pub mod crd_yaml;
+pub mod events;
+#[cfg(feature = "files")]
+pub mod import;
+#[cfg(feature = "files")]
+pub mod manifest;
+pub mod plan;
 pub mod registry;
 pub mod run;
+pub mod schema;
+pub mod tool_names;
+pub mod validate;
 
+pub use budget::{BudgetKey, BudgetLimits, Budgets};
 pub use common::{Condition, ConditionStatus, Loc, PathSegment, ValidationIssue, loc_to_string};
 pub use composition::{
-    Budgets, Composition, CompositionSpec, CompositionStatus, Edge, Node, NodeKind, NodeOutput,
-    Pattern,
+    Composition, CompositionSpec, CompositionStatus, Edge, Node, NodeKind, NodeOutput, Pattern,
 };
 pub use registry::{RegistryEntry, RegistryEntrySpec, RegistryEntryStatus};
 pub use run::{StudioRun, StudioRunSpec, StudioRunStatus};
-pub mod capabilities;
-pub mod codes;
-pub mod crd_yaml;
-pub mod import;
-pub mod manifest;
-pub mod plan;
-pub mod schema;
-pub mod validate;

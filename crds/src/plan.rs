@@ -6,10 +6,12 @@
 //! PUBLIC API (fixed; the runner codes against it). [`plan`] validates first and builds on the
 //! validator's graph analysis (one home for every rule).
 
+use crate::budget::BudgetLimits;
 use crate::common::{Loc, PathSegment, ValidationIssue, loc_to_string};
 use crate::composition::{CompositionSpec, NodeKind};
+pub use crate::tool_names::{PlannedTool, ToolKind, child_tool_name, model_tool_name};
 use crate::validate::{
-    Analysis, Ceilings, DeploymentLimits, RegistryView, Validation, resolve_model, resolve_tool,
+    Analysis, DeploymentLimits, RegistryView, Validation, resolve_model, resolve_tool,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,7 +40,7 @@ pub struct Plan {
     /// Every parallel section.
     pub sections: Vec<ParallelSection>,
     /// The budgets the run gets (the spec's, with the ceilings filled in).
-    pub budgets: Ceilings,
+    pub budgets: BudgetLimits,
     /// Topological order of the nodes on the main graph (back edges ignored, supervisor
     /// children left out): the order a console lays them out in.
     pub order: Vec<NodeIdx>,
@@ -154,65 +156,11 @@ pub struct ParallelSection {
     pub branches: Vec<Vec<NodeIdx>>,
 }
 
-/// A tool a node may call, resolved against the registry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlannedTool {
-    /// The reference as written, e.g. `mcp:demo-tools.search_articles`.
-    pub reference: String,
-    /// Mcp or A2a.
-    pub kind: ToolKind,
-    /// The RegistryEntry name.
-    pub entry: String,
-    /// The tool's (or skill's) name on the remote.
-    pub remote_name: String,
-    /// The name the model sees: `mcp_<entry>_<tool>` / `a2a_<entry>_<skill>`, `-` as `_`.
-    pub model_name: String,
-    /// Whether calling it changes things (an Acting A2A entry): confirmed per call.
-    pub acting: bool,
-}
-
-/// The kind of a planned tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ToolKind {
-    /// A tool on an MCP server.
-    Mcp,
-    /// A skill of a remote A2A agent.
-    A2a,
-}
-
 impl Plan {
     /// A node by id.
     pub fn node_by_id(&self, id: &str) -> Option<(NodeIdx, &PlanNode)> {
         self.nodes.iter().enumerate().find(|(_, n)| n.id == id)
     }
-}
-
-/// The name a node's model sees for a tool: `mcp_<entry>_<tool>` or `a2a_<entry>_<skill>`, with
-/// every character other than ASCII letters, digits and `_` (e.g. `-`, `.`) written as `_`.
-pub fn model_tool_name(kind: ToolKind, entry: &str, name: &str) -> String {
-    let prefix = match kind {
-        ToolKind::Mcp => "mcp",
-        ToolKind::A2a => "a2a",
-    };
-    sanitize(&format!("{prefix}_{entry}_{name}"))
-}
-
-/// The name a supervisor's model sees for its child node: `n_<id>`, `-` written as `_`.
-pub fn child_tool_name(id: &str) -> String {
-    sanitize(&format!("n_{id}"))
-}
-
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Builds the plan of a composition: validates it first (the same [`crate::validate::validate`])

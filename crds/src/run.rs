@@ -1,7 +1,8 @@
 //! The `StudioRun` resource: one execution of a composition in its own runner pod.
 
+use crate::budget::Budgets;
 use crate::common::Condition;
-use crate::composition::{Budgets, CompositionSpec};
+use crate::composition::CompositionSpec;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -324,4 +325,51 @@ pub struct RunError {
     pub node: Option<String>,
     /// What went wrong.
     pub message: String,
+}
+
+/// A run's input over [`MAX_INPUT_CHARS`](crate::codes::limits::MAX_INPUT_CHARS) characters
+/// (rule 1.28).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the run's input is {chars} characters; a run takes at most {max} (limits.maxInputChars): shorten it",
+    max = crate::codes::limits::MAX_INPUT_CHARS
+)]
+pub struct InputTooLong {
+    /// The input's length in characters.
+    pub chars: usize,
+}
+
+/// Checks a run's input against the input limit: the one check, used by the CLI before a run
+/// starts, by the engine, and by the operator and the sidecar when a run is created.
+pub fn check_input(input: &str) -> Result<(), InputTooLong> {
+    let chars = input.chars().count();
+    if chars > crate::codes::limits::MAX_INPUT_CHARS {
+        return Err(InputTooLong { chars });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+    use crate::codes::limits::MAX_INPUT_CHARS;
+
+    #[test]
+    fn an_input_at_the_limit_passes_and_one_character_more_is_refused_with_its_length() {
+        assert_eq!(check_input(&"é".repeat(MAX_INPUT_CHARS)), Ok(()));
+        let too_long = "é".repeat(MAX_INPUT_CHARS + 1);
+        let err = check_input(&too_long).err();
+        assert_eq!(
+            err,
+            Some(InputTooLong {
+                chars: MAX_INPUT_CHARS + 1
+            })
+        );
+        assert!(
+            err.map(|e| e.to_string())
+                .unwrap_or_default()
+                .contains("at most 8192"),
+            "the message names the limit"
+        );
+    }
 }

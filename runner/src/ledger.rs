@@ -10,66 +10,12 @@
 //! ([`Ledger::pause`]). Thread-safe: share it as `Arc<Ledger>`.
 
 use crate::model::Usage;
+use orrery_crds::budget::{BudgetKey, BudgetLimits};
 use orrery_crds::run::RunTotals;
-use orrery_crds::validate::Ceilings;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-
-/// One of the run's budgets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-pub enum BudgetKey {
-    /// Model tokens (input + output).
-    #[serde(rename = "maxTokens")]
-    Tokens,
-    /// Tool calls (MCP tools and A2A skills).
-    #[serde(rename = "maxToolCalls")]
-    ToolCalls,
-    /// Delegations (supervisor child calls and A2A calls).
-    #[serde(rename = "maxDelegations")]
-    Delegations,
-    /// Messages sent to remote A2A agents.
-    #[serde(rename = "maxRemoteCalls")]
-    RemoteCalls,
-    /// The deadline, in seconds of run time (time waiting for people left out).
-    #[serde(rename = "timeoutSeconds")]
-    Timeout,
-}
-
-impl BudgetKey {
-    /// Every budget.
-    pub const ALL: [BudgetKey; 5] = [
-        BudgetKey::Tokens,
-        BudgetKey::ToolCalls,
-        BudgetKey::Delegations,
-        BudgetKey::RemoteCalls,
-        BudgetKey::Timeout,
-    ];
-
-    /// The budget a key names (`maxToolCalls`, …), as written in `spec.budgets`.
-    pub fn from_key(key: &str) -> Option<BudgetKey> {
-        BudgetKey::ALL.into_iter().find(|k| k.as_str() == key)
-    }
-
-    /// The budget's key as written in a composition's `spec.budgets`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BudgetKey::Tokens => "maxTokens",
-            BudgetKey::ToolCalls => "maxToolCalls",
-            BudgetKey::Delegations => "maxDelegations",
-            BudgetKey::RemoteCalls => "maxRemoteCalls",
-            BudgetKey::Timeout => "timeoutSeconds",
-        }
-    }
-}
-
-impl std::fmt::Display for BudgetKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A budget that ran out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +54,7 @@ struct Counters {
 /// The ledger of one run.
 #[derive(Debug)]
 pub struct Ledger {
-    limits: Ceilings,
+    limits: BudgetLimits,
     started: Instant,
     counters: Mutex<Counters>,
     /// Bumped whenever the pause state changes, so the deadline watcher re-reads it.
@@ -129,7 +75,7 @@ impl Drop for PauseGuard<'_> {
 
 impl Ledger {
     /// A fresh ledger for a run with these budgets; the deadline starts now.
-    pub fn new(limits: Ceilings) -> Self {
+    pub fn new(limits: BudgetLimits) -> Self {
         let (pause_changed, _) = watch::channel(0);
         Ledger {
             limits,
@@ -140,19 +86,13 @@ impl Ledger {
     }
 
     /// The run's budgets.
-    pub fn limits(&self) -> &Ceilings {
+    pub fn limits(&self) -> &BudgetLimits {
         &self.limits
     }
 
     /// The limit of one budget.
     pub fn limit(&self, key: BudgetKey) -> u64 {
-        match key {
-            BudgetKey::Tokens => self.limits.max_tokens,
-            BudgetKey::ToolCalls => self.limits.max_tool_calls,
-            BudgetKey::Delegations => self.limits.max_delegations,
-            BudgetKey::RemoteCalls => self.limits.max_remote_calls,
-            BudgetKey::Timeout => self.limits.timeout_seconds,
-        }
+        self.limits.get(key)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counters> {
@@ -396,8 +336,14 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
-    fn limits(tokens: u64, tools: u64, delegations: u64, remote: u64, timeout: u64) -> Ceilings {
-        Ceilings {
+    fn limits(
+        tokens: u64,
+        tools: u64,
+        delegations: u64,
+        remote: u64,
+        timeout: u64,
+    ) -> BudgetLimits {
+        BudgetLimits {
             max_tokens: tokens,
             max_tool_calls: tools,
             max_delegations: delegations,

@@ -1,6 +1,9 @@
-//! The pin store: A2A card digests and MCP tool pins, kept across runs in a JSON file (rules
-//! 5.15–5.21; locally `$XDG_STATE_HOME/orrery/pins.json`, in a cluster the RegistryEntry status
-//! later).
+//! Pins: A2A card digests and MCP tool pins, checked before a remote is used (rules 5.15–5.21).
+//!
+//! The MCP and A2A clients see pins only through the [`Pins`] trait, so where pins live is the
+//! caller's choice: [`PinStore`], a JSON file kept across runs (locally
+//! `$XDG_STATE_HOME/orrery/pins.json`), or [`FixedPins`], the pins a run was given up front and
+//! may not add to (in a cluster: the RegistryEntry status, carried by the plan).
 //!
 //! Pins are keyed by the entry's *endpoint* (rule 5.19): for A2A the card URL, `cardSHA256`,
 //! skills, service origins and network flag; for MCP the URL, transport and network flag. An
@@ -131,6 +134,31 @@ pub enum PinCheck {
         /// The digest pinned.
         pinned: String,
     },
+    /// Nothing was pinned, and this source does not pin on first use: refuse.
+    Unpinned,
+}
+
+/// Where a run's pins come from. The MCP and A2A clients call only this.
+pub trait Pins: Send + Sync {
+    /// Compares a card's digest with the pin of the endpoint `key` (of registry entry
+    /// `entry`), pinning it on first use when the source may.
+    fn check_card(&self, key: &str, entry: &str, digest: &str) -> Result<PinCheck, PinStoreError>;
+
+    /// Compares a listed tool with its pin, pinning it on first use when the source may.
+    fn check_tool(
+        &self,
+        key: &str,
+        entry: &str,
+        tool: &str,
+        pin: ToolPin,
+    ) -> Result<PinCheck, PinStoreError>;
+
+    /// The pinned tool as stated when it was pinned (description, schema), if this source
+    /// keeps it: what a model is shown before the server is first listed in this run.
+    fn stored_tool(&self, key: &str, tool: &str) -> Option<ToolPin>;
+
+    /// Where the pins live, for logs and messages (a file's path, "the run's plan").
+    fn describe(&self) -> String;
 }
 
 /// A file of pins (or an in-memory one, for tests and `--no-pin-store`).
@@ -158,6 +186,80 @@ pub fn default_path() -> Result<PathBuf, PinStoreError> {
                 .join("pins.json")
         })
         .ok_or(PinStoreError::NoLocation)
+}
+
+/// Pins fixed before the run (in a cluster, from RegistryEntry status through the plan): a
+/// card or tool is used only when its pin is here and matches; nothing is pinned on first use,
+/// because pinning is the probe's job and accepting a changed pin a person's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FixedPins {
+    /// Card digests by endpoint key.
+    pub cards: BTreeMap<String, String>,
+    /// Tool pin digests by endpoint key, then tool name.
+    pub tools: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Pins for FixedPins {
+    fn check_card(&self, key: &str, _entry: &str, digest: &str) -> Result<PinCheck, PinStoreError> {
+        Ok(match self.cards.get(key) {
+            Some(pinned) if pinned.eq_ignore_ascii_case(digest) => PinCheck::Matches,
+            Some(pinned) => PinCheck::Changed {
+                pinned: pinned.clone(),
+            },
+            None => PinCheck::Unpinned,
+        })
+    }
+
+    fn check_tool(
+        &self,
+        key: &str,
+        _entry: &str,
+        tool: &str,
+        pin: ToolPin,
+    ) -> Result<PinCheck, PinStoreError> {
+        Ok(match self.tools.get(key).and_then(|t| t.get(tool)) {
+            Some(pinned) if *pinned == pin.digest => PinCheck::Matches,
+            Some(pinned) => PinCheck::Changed {
+                pinned: pinned.clone(),
+            },
+            None => PinCheck::Unpinned,
+        })
+    }
+
+    fn stored_tool(&self, _key: &str, _tool: &str) -> Option<ToolPin> {
+        None
+    }
+
+    fn describe(&self) -> String {
+        "the pins the run was given".to_owned()
+    }
+}
+
+impl Pins for PinStore {
+    fn check_card(&self, key: &str, entry: &str, digest: &str) -> Result<PinCheck, PinStoreError> {
+        PinStore::check_card(self, key, entry, digest, PinSource::FirstUse)
+    }
+
+    fn check_tool(
+        &self,
+        key: &str,
+        entry: &str,
+        tool: &str,
+        pin: ToolPin,
+    ) -> Result<PinCheck, PinStoreError> {
+        PinStore::check_tool(self, key, entry, tool, pin)
+    }
+
+    fn stored_tool(&self, key: &str, tool: &str) -> Option<ToolPin> {
+        self.tool_pin(key, tool)
+    }
+
+    fn describe(&self) -> String {
+        match &self.path {
+            Some(path) => format!("the pin store {}", path.display()),
+            None => "an in-memory pin store".to_owned(),
+        }
+    }
 }
 
 fn now() -> String {
@@ -569,5 +671,54 @@ mod tests {
         let store = PinStore::open(&path).unwrap();
         assert_eq!(store.cards().len(), 120);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fixed_pins_match_only_what_they_were_given_and_never_pin_on_first_use() {
+        let mut fixed = FixedPins::default();
+        fixed.cards.insert("card-key".into(), "aa".into());
+        fixed
+            .tools
+            .entry("mcp-key".into())
+            .or_default()
+            .insert("search".into(), "t1".into());
+        let pins: &dyn Pins = &fixed;
+        assert_eq!(pins.check_card("card-key", "writer", "AA").unwrap(), PinCheck::Matches);
+        assert_eq!(
+            pins.check_card("card-key", "writer", "bb").unwrap(),
+            PinCheck::Changed { pinned: "aa".into() }
+        );
+        assert_eq!(pins.check_card("other", "writer", "aa").unwrap(), PinCheck::Unpinned);
+        assert_eq!(pins.check_card("other", "writer", "aa").unwrap(), PinCheck::Unpinned, "still unpinned");
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "search", tool_pin("t1")).unwrap(),
+            PinCheck::Matches
+        );
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "search", tool_pin("t2")).unwrap(),
+            PinCheck::Changed { pinned: "t1".into() }
+        );
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "other", tool_pin("t1")).unwrap(),
+            PinCheck::Unpinned
+        );
+        assert!(pins.stored_tool("mcp-key", "search").is_none());
+    }
+
+    #[test]
+    fn the_file_store_behind_the_trait_pins_on_first_use_and_keeps_the_definition() {
+        let store = PinStore::in_memory();
+        let pins: &dyn Pins = &store;
+        assert_eq!(pins.check_card("k", "writer", "aa").unwrap(), PinCheck::PinnedNow);
+        assert_eq!(store.card_pin("k").unwrap().source, PinSource::FirstUse);
+        assert_eq!(
+            pins.check_tool("m", "tools", "search", tool_pin("t1")).unwrap(),
+            PinCheck::PinnedNow
+        );
+        assert_eq!(
+            pins.stored_tool("m", "search").map(|p| p.digest),
+            Some("t1".to_owned())
+        );
+        assert_eq!(pins.describe(), "an in-memory pin store");
     }
 }

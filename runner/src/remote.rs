@@ -16,7 +16,7 @@ use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};
 use crate::net::{
     AllowRule, GuardError, GuardPolicy, GuardedClient, Limits, NameResolver, SystemResolver,
 };
-use crate::pinstore::PinStore;
+use crate::pinstore::Pins;
 use crate::secrets::SecretResolver;
 use crate::tools::Tool;
 use orrery_crds::plan::{PlannedTool, ToolKind};
@@ -62,7 +62,7 @@ pub struct RemoteConfig {
     /// Whether A2A entries with `effect: Acting` may be called.
     pub acting_remotes: bool,
     /// Where pins are kept.
-    pub pins: Arc<PinStore>,
+    pub pins: Arc<dyn Pins>,
     /// Where bearer tokens come from.
     pub secrets: Arc<dyn SecretResolver>,
     /// How names are resolved (the system's; tests pin names to loopback).
@@ -74,7 +74,7 @@ impl std::fmt::Debug for RemoteConfig {
         f.debug_struct("RemoteConfig")
             .field("network", &self.network)
             .field("acting_remotes", &self.acting_remotes)
-            .field("pins", &self.pins.path())
+            .field("pins", &self.pins.describe())
             .finish_non_exhaustive()
     }
 }
@@ -84,7 +84,7 @@ impl RemoteConfig {
     pub fn new(
         network: GuardPolicy,
         acting_remotes: bool,
-        pins: Arc<PinStore>,
+        pins: Arc<dyn Pins>,
         secrets: Arc<dyn SecretResolver>,
     ) -> Self {
         RemoteConfig {

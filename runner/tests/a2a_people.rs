@@ -5,14 +5,14 @@
 
 mod remote_support;
 
+use orrery_crds::budget::BudgetKey;
+use orrery_crds::budget::BudgetLimits;
 use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::{Effect, RegistryEntry};
 use orrery_crds::run::ApprovalKind;
-use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{
     ApprovalRequest, Decision, DecisionSource, People, ScriptedDecision,
 };
-use orrery_runner::ledger::BudgetKey;
 use orrery_runner::pinstore::PinStore;
 use orrery_runner::tools::{Tool, ToolError};
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
@@ -153,9 +153,9 @@ async fn a_remote_is_answered_at_most_three_times_per_call() {
 #[tokio::test]
 async fn with_no_remote_call_left_nobody_is_asked_and_the_budget_ends_the_run() {
     let (fixture, tool) = asking(1).await;
-    let budgets = Ceilings {
+    let budgets = BudgetLimits {
         max_remote_calls: 0,
-        ..Ceilings::default()
+        ..BudgetLimits::default()
     };
     let t = TestCtx::with_budgets([ScriptedDecision::Answer("developers".into())], budgets);
     let err = tool

@@ -2,8 +2,9 @@
 
 use super::{ImportOptions, SPEC_VERSION, display_path};
 use crate::CompositionSpec;
+use crate::budget::Budgets;
 use crate::common::{Loc, PathSegment, ValidationIssue};
-use crate::composition::{Budgets, Edge, ID_PATTERN, Node, NodeKind, NodeOutput, Pattern};
+use crate::composition::{Edge, ID_PATTERN, Node, NodeKind, NodeOutput, Pattern};
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::sync::LazyLock;

@@ -35,8 +35,9 @@ pub(crate) use analysis::Analysis;
 pub(crate) use models::resolve_model;
 pub(crate) use tools::resolve_tool;
 
+use crate::budget::BudgetLimits;
 use crate::common::ValidationIssue;
-use crate::composition::{Budgets, CompositionSpec};
+use crate::composition::CompositionSpec;
 use crate::registry::{Effect, EntryKind, ModelProvider, RegistryEntry};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -112,53 +113,12 @@ impl RegistryView {
     }
 }
 
-/// Budget ceilings: every budget has one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Ceilings {
-    /// Largest `maxTokens`.
-    pub max_tokens: u64,
-    /// Largest `maxToolCalls`.
-    pub max_tool_calls: u64,
-    /// Largest `maxDelegations`.
-    pub max_delegations: u64,
-    /// Largest `maxRemoteCalls`.
-    pub max_remote_calls: u64,
-    /// Largest `timeoutSeconds`.
-    pub timeout_seconds: u64,
-}
-
-impl Default for Ceilings {
-    fn default() -> Self {
-        Ceilings {
-            max_tokens: 500_000,
-            max_tool_calls: 100,
-            max_delegations: 50,
-            max_remote_calls: 20,
-            timeout_seconds: 1800,
-        }
-    }
-}
-
-impl Ceilings {
-    /// The budgets a run gets: each budget the spec leaves out is set to its ceiling.
-    pub fn effective(&self, budgets: &Budgets) -> Ceilings {
-        Ceilings {
-            max_tokens: budgets.max_tokens.unwrap_or(self.max_tokens),
-            max_tool_calls: budgets.max_tool_calls.unwrap_or(self.max_tool_calls),
-            max_delegations: budgets.max_delegations.unwrap_or(self.max_delegations),
-            max_remote_calls: budgets.max_remote_calls.unwrap_or(self.max_remote_calls),
-            timeout_seconds: budgets.timeout_seconds.unwrap_or(self.timeout_seconds),
-        }
-    }
-}
-
 /// What only the deployment decides (the operator's Helm values; flags of the CLI).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentLimits {
     /// Budget ceilings.
-    pub ceilings: Ceilings,
+    pub ceilings: BudgetLimits,
     /// Model entries nodes may name. `None`: every model entry in the registry.
     pub allowed_models: Option<BTreeSet<String>>,
     /// Whether entries with `effect: Acting` may be used.

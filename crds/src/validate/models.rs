@@ -4,6 +4,7 @@
 
 use super::analysis::Analysis;
 use super::report::{Report, node_field, plain_list};
+use crate::budget::BudgetKey;
 use crate::codes;
 use crate::common::PathSegment;
 use crate::composition::Node;
@@ -102,27 +103,12 @@ pub(crate) fn check(
             r.error(code, node_field(i, "model"), message);
         }
     }
-    let b = &a.spec.budgets;
-    let c = &limits.ceilings;
-    let budgets = [
-        ("maxTokens", b.max_tokens, c.max_tokens, true),
-        ("maxToolCalls", b.max_tool_calls, c.max_tool_calls, false),
-        (
-            "maxDelegations",
-            b.max_delegations,
-            c.max_delegations,
-            false,
-        ),
-        (
-            "maxRemoteCalls",
-            b.max_remote_calls,
-            c.max_remote_calls,
-            false,
-        ),
-        ("timeoutSeconds", b.timeout_seconds, c.timeout_seconds, true),
-    ];
-    for (field, value, ceiling, at_least_one) in budgets {
-        let Some(value) = value else { continue };
+    for key in BudgetKey::ALL {
+        let Some(value) = a.spec.budgets.get(key) else {
+            continue;
+        };
+        let field = key.as_str();
+        let ceiling = limits.ceilings.get(key);
         let loc = vec![
             PathSegment::from("spec"),
             PathSegment::from("budgets"),
@@ -136,11 +122,11 @@ pub(crate) fn check(
                     "{field} {value} is over this deployment's ceiling of {ceiling}; lower it, or leave it out to get the ceiling"
                 ),
             );
-        } else if at_least_one && value == 0 {
+        } else if value < key.minimum() {
             r.error(
                 codes::BUDGET_OUT_OF_RANGE,
                 loc,
-                format!("{field} is 0, so the run could do nothing; set at least 1, or leave it out to get the ceiling ({ceiling})"),
+                format!("{field} is {value}, so the run could do nothing; set at least {}, or leave it out to get the ceiling ({ceiling})", key.minimum()),
             );
         }
     }

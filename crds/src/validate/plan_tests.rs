@@ -81,10 +81,10 @@ fn the_seeds_critic_loop_plans_with_its_loop_routes_tools_models_and_budgets() {
         "no model: the deployment's default"
     );
     assert_eq!(p.nodes[1].model.as_deref(), Some("smart"), "its own model");
-    let c = Ceilings::default();
+    let c = BudgetLimits::default();
     assert_eq!(
         p.budgets,
-        Ceilings {
+        BudgetLimits {
             max_tokens: 120_000,
             max_tool_calls: 20,
             max_remote_calls: 4,

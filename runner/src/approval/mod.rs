@@ -16,6 +16,7 @@ pub use terminal::TerminalPrompt;
 use crate::events::{DecisionKind, EventBody, Trace, format_rfc3339};
 use crate::ledger::Ledger;
 use async_trait::async_trait;
+use orrery_crds::codes::limits::MAX_APPROVALS_PER_RUN;
 use orrery_crds::run::ApprovalKind;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
@@ -24,8 +25,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// A run asks for at most this many approvals, remote questions and confirmations included.
-pub const MAX_APPROVALS_PER_RUN: u32 = 12;
 /// Text over this size is shown only in part and can only be rejected.
 pub const MAX_COMPLETE_BYTES: usize = 128 * 1024;
 /// How long a person has to decide, by default.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::events::{MemorySink, TraceOptions};
-use orrery_crds::validate::Ceilings;
+use orrery_crds::budget::BudgetLimits;
 use std::time::Instant;
 
 fn people(
@@ -11,7 +11,7 @@ fn people(
 ) -> (People, Arc<MemorySink>, Arc<Ledger>) {
     let sink = Arc::new(MemorySink::new());
     let trace = Trace::new(TraceOptions::new("r"), vec![sink.clone()]);
-    let ledger = Arc::new(Ledger::new(Ceilings::default()));
+    let ledger = Arc::new(Ledger::new(BudgetLimits::default()));
     (
         People::new(source, trace, ledger.clone(), timeout),
         sink,

@@ -3,12 +3,12 @@
 
 use super::ctx::{ExitReport, OpenEntry, RunCtx};
 use super::labels::{parse_labelled, recorded_call_id, recorded_unknown_tool};
-use super::walk::wait_barrier;
+use super::parallel::wait_barrier;
 use crate::events::{CallStatus, EventBody, NodeStatus, Outcome, QUOTE_CUT_BYTES, cut_to};
-use crate::ledger::BudgetKey;
 use crate::model::{ChatRequest, Message, ModelError, ToolCall, ToolSpec};
 use crate::tools::{ToolContext, ToolError};
 use futures::future::BoxFuture;
+use orrery_crds::budget::BudgetKey;
 use orrery_crds::composition::NodeKind;
 use orrery_crds::plan::{NodeIdx, ToolKind, child_tool_name};
 use std::sync::Arc;

@@ -2,10 +2,11 @@
 
 use super::{ModelBinding, RunOptions};
 use crate::approval::People;
-use crate::events::{EventBody, NodeStatus, Outcome, RunErrorInfo, Trace};
+use crate::events::{EventBody, NodeStatus, Outcome, Trace};
 use crate::ledger::{BudgetHit, Ledger};
 use crate::tools::Tool;
 use orrery_crds::plan::{NodeIdx, Plan, PlannedTool};
+use orrery_crds::run::RunError;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,7 @@ pub(crate) struct NodeTool {
 #[derive(Clone, Debug)]
 pub(crate) struct Ending {
     pub outcome: Outcome,
-    pub error: Option<RunErrorInfo>,
+    pub error: Option<RunError>,
 }
 
 /// The ending, and whether the run is past the point where one can still be decided.
@@ -117,7 +118,7 @@ impl RunCtx {
             }
             state.ending = Some(Ending {
                 outcome,
-                error: Some(RunErrorInfo {
+                error: Some(RunError {
                     node: node.map(str::to_owned),
                     message,
                 }),
@@ -158,7 +159,7 @@ impl RunCtx {
             } else {
                 state.ending = Some(Ending {
                     outcome: Outcome::BudgetExhausted,
-                    error: Some(RunErrorInfo {
+                    error: Some(RunError {
                         node: node.map(str::to_owned),
                         message,
                     }),

@@ -12,21 +12,23 @@
 //! Entry point: [`run`] with a [`RunSetup`].
 
 mod agent;
+mod approval_step;
 mod ctx;
 mod labels;
+mod parallel;
 mod walk;
 
 use crate::approval::{DEFAULT_APPROVAL_TIMEOUT, DecisionSource, People};
 use crate::events::{
-    BudgetLimits, DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventBody, EventSink, MAX_EVENTS,
-    Outcome, RunErrorInfo, Trace, TraceOptions,
+    DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventBody, EventSink, MAX_EVENTS, Outcome,
+    Trace, TraceOptions,
 };
 use crate::ledger::Ledger;
 use crate::model::ModelProvider;
 use crate::tools::Tool;
 use ctx::{NodeTool, RunCtx};
-use orrery_crds::codes::limits::MAX_INPUT_CHARS;
 use orrery_crds::plan::Plan;
+use orrery_crds::run::RunError;
 use orrery_crds::run::RunTotals;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -142,7 +144,7 @@ pub struct RunResult {
     /// The run's output (the last answer), when it succeeded.
     pub output: Option<String>,
     /// Why it did not succeed.
-    pub error: Option<RunErrorInfo>,
+    pub error: Option<RunError>,
     /// What it used.
     pub totals: RunTotals,
     /// Events emitted (`run.end` included).
@@ -183,18 +185,11 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
         ledger.clone(),
         options.approval_timeout,
     ));
-    let b = &plan.budgets;
     trace.emit(EventBody::RunStart {
         composition,
         pattern,
         nodes: plan.nodes.len(),
-        budgets: BudgetLimits {
-            max_tokens: b.max_tokens,
-            max_tool_calls: b.max_tool_calls,
-            max_delegations: b.max_delegations,
-            max_remote_calls: b.max_remote_calls,
-            timeout_seconds: b.timeout_seconds,
-        },
+        budgets: plan.budgets.clone(),
         capture_content: options.capture_content,
         dry_run_tools: options.dry_run_tools,
         input_size: input.len(),
@@ -202,14 +197,8 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
     });
 
     let token = cancel.child_token();
-    let input_chars = input.chars().count();
-    let checked = if input_chars > MAX_INPUT_CHARS {
-        Err((
-            None,
-            format!(
-                "the run's input is {input_chars} characters; a run takes at most {MAX_INPUT_CHARS} (limits.maxInputChars): shorten it"
-            ),
-        ))
+    let checked = if let Err(too_long) = orrery_crds::run::check_input(&input) {
+        Err((None, too_long.to_string()))
     } else {
         resolve_node_tools(&plan, &models, &tools)
     };
@@ -300,7 +289,7 @@ async fn finish(
         (None, walk::Flow::Answer(output)) => (Outcome::Succeeded, None, Some(output)),
         (None, walk::Flow::Stop) => (
             Outcome::Cancelled,
-            Some(RunErrorInfo {
+            Some(RunError {
                 node: cancelled_at,
                 message: "the run was cancelled".into(),
             }),

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use super::approval_step::rejection_text;
 use super::labels::{LabelProblem, parse_labelled, recorded_call_id, recorded_unknown_tool};
-use super::walk::rejection_text;
 use crate::events::{Trace, TraceOptions};
 
 fn labels() -> Vec<String> {

@@ -1,14 +1,14 @@
-//! Walking the graph: node after node along the edges, with routes, loop caps, edge screens,
-//! parallel sections and human approvals.
+//! Walking the graph: node after node along the edges, with routes, loop caps and edge
+//! screens. Parallel sections are [`super::parallel`], human approvals [`super::approval_step`].
 
 use super::agent;
-use super::ctx::{ExitReport, RunCtx};
-use crate::approval::Settled;
-use crate::events::{EventBody, NodeStatus, Outcome};
+use super::approval_step::approval_step;
+use super::ctx::RunCtx;
+use super::parallel::{run_parallel, wait_barrier};
+use crate::events::{EventBody, Outcome};
 use futures::future::BoxFuture;
 use orrery_crds::composition::NodeKind;
 use orrery_crds::plan::{EdgeIdx, Next, NodeIdx};
-use orrery_crds::run::ApprovalKind;
 use std::sync::Arc;
 use tokio::sync::Barrier;
 
@@ -22,7 +22,7 @@ pub(crate) enum Flow {
 }
 
 /// What happens after a node answered.
-enum Step {
+pub(super) enum Step {
     /// Go on to a node with this text (and the screen's flags, if the edge screened it).
     Goto(NodeIdx, String, Vec<String>),
     /// The branch ends with this answer.
@@ -33,10 +33,10 @@ enum Step {
 
 /// Per-walk loop state: back edges taken per loop since its current entry, and the last
 /// approval decided on this walk's path.
-struct Loops {
+pub(super) struct Loops {
     taken: Vec<u32>,
     /// The HumanApproval that decided last on this path, and whether it rejected.
-    last_approval: Option<(NodeIdx, bool)>,
+    pub(super) last_approval: Option<(NodeIdx, bool)>,
 }
 
 /// Walks from `start` with `input` until the branch ends, or until it reaches `stop_at` (a
@@ -146,18 +146,9 @@ pub(crate) fn walk(
     })
 }
 
-/// Waits until every parallel branch has entered its first node; false when the run stops
-/// first.
-pub(crate) async fn wait_barrier(ctx: &RunCtx, barrier: &Barrier) -> bool {
-    tokio::select! {
-        _ = barrier.wait() => true,
-        _ = ctx.token.cancelled() => false,
-    }
-}
-
 /// Follows what comes after node `from`, whose answer is `text`, whose input was `judged`, and
 /// whose label (if labelled) is `label`.
-fn follow(
+pub(super) fn follow(
     ctx: &RunCtx,
     loops: &mut Loops,
     from: NodeIdx,
@@ -209,7 +200,7 @@ fn follow(
 /// the last decision on the path was a person rejecting the text at an approval inside that
 /// loop, the run ends `Rejected`, never `Succeeded` with a draft that was turned down (rules
 /// 2.16, 4.19), however many nodes lie between the rejection and the back edge.
-fn take_edge(
+pub(super) fn take_edge(
     ctx: &RunCtx,
     loops: &mut Loops,
     edge_idx: EdgeIdx,
@@ -280,7 +271,7 @@ fn reset_nested(ctx: &RunCtx, loops: &mut Loops, l: usize) {
 }
 
 /// Applies the edge screen when the edge asks for it.
-fn screen_edge(screen: bool, text: String) -> (String, Vec<String>) {
+pub(super) fn screen_edge(screen: bool, text: String) -> (String, Vec<String>) {
     if !screen {
         return (text, Vec::new());
     }
@@ -291,224 +282,4 @@ fn screen_edge(screen: bool, text: String) -> (String, Vec<String>) {
         .map(|f| f.as_str().to_owned())
         .collect();
     (screened.text, flags)
-}
-
-/// The text a rejected edge's node receives: the reviewer's comment and the rejected text.
-pub(crate) fn rejection_text(comment: Option<&str>, rejected: &str) -> String {
-    let comment = comment
-        .filter(|c| !c.trim().is_empty())
-        .unwrap_or("(no comment)");
-    format!(
-        "A reviewer rejected this text.\n\nReviewer's comment:\n{comment}\n\nRejected text:\n{rejected}"
-    )
-}
-
-/// A HumanApproval node: ask a person, then route on approved / rejected (rules 4.13–4.20).
-async fn approval_step(
-    ctx: &Arc<RunCtx>,
-    loops: &mut Loops,
-    idx: NodeIdx,
-    input: &str,
-    depth: u32,
-    flags: Vec<String>,
-) -> Step {
-    let node = &ctx.plan.nodes[idx];
-    let open = ctx.enter(idx, depth, None, input, flags);
-    let settled = ctx
-        .people
-        .ask(
-            ApprovalKind::Approval,
-            &node.id,
-            &node.prompt,
-            input,
-            &ctx.token,
-        )
-        .await;
-    let routes = match &node.next {
-        Next::Route { routes } => Some(routes),
-        _ => None,
-    };
-    match settled {
-        Err(limit) => {
-            ctx.exit(
-                &open,
-                NodeStatus::Failed,
-                ExitReport {
-                    error: Some(limit.to_string()),
-                    ..Default::default()
-                },
-            );
-            ctx.end(
-                Outcome::Rejected,
-                Some(&node.id),
-                format!("{limit}: nobody was asked, which is a rejection"),
-            );
-            Step::Stop
-        }
-        Ok(Settled::Cancelled) => {
-            ctx.exit(&open, NodeStatus::Stopped, ExitReport::default());
-            Step::Stop
-        }
-        Ok(Settled::Expired) => {
-            ctx.exit(
-                &open,
-                NodeStatus::Expired,
-                ExitReport {
-                    error: Some("nobody decided before the approval expired (default deny)".into()),
-                    ..Default::default()
-                },
-            );
-            ctx.end(
-                Outcome::Rejected,
-                Some(&node.id),
-                format!(
-                    "the approval at node '{}' expired before anyone decided (default deny)",
-                    node.id
-                ),
-            );
-            Step::Stop
-        }
-        Ok(Settled::Approved { .. }) => {
-            loops.last_approval = Some((idx, false));
-            ctx.exit(
-                &open,
-                NodeStatus::Ok,
-                ExitReport {
-                    label: Some("approved".into()),
-                    answer: Some(input.to_owned()),
-                    ..Default::default()
-                },
-            );
-            follow(ctx, loops, idx, input.to_owned(), input, Some("approved"))
-        }
-        Ok(Settled::Rejected { comment }) => {
-            loops.last_approval = Some((idx, true));
-            let text = rejection_text(comment.as_deref(), input);
-            ctx.exit(
-                &open,
-                NodeStatus::Ok,
-                ExitReport {
-                    label: Some("rejected".into()),
-                    answer: Some(text.clone()),
-                    ..Default::default()
-                },
-            );
-            let Some(&edge) = routes.and_then(|r| r.get("rejected")) else {
-                ctx.end(
-                    Outcome::Rejected,
-                    Some(&node.id),
-                    format!(
-                        "a person rejected the text at node '{}', which has no rejected edge",
-                        node.id
-                    ),
-                );
-                return Step::Stop;
-            };
-            take_edge(ctx, loops, edge, text, input, Some("rejected"))
-        }
-    }
-}
-
-/// A Parallel node and its section: enter/exit the Parallel, run every branch on its own task
-/// (each branch's first `node.enter` before any branch exits), then the Join writes each
-/// branch's answer as a `## <branch>` block in edge order. Returns the Join and its answer.
-async fn run_parallel(
-    ctx: &Arc<RunCtx>,
-    idx: NodeIdx,
-    input: String,
-    depth: u32,
-    flags: Vec<String>,
-) -> Option<(NodeIdx, String)> {
-    let open = ctx.enter(idx, depth, None, &input, flags);
-    let Next::FanOut { section } = ctx.plan.nodes[idx].next else {
-        ctx.fail(
-            &open,
-            "a Parallel node without a section".into(),
-            ExitReport::default(),
-        );
-        return None;
-    };
-    let section = ctx.plan.sections[section].clone();
-    ctx.exit(
-        &open,
-        NodeStatus::Ok,
-        ExitReport {
-            answer: Some(input.clone()),
-            ..Default::default()
-        },
-    );
-
-    let barrier = Arc::new(Barrier::new(section.branches.len()));
-    let mut set = tokio::task::JoinSet::new();
-    for (i, chain) in section.branches.iter().enumerate() {
-        let Some(&first) = chain.first() else {
-            continue;
-        };
-        let edge = ctx
-            .plan
-            .edges
-            .iter()
-            .position(|e| e.from == idx && e.to == first);
-        let screen = edge.is_some_and(|e| ctx.plan.edges[e].screen);
-        let (text, branch_flags) = screen_edge(screen, input.clone());
-        let ctx = ctx.clone();
-        let barrier = barrier.clone();
-        let join = section.join;
-        set.spawn(async move {
-            let flow = walk(
-                ctx,
-                first,
-                text,
-                depth + 1,
-                Some(join),
-                Some(barrier),
-                branch_flags,
-            )
-            .await;
-            (i, flow)
-        });
-    }
-    let mut answers: Vec<Option<String>> = vec![None; section.branches.len()];
-    let mut stopped = false;
-    while let Some(joined) = set.join_next().await {
-        match joined {
-            Ok((i, Flow::Answer(a))) => answers[i] = Some(a),
-            Ok((_, Flow::Stop)) => stopped = true,
-            Err(e) => {
-                stopped = true;
-                ctx.end(
-                    Outcome::Failed,
-                    Some(&ctx.plan.nodes[idx].id),
-                    format!("a parallel branch failed: {e}"),
-                );
-            }
-        }
-    }
-    if stopped || ctx.token.is_cancelled() {
-        return None;
-    }
-
-    let blocks: Vec<String> = section
-        .branches
-        .iter()
-        .zip(answers)
-        .map(|(chain, answer)| {
-            let name = chain
-                .first()
-                .map(|&n| ctx.plan.nodes[n].id.as_str())
-                .unwrap_or_default();
-            format!("## {name}\n\n{}", answer.unwrap_or_default())
-        })
-        .collect();
-    let combined = blocks.join("\n\n");
-    let join_open = ctx.enter(section.join, depth, None, &combined, Vec::new());
-    ctx.exit(
-        &join_open,
-        NodeStatus::Ok,
-        ExitReport {
-            answer: Some(combined.clone()),
-            ..Default::default()
-        },
-    );
-    Some((section.join, combined))
 }

@@ -459,7 +459,8 @@ impl EventSink for TerminalPrinter {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::events::{BudgetLimits, Outcome};
+    use crate::events::Outcome;
+    use orrery_crds::budget::BudgetLimits;
     use std::sync::Arc;
 
     #[derive(Clone, Default)]

@@ -60,7 +60,7 @@ fn past_the_cap_ordinary_events_are_dropped_but_reserved_slots_remain() {
     assert_eq!(t.dropped(), 2500 - ordinary);
     // The reserved kinds still get through, up to the hard cap.
     assert!(t.emit(EventBody::BudgetHit {
-        budget: crate::ledger::BudgetKey::Tokens,
+        budget: orrery_crds::budget::BudgetKey::Tokens,
         limit: 1,
         used: 2,
         node_id: None
@@ -81,7 +81,7 @@ fn past_the_cap_ordinary_events_are_dropped_but_reserved_slots_remain() {
 
 fn budget_hit() -> EventBody {
     EventBody::BudgetHit {
-        budget: crate::ledger::BudgetKey::Tokens,
+        budget: orrery_crds::budget::BudgetKey::Tokens,
         limit: 1,
         used: 2,
         node_id: None,

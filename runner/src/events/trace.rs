@@ -7,25 +7,18 @@
 //! inline, for in-memory sinks (tests, tools exercised alone).
 
 use super::writer::{Delivery, Queue};
-use super::{EventBody, TraceEvent, now_rfc3339};
+use super::{
+    CONTENT_CUT_BYTES, EventBody, MAX_EVENTS, QUOTE_CUT_BYTES, RESERVED_SLOTS, TraceEvent,
+    now_rfc3339,
+};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// At most this many events per run.
-pub const MAX_EVENTS: u64 = 2000;
-/// Slots kept, at the end of the cap, for `budget.hit`, the approval events and `run.end`
-/// (12 approvals × 2 events + 1 + 1 fit).
-pub const RESERVED_SLOTS: u64 = 32;
-/// Captured text is cut to this many bytes per field.
-pub const CONTENT_CUT_BYTES: usize = 2048;
 /// Content a run may capture in all, by default.
 pub const DEFAULT_CONTENT_CAP_BYTES: usize = 256 * 1024;
 /// Ordinary events that may wait for slow sinks before new ones are dropped, by default.
 pub const DEFAULT_SINK_QUEUE: usize = 1024;
-/// Model-written text quoted in an error (an unknown label, an invented tool name) is cut to
-/// this many bytes, and only with content capture on.
-pub const QUOTE_CUT_BYTES: usize = 64;
 
 /// Where events go: a terminal printer, JSON lines, memory, the sidecar.
 pub trait EventSink: Send + Sync {

@@ -8,14 +8,14 @@ use super::endpoint::McpEndpoint;
 use super::schema::check_input_schema;
 use super::session::{ToolDefinition, ToolState};
 use crate::pin::mcp_tool_pin_digest;
-use crate::pinstore::{PinCheck, PinStore, ToolPin};
+use crate::pinstore::{PinCheck, Pins, ToolPin};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Checks every tool the entry allows against the server's list.
 pub(super) fn check_all(
     endpoint: &McpEndpoint,
-    pins: &PinStore,
+    pins: &dyn Pins,
     listed: &[rmcp::model::Tool],
 ) -> Result<BTreeMap<String, ToolState>, String> {
     let entry = &endpoint.entry;
@@ -41,7 +41,7 @@ pub(super) fn check_all(
 /// `Err` only when the pin store cannot be written.
 fn check_tool(
     endpoint: &McpEndpoint,
-    pins: &PinStore,
+    pins: &dyn Pins,
     tool: &rmcp::model::Tool,
 ) -> Result<ToolState, String> {
     let entry = &endpoint.entry;
@@ -120,6 +120,11 @@ fn check_tool(
         PinCheck::Changed { pinned } => Ok(ToolState::Refused(format!(
             "tool '{name}' of MCP entry '{entry}' changed since it was pinned (pin {}…, now {}…): its description, input schema or annotations differ; it is disabled until re-pinned (`orrery pins reset {entry}`)",
             short(&pinned),
+            short(&digest)
+        ))),
+        PinCheck::Unpinned => Ok(ToolState::Refused(format!(
+            "tool '{name}' of MCP entry '{entry}' has no pin in {} (digest {}…); it is used only once the entry is probed and its pins accepted",
+            pins.describe(),
             short(&digest)
         ))),
     }

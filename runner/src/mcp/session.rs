@@ -17,7 +17,7 @@ use super::http::GuardedMcpHttp;
 use super::listing::{ListCaps, list_tools_capped};
 use super::sse::{LegacySseTransport, SseTransportLimits};
 use crate::net::GuardedClient;
-use crate::pinstore::PinStore;
+use crate::pinstore::Pins;
 use orrery_crds::registry::McpTransport;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
@@ -132,7 +132,7 @@ enum Connection {
 pub struct McpSession {
     endpoint: McpEndpoint,
     client: GuardedClient,
-    pins: Arc<PinStore>,
+    pins: Arc<dyn Pins>,
     list_changed: Arc<AtomicBool>,
     connection: tokio::sync::Mutex<Connection>,
 }
@@ -148,7 +148,7 @@ impl std::fmt::Debug for McpSession {
 impl McpSession {
     /// A session (not yet connected) for `endpoint`, sending through `client`, pinning in
     /// `pins`.
-    pub fn new(endpoint: McpEndpoint, client: GuardedClient, pins: Arc<PinStore>) -> Self {
+    pub fn new(endpoint: McpEndpoint, client: GuardedClient, pins: Arc<dyn Pins>) -> Self {
         McpSession {
             endpoint,
             client,
@@ -171,7 +171,7 @@ impl McpSession {
     /// The pinned definition of `tool` from the pin store (an earlier run), if any.
     pub fn stored_definition(&self, tool: &str) -> Option<ToolDefinition> {
         self.pins
-            .tool_pin(&self.endpoint.pin_key(), tool)
+            .stored_tool(&self.endpoint.pin_key(), tool)
             .map(|p| ToolDefinition {
                 description: p.description,
                 input_schema: p.input_schema,
@@ -300,7 +300,7 @@ impl McpSession {
             .await
             .map_err(|e| fail("could not list its tools", &e))?;
         let listener = self.listen_for_changes(&peer).await;
-        let tools = check_all(&self.endpoint, &self.pins, &listed)?;
+        let tools = check_all(&self.endpoint, self.pins.as_ref(), &listed)?;
         Ok(Ready {
             peer,
             service: tokio::sync::Mutex::new(Some(service)),
@@ -315,7 +315,7 @@ impl McpSession {
         let entry = &self.endpoint.entry;
         let relist = list_tools_capped(|p| ready.peer.list_tools(p), ListCaps::default());
         let relisted = match tokio::time::timeout(self.endpoint.call_timeout, relist).await {
-            Ok(Ok(listed)) => check_all(&self.endpoint, &self.pins, &listed),
+            Ok(Ok(listed)) => check_all(&self.endpoint, self.pins.as_ref(), &listed),
             Ok(Err(e)) => Err(e),
             Err(_) => Err("no answer in time".to_owned()),
         };

@@ -4,13 +4,14 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
+use orrery_crds::budget::BudgetLimits;
 use orrery_crds::composition::CompositionSpec;
 use orrery_crds::plan::{Plan, plan};
 use orrery_crds::registry::{
     A2aEntry, McpEntry, McpTransport, ModelEntry, ModelProvider as ProviderKind, ModelScript,
     RegistryEntry, RegistryEntrySpec,
 };
-use orrery_crds::validate::{Ceilings, DeploymentLimits, RegistryView};
+use orrery_crds::validate::{DeploymentLimits, RegistryView};
 use orrery_runner::approval::{DecisionSource, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::engine::{ModelBinding, RunOptions, RunResult, RunSetup, run};
 use orrery_runner::events::{EventBody, EventSink, MemorySink, TraceEvent};
@@ -60,7 +61,7 @@ pub fn registry() -> Vec<RegistryEntry> {
 /// Limits with generous ceilings (so tests can set large budgets) and `m` as the default model.
 pub fn limits() -> DeploymentLimits {
     DeploymentLimits {
-        ceilings: Ceilings {
+        ceilings: BudgetLimits {
             max_tokens: 10_000_000,
             max_tool_calls: 10_000,
             max_delegations: 1_000,

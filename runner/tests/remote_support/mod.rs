@@ -6,10 +6,10 @@
 pub mod a2a_fixture;
 pub mod mcp_fixture;
 
+use orrery_crds::budget::BudgetLimits;
 use orrery_crds::common::BearerAuth;
 use orrery_crds::plan::{PlannedTool, ToolKind, model_tool_name};
 use orrery_crds::registry::{A2aEntry, Effect, McpEntry, McpTransport, RegistryEntry};
-use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{People, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::events::{EventBody, MemorySink, Trace, TraceEvent, TraceOptions};
 use orrery_runner::ledger::Ledger;
@@ -119,12 +119,12 @@ pub struct TestCtx {
 
 impl TestCtx {
     pub fn new(decisions: impl IntoIterator<Item = ScriptedDecision>) -> Self {
-        Self::with_budgets(decisions, Ceilings::default())
+        Self::with_budgets(decisions, BudgetLimits::default())
     }
 
     pub fn with_budgets(
         decisions: impl IntoIterator<Item = ScriptedDecision>,
-        budgets: Ceilings,
+        budgets: BudgetLimits,
     ) -> Self {
         let sink = Arc::new(MemorySink::new());
         let mut options = TraceOptions::new("remote-test");

@@ -5,10 +5,10 @@
 //! it the interop tests skip with a message saying how to run them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use orrery_crds::budget::BudgetLimits;
 use orrery_crds::common::BearerAuth;
 use orrery_crds::plan::{PlannedTool, ToolKind, model_tool_name};
 use orrery_crds::registry::{A2aEntry, McpEntry, McpTransport, RegistryEntry};
-use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{People, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::events::{MemorySink, Trace, TraceOptions};
 use orrery_runner::ledger::Ledger;
@@ -273,7 +273,7 @@ impl Ctx {
         let mut options = TraceOptions::new("interop");
         options.capture_content = true;
         let trace = Trace::new(options, vec![sink.clone()]);
-        let ledger = Arc::new(Ledger::new(Ceilings::default()));
+        let ledger = Arc::new(Ledger::new(BudgetLimits::default()));
         let decisions = Arc::new(ScriptedDecisions::new(decisions));
         let people = Arc::new(People::new(
             decisions.clone(),

@@ -12,7 +12,7 @@ use super::rpc::{Exchange, Rpc};
 use crate::a2a::types::{Message, Part, Role, Task, TaskState};
 use crate::events::{Direction, EventBody};
 use crate::net::GuardedClient;
-use crate::pinstore::PinStore;
+use crate::pinstore::Pins;
 use crate::remote::output::{MAX_OUTPUT_BYTES, screened};
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
@@ -32,7 +32,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct A2aAgent {
     endpoint: A2aEndpoint,
     client: GuardedClient,
-    pins: Arc<PinStore>,
+    pins: Arc<dyn Pins>,
     disabled: Mutex<Option<CallError>>,
     last_card: Mutex<Option<Arc<TrustedCard>>>,
     cancels: Arc<Mutex<Vec<JoinHandle<()>>>>,
@@ -104,7 +104,7 @@ struct Finish {
 
 impl A2aAgent {
     /// The agent of `endpoint`, reached through `client`, its card pinned in `pins`.
-    pub fn new(endpoint: A2aEndpoint, client: GuardedClient, pins: Arc<PinStore>) -> Self {
+    pub fn new(endpoint: A2aEndpoint, client: GuardedClient, pins: Arc<dyn Pins>) -> Self {
         A2aAgent {
             endpoint,
             client,
@@ -136,7 +136,7 @@ impl A2aAgent {
         if let Some(e) = self.disabled() {
             return Err(e);
         }
-        match fetch_trusted_card(&self.client, &self.endpoint, &self.pins).await {
+        match fetch_trusted_card(&self.client, &self.endpoint, self.pins.as_ref()).await {
             Ok(card) => {
                 let card = Arc::new(card);
                 *lock(&self.last_card) = Some(card.clone());

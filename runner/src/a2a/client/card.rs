@@ -9,7 +9,7 @@ use crate::a2a::types::{AgentCard, BINDING_JSONRPC};
 use crate::net::GuardedClient;
 use crate::net::is_loopback_host;
 use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
-use crate::pinstore::{PinCheck, PinSource, PinStore};
+use crate::pinstore::{PinCheck, Pins};
 use crate::remote::output::{decode, plain_name};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
@@ -40,7 +40,7 @@ fn refused(entry: &str, why: impl std::fmt::Display) -> CallError {
 pub async fn fetch_trusted_card(
     client: &GuardedClient,
     endpoint: &A2aEndpoint,
-    pins: &PinStore,
+    pins: &dyn Pins,
 ) -> Result<TrustedCard, CallError> {
     let entry = &endpoint.entry;
     let request = client
@@ -85,7 +85,7 @@ pub async fn fetch_trusted_card(
 }
 
 /// Compares the digest with `cardSHA256`, or with the pin store (pinning it on first use).
-fn check_pin(endpoint: &A2aEndpoint, pins: &PinStore, digest: &str) -> Result<(), CallError> {
+fn check_pin(endpoint: &A2aEndpoint, pins: &dyn Pins, digest: &str) -> Result<(), CallError> {
     let entry = &endpoint.entry;
     if let Some(expected) = &endpoint.card_sha256 {
         if !expected.eq_ignore_ascii_case(digest) {
@@ -98,12 +98,19 @@ fn check_pin(endpoint: &A2aEndpoint, pins: &PinStore, digest: &str) -> Result<()
         }
         return Ok(());
     }
-    match pins.check_card(&endpoint.pin_key(), entry, digest, PinSource::FirstUse) {
+    match pins.check_card(&endpoint.pin_key(), entry, digest) {
         Ok(PinCheck::PinnedNow | PinCheck::Matches) => Ok(()),
         Ok(PinCheck::Changed { pinned }) => Err(refused(
             entry,
             format!(
                 "its trust fields (interfaces, security, skills) changed since the card was pinned ({pinned} then, {digest} now); the entry is disabled until re-pinned (`orrery pins reset {entry}`, or set cardSHA256)"
+            ),
+        )),
+        Ok(PinCheck::Unpinned) => Err(refused(
+            entry,
+            format!(
+                "its card (trust digest {digest}) has no pin in {}; the entry is used only once it is probed and its pin accepted",
+                pins.describe()
             ),
         )),
         Err(e) => Err(CallError::new(
@@ -209,7 +216,7 @@ mod tests {
 
     #[test]
     fn a_config_pin_is_compared_and_a_first_use_pin_is_kept() {
-        let pins = PinStore::in_memory();
+        let pins = crate::pinstore::PinStore::in_memory();
         let mut ep = endpoint("https://agent.example.com/.well-known/agent-card.json", &[]);
         assert!(check_pin(&ep, &pins, "aa").is_ok(), "pinned on first use");
         assert!(check_pin(&ep, &pins, "aa").is_ok());

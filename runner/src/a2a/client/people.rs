@@ -6,8 +6,8 @@ use super::agent::{MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS};
 use super::reply::question;
 use crate::a2a::types::Task;
 use crate::approval::{AskError, Settled};
-use crate::ledger::BudgetKey;
 use crate::tools::{ToolContext, ToolError, ToolOutput};
+use orrery_crds::budget::BudgetKey;
 use orrery_crds::run::ApprovalKind;
 
 /// Asks the owner to confirm a call to acting remote `entry` (rules 4.44–4.49). `Some(output)`:

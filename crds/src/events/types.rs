@@ -1,7 +1,7 @@
 //! The event types: [`TraceEvent`] and its [`EventBody`] variants.
 
-use crate::ledger::BudgetKey;
-use orrery_crds::run::{ApprovalKind, RunTotals};
+use crate::budget::{BudgetKey, BudgetLimits};
+use crate::run::{ApprovalKind, RunError, RunTotals};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -57,33 +57,6 @@ impl Outcome {
             Outcome::Rejected => "Rejected",
         }
     }
-}
-
-/// Why a run did not succeed: the node, and a message a user can act on.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunErrorInfo {
-    /// The node that failed, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// What went wrong.
-    pub message: String,
-}
-
-/// The run's budgets as `run.start` reports them.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BudgetLimits {
-    /// `maxTokens`.
-    pub max_tokens: u64,
-    /// `maxToolCalls`.
-    pub max_tool_calls: u64,
-    /// `maxDelegations`.
-    pub max_delegations: u64,
-    /// `maxRemoteCalls`.
-    pub max_remote_calls: u64,
-    /// `timeoutSeconds`.
-    pub timeout_seconds: u64,
 }
 
 /// How a node's entry ended.
@@ -171,7 +144,7 @@ pub enum EventBody {
         outcome: Outcome,
         /// Why, when it did not succeed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<RunErrorInfo>,
+        error: Option<RunError>,
         /// What it used.
         totals: RunTotals,
         /// Events dropped past the per-run cap.

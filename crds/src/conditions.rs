@@ -1,0 +1,68 @@
+//! The condition types and reasons of the three resources, as constants: the operator sets
+//! them, the sidecar and the console read them, GitOps tools wait on them. A condition's `type`
+//! or `reason` is never written as a bare string elsewhere.
+//!
+//! Every kind carries the kstatus conditions ([`READY`], [`RECONCILING`], [`STALLED`]) so Flux
+//! health checks and `kubectl wait --for=condition=Ready` work without custom code, besides its
+//! domain conditions ([`VALID`] on a Composition, [`PINNED`] on a RegistryEntry, [`SUCCEEDED`] on
+//! a StudioRun).
+
+/// kstatus: the object is reconciled and usable.
+pub const READY: &str = "Ready";
+/// kstatus: the controller is working towards the desired state (True while it works).
+pub const RECONCILING: &str = "Reconciling";
+/// kstatus: the controller cannot make progress without a change to the object (True when stuck).
+pub const STALLED: &str = "Stalled";
+/// Composition: the spec passed the validator.
+pub const VALID: &str = "Valid";
+/// RegistryEntry: its card or tools are pinned and match what the remote serves.
+pub const PINNED: &str = "Pinned";
+/// StudioRun: the run ended `Succeeded` (False for any other outcome, Unknown while it runs).
+pub const SUCCEEDED: &str = "Succeeded";
+
+/// Machine-readable reasons (CamelCase) of the conditions above.
+pub mod reasons {
+    /// The composition has no errors.
+    pub const VALID: &str = "Valid";
+    /// The composition has at least one error; `status.errors` lists them.
+    pub const INVALID: &str = "Invalid";
+    /// The controller has not looked at this generation yet.
+    pub const PROGRESSING: &str = "Progressing";
+    /// The entry was probed and everything it serves matches its pins.
+    pub const PROBED: &str = "Probed";
+    /// A static check of the entry's spec failed (scheme, allowlist, acting, secrets).
+    pub const SPEC_REFUSED: &str = "SpecRefused";
+    /// The remote could not be reached or answered badly; the entry is probed again later.
+    pub const PROBE_FAILED: &str = "ProbeFailed";
+    /// The remote now serves something other than what was pinned; a person must accept it.
+    pub const PIN_CHANGED: &str = "PinChanged";
+    /// A run waits for a free slot under a concurrency limit.
+    pub const QUEUED: &str = "Queued";
+    /// A run is executing in its runner pod.
+    pub const RUNNING: &str = "Running";
+    /// A run waits for a person's decision.
+    pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
+    /// A run ended: the reason is its outcome (`Succeeded`, `Failed`, `Cancelled`,
+    /// `BudgetExhausted`, `Rejected`), so only this one is not listed as its own constant.
+    pub const FINISHED: &str = "Finished";
+    /// A run was refused before it started (invalid composition, entry not ready, over the
+    /// owner's daily budget).
+    pub const REFUSED: &str = "Refused";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printer_columns_read_the_conditions_these_constants_name() {
+        let crds = crate::crd_yaml::all_crds();
+        let text = serde_json::to_string(&crds).unwrap_or_default();
+        for condition in [READY, VALID, PINNED] {
+            assert!(
+                text.contains(&format!("@.type==\\\"{condition}\\\"")),
+                "no printer column reads condition {condition}"
+            );
+        }
+    }
+}
