@@ -70,7 +70,8 @@ static ITEMS: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `..._rule_2_13`, `..._rules_4_14_4_15` in identifiers.
 static IDENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:\b|_)rules?((?:_\d+_\d+)+)(?:_|\b)").expect("the identifier pattern compiles")
+    Regex::new(r"(?i)(?:\b|_)rules?((?:_\d+_\d+)+)(?:_|\b)")
+        .expect("the identifier pattern compiles")
 });
 
 /// Every number (or section) one citation list names; ranges (`5.22–5.24`) name every rule in
@@ -95,7 +96,10 @@ fn expand(list: &str) -> Vec<Cited> {
             continue;
         }
         let n: u32 = n.parse().expect("digits");
-        match item.get(2).map(|m| m.as_str().split_once('.').expect("a dotted number")) {
+        match item
+            .get(2)
+            .map(|m| m.as_str().split_once('.').expect("a dotted number"))
+        {
             Some((s2, n2)) if s2.parse::<u32>().ok() == Some(s) => {
                 let n2: u32 = n2.parse().expect("digits");
                 out.extend((n..=n2.max(n)).map(|k| Cited::Rule(s, k)));
@@ -103,7 +107,10 @@ fn expand(list: &str) -> Vec<Cited> {
             // a range across sections names its two ends
             Some((s2, n2)) => {
                 out.push(Cited::Rule(s, n));
-                out.push(Cited::Rule(s2.parse().expect("digits"), n2.parse().expect("digits")));
+                out.push(Cited::Rule(
+                    s2.parse().expect("digits"),
+                    n2.parse().expect("digits"),
+                ));
             }
             None => out.push(Cited::Rule(s, n)),
         }
@@ -194,7 +201,10 @@ fn citing_files(root: &Path) -> Vec<PathBuf> {
                 }
                 continue;
             }
-            let rel = path.strip_prefix(root).expect("under the root").to_path_buf();
+            let rel = path
+                .strip_prefix(root)
+                .expect("under the root")
+                .to_path_buf();
             let top_md = rel.components().count() == 1 && name.ends_with(".md");
             let docs_md = rel.starts_with("docs") && name.ends_with(".md");
             if (name.ends_with(".rs") && rel != Path::new(SELF_PATH)) || top_md || docs_md {
@@ -224,12 +234,12 @@ static SECTION: LazyLock<Regex> =
 static SUBSECTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^###\s+(\d+)([a-z])\.\s").expect("the subsection pattern compiles")
 });
-static RULE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^- \*\*(\d+)\.(\d+)\*\*\s").expect("the rule pattern compiles")
-});
+static RULE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^- \*\*(\d+)\.(\d+)\*\*\s").expect("the rule pattern compiles"));
 /// A proof: `` `test_name` (`path/to/file.rs` `` (more may follow inside the parentheses).
 static PROOF: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"`([A-Za-z_][A-Za-z0-9_]*)`\s*\(`([^`\s]+\.rs)`").expect("the proof pattern compiles")
+    Regex::new(r"`([A-Za-z_][A-Za-z0-9_]*)`\s*\(`([^`\s]+\.rs)`")
+        .expect("the proof pattern compiles")
 });
 
 fn parse_doc(text: &str) -> Doc {
@@ -247,15 +257,19 @@ fn parse_doc(text: &str) -> Doc {
             let s: u32 = c[1].parse().expect("digits");
             let letter = c[2].chars().next().expect("a letter");
             if section != Some(s) {
-                doc.problems.push(format!("{DOC}:{n}: subsection {s}{letter} is not under section {s}"));
+                doc.problems.push(format!(
+                    "{DOC}:{n}: subsection {s}{letter} is not under section {s}"
+                ));
             }
             doc.subsections.insert((s, letter));
             current = None;
         } else if let Some(c) = RULE.captures(line) {
             let key = (c[1].parse().expect("digits"), c[2].parse().expect("digits"));
             if let Some((first, _, _)) = doc.rules.get(&key) {
-                doc.problems
-                    .push(format!("{DOC}:{n}: rule {}.{} is numbered twice (first at line {first})", key.0, key.1));
+                doc.problems.push(format!(
+                    "{DOC}:{n}: rule {}.{} is numbered twice (first at line {first})",
+                    key.0, key.1
+                ));
             }
             doc.rules.insert(key, (n, line.to_owned(), section));
             current = Some(key);
@@ -269,7 +283,9 @@ fn parse_doc(text: &str) -> Doc {
     }
     for ((s, r), (line, body, under)) in &doc.rules {
         if *under != Some(*s) {
-            doc.problems.push(format!("{DOC}:{line}: rule {s}.{r} is not under section {s}"));
+            doc.problems.push(format!(
+                "{DOC}:{line}: rule {s}.{r} is not under section {s}"
+            ));
         }
         let proven = body.contains("Tests:")
             || body.contains("Not yet tested")
@@ -293,7 +309,10 @@ fn parse_doc(text: &str) -> Doc {
     for (s, numbers) in by_section {
         for (want, got) in (1..).zip(&numbers) {
             if want != *got {
-                doc.problems.push(format!("{DOC}: section {s} jumps from {s}.{} to {s}.{got}", want - 1));
+                doc.problems.push(format!(
+                    "{DOC}: section {s} jumps from {s}.{} to {s}.{got}",
+                    want - 1
+                ));
                 break;
             }
         }
@@ -335,11 +354,17 @@ fn every_rule_cited_in_the_workspace_is_numbered_in_the_behaviour_document() {
         for (line, cited_as, c) in found {
             count += 1;
             if !doc.has(&c) {
-                missing.push(format!("{}:{line}: {c} (cited as \"{cited_as}\")", rel.display()));
+                missing.push(format!(
+                    "{}:{line}: {c} (cited as \"{cited_as}\")",
+                    rel.display()
+                ));
             }
         }
     }
-    assert!(count > 50, "only {count} citations found: is the scanner still reading the tree?");
+    assert!(
+        count > 50,
+        "only {count} citations found: is the scanner still reading the tree?"
+    );
     assert!(
         missing.is_empty(),
         "{} citation(s) name a rule or section that {DOC} does not number; number it there (in \
@@ -364,18 +389,25 @@ fn every_test_the_behaviour_document_names_exists_where_it_says() {
                 .entry(path.to_owned())
                 .or_insert_with(|| std::fs::read_to_string(root.join(path)).ok());
             let Some(source) = source else {
-                broken.push(format!("{DOC}:{line}: rule {s}.{r} names `{name}` in {path}, which does not exist"));
+                broken.push(format!(
+                    "{DOC}:{line}: rule {s}.{r} names `{name}` in {path}, which does not exist"
+                ));
                 continue;
             };
             let defined = Regex::new(&format!(r"\bfn\s+{}\b", regex::escape(name)))
                 .expect("the fn pattern compiles")
                 .is_match(source);
             if !defined {
-                broken.push(format!("{DOC}:{line}: rule {s}.{r} names `{name}`, which is not a fn in {path}"));
+                broken.push(format!(
+                    "{DOC}:{line}: rule {s}.{r} names `{name}`, which is not a fn in {path}"
+                ));
             }
         }
     }
-    assert!(count > 50, "only {count} tests named: is the proof format still `name` (`path.rs`)?");
+    assert!(
+        count > 50,
+        "only {count} tests named: is the proof format still `name` (`path.rs`)?"
+    );
     assert!(
         broken.is_empty(),
         "{} test(s) named in {DOC} do not exist (renamed or moved? update the document):\n{}",
@@ -387,8 +419,16 @@ fn every_test_the_behaviour_document_names_exists_where_it_says() {
 #[test]
 fn the_behaviour_document_numbers_each_rule_once_without_gaps_and_says_how_it_is_proven() {
     let doc = load_doc(&repo_root());
-    assert!(doc.rules.len() > 400, "only {} rules parsed from {DOC}", doc.rules.len());
-    assert!(doc.problems.is_empty(), "{DOC} has problems:\n{}", doc.problems.join("\n"));
+    assert!(
+        doc.rules.len() > 400,
+        "only {} rules parsed from {DOC}",
+        doc.rules.len()
+    );
+    assert!(
+        doc.problems.is_empty(),
+        "{DOC} has problems:\n{}",
+        doc.problems.join("\n")
+    );
 }
 
 // The checker's own reading of citations, so a form it stops recognising fails here first.
@@ -404,7 +444,10 @@ fn a_test_rules_4_7_4_26() {}
 fn b_rule_2_13() {}
 fn every_rule_compiles() {}
 ";
-    let got: Vec<(usize, Cited)> = citations(text).into_iter().map(|(l, _, c)| (l, c)).collect();
+    let got: Vec<(usize, Cited)> = citations(text)
+        .into_iter()
+        .map(|(l, _, c)| (l, c))
+        .collect();
     let want = vec![
         (1, Cited::Rule(5, 22)),
         (1, Cited::Rule(5, 23)),
@@ -450,5 +493,8 @@ fn a_gap_a_duplicate_and_an_unproven_rule_are_problems() {
     assert!(all.contains("numbered twice"), "{all}");
     assert!(all.contains("jumps from 1.1 to 1.3"), "{all}");
     assert!(all.contains("rule 1.3 says neither"), "{all}");
-    assert!(all.contains("rule 1.4 has `Tests:` but names no test"), "{all}");
+    assert!(
+        all.contains("rule 1.4 has `Tests:` but names no test"),
+        "{all}"
+    );
 }
