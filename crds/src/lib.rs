@@ -21,4 +21,5 @@ pub mod import;
 pub mod manifest;
 pub mod plan;
 pub mod schema;
+pub mod unique_keys;
 pub mod validate;
