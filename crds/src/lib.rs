@@ -17,6 +17,7 @@ pub use run::{StudioRun, StudioRunSpec, StudioRunStatus};
 pub mod capabilities;
 pub mod codes;
 pub mod crd_yaml;
+pub mod host;
 pub mod import;
 pub mod manifest;
 pub mod plan;
