@@ -670,8 +670,9 @@ fn a_critic_loop_may_start_at_its_head_and_plans_from_it() {
 #[test]
 fn every_problem_of_a_graph_is_reported_at_once() {
     // (what, spec, every error expected as code at field)
+    type Expected<'a> = &'a [(&'a str, &'a str)];
     #[rustfmt::skip]
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[(&str, &str, Expected)] = &[
         ("a head-first loop without maxIterations", &HEAD_FIRST_LOOP.replace(", maxIterations: 2", ""),
             &[(codes::UNBOUNDED_CYCLE, "spec.edges[1]")]),
         // Three loops nested from the first node, the outer one unbounded, then a loop around a
