@@ -92,9 +92,10 @@ pub const SELF_LOOP: &str = "self_loop";
 pub const DUPLICATE_EDGE: &str = "duplicate_edge";
 /// A node no path from the first node reaches.
 pub const UNREACHABLE_NODE: &str = "unreachable_node";
-/// More than one node with no incoming edge.
+/// More than one node with no incoming edge (the first node is the one no forward edge enters;
+/// back edges do not count, so a critic loop may start at its head).
 pub const MULTIPLE_FIRST_NODES: &str = "multiple_first_nodes";
-/// Every node has an incoming edge, so none is first.
+/// No node is on the main graph (every node is a supervisor's child), so none runs first.
 pub const NO_FIRST_NODE: &str = "no_first_node";
 /// No reachable node ends the run.
 pub const NO_TERMINAL_NODE: &str = "no_terminal_node";
@@ -198,7 +199,7 @@ pub const ALL_CODES: &[CodeInfo] = &[
     (DUPLICATE_EDGE, Severity::Error, "the same edge (from, to, when) listed twice", "1.35"),
     (UNREACHABLE_NODE, Severity::Error, "no path from the first node reaches the node", "1.36"),
     (MULTIPLE_FIRST_NODES, Severity::Error, "more than one node has no incoming edge", "1.37"),
-    (NO_FIRST_NODE, Severity::Error, "every node has an incoming edge, so none is first", "1.37"),
+    (NO_FIRST_NODE, Severity::Error, "no node runs first: every node is a supervisor's child (a supervisor cycle)", "1.37"),
     (NO_TERMINAL_NODE, Severity::Error, "no reachable node ends the run", "1.38"),
     (FAN_OUT_NOT_PARALLEL, Severity::Error, "a node with several unlabelled outgoing edges is not a Parallel", "1.43"),
     (NOT_SUPPORTED_YET, Severity::Error, "node kind RemoteA2A or Handoff, or pattern Handoff, which the engine does not run yet", "1.76"),

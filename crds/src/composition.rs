@@ -53,7 +53,8 @@ pub struct CompositionSpec {
     #[schemars(length(min = 1, max = 30))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
     pub nodes: Vec<Node>,
-    /// Directed edges between nodes. The node no edge enters is the first node; a node with no
+    /// Directed edges between nodes. The first node is the one no forward edge enters (a loop's
+    /// back edge does not count, so a critic loop may start at its head); a node with no
     /// outgoing edge ends the run.
     #[serde(default)]
     #[schemars(length(max = 120))]

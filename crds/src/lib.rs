@@ -16,6 +16,7 @@ pub mod conditions;
 #[cfg(feature = "files")]
 pub mod crd_yaml;
 pub mod events;
+pub mod host;
 #[cfg(feature = "files")]
 pub mod import;
 #[cfg(feature = "files")]
@@ -25,6 +26,7 @@ pub mod registry;
 pub mod run;
 pub mod schema;
 pub mod tool_names;
+pub mod unique_keys;
 pub mod validate;
 
 pub use budget::{BudgetKey, BudgetLimits, Budgets};

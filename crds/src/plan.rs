@@ -29,7 +29,8 @@ pub type SectionIdx = usize;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
-    /// The first node (the only one no edge enters, supervisor children aside).
+    /// The first node: the only one no forward edge enters (supervisor children aside); a
+    /// critic loop may start at it, so its back edge may enter it.
     pub start: NodeIdx,
     /// Every node, supervisor children included, in spec order.
     pub nodes: Vec<PlanNode>,

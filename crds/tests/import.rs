@@ -298,6 +298,54 @@ fn json_that_does_not_parse_is_not_json() {
 }
 
 #[test]
+fn a_key_twice_in_one_object_is_refused_with_the_key_and_its_line() {
+    // (what, the text changed, the key, its line)
+    let cases = [
+        (
+            "at the top",
+            RELEASE_NOTES.replace(
+                "\"pattern\": \"critic_loop\",",
+                "\"pattern\": \"pipeline\",\n  \"pattern\": \"critic_loop\",",
+            ),
+            "pattern",
+            5,
+        ),
+        (
+            "in the budgets",
+            RELEASE_NOTES.replace(
+                "\"max_tokens\": 120000,",
+                "\"max_tokens\": 120000, \"max_tokens\": 5,",
+            ),
+            "max_tokens",
+            5,
+        ),
+        (
+            "in a node",
+            RELEASE_NOTES.replace(
+                "{ \"id\": \"writer\",",
+                "{ \"id\": \"writer\", \"id\": \"editor\",",
+            ),
+            "id",
+            10,
+        ),
+    ];
+    for (what, text, key, line) in cases {
+        assert_ne!(text, RELEASE_NOTES, "{what}: the fixture changed");
+        let err = import_spec_json(&text, &ImportOptions::default()).unwrap_err();
+        assert!(matches!(err, ImportError::NotJson(_)), "{what}: {err}");
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("duplicate key \"{key}\"")),
+            "{what}: {message}"
+        );
+        assert!(
+            message.contains(&format!("line {line}")),
+            "{what}: {message}"
+        );
+    }
+}
+
+#[test]
 fn an_unconvertible_spec_lists_every_problem_in_its_message() {
     let text = RELEASE_NOTES
         .replace("\"spec_version\": 1", "\"spec_version\": 3")

@@ -8,11 +8,8 @@
 //! names, a scopeless requirement and the "no auth" item `{}` all count. Integers outside
 //! ±(2^53−1) are refused rather than silently rounded.
 
-use serde::Deserialize;
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::fmt;
 
 /// Why a document could not be parsed or pinned.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -57,93 +54,11 @@ pub fn canonical_sha256(value: &Value) -> Result<String, PinError> {
     Ok(hex::encode(Sha256::digest(canonical.as_bytes())))
 }
 
-/// A JSON value parsed with duplicate keys refused at every depth.
-struct Strict(Value);
-
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Strict;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
-        Ok(Strict(Value::Bool(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
-        Ok(Strict(Value::from(v)))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
-        Ok(Strict(Value::from(v)))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Strict, E> {
-        serde_json::Number::from_f64(v)
-            .map(|n| Strict(Value::Number(n)))
-            .ok_or_else(|| E::custom("a number that is not finite"))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
-        Ok(Strict(Value::String(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Strict, E> {
-        Ok(Strict(Value::String(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Strict, E> {
-        Ok(Strict(Value::Null))
-    }
-    fn visit_none<E>(self) -> Result<Strict, E> {
-        Ok(Strict(Value::Null))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
-        let mut out = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Strict(Value::Array(out)))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate key {}",
-                    key_for_message(&key)
-                )));
-            }
-            let Strict(v) = map.next_value()?;
-            out.insert(key, v);
-        }
-        Ok(Strict(Value::Object(out)))
-    }
-}
-
-/// A duplicate key as named in an error: short identifier-like keys verbatim, anything else
-/// (it is remote text) only by its length, so an error message never carries a crafted key.
-fn key_for_message(key: &str) -> String {
-    let plain = key.len() <= 64
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$' | '@'));
-    if plain {
-        format!("{key:?}")
-    } else {
-        format!("({} bytes, not shown)", key.len())
-    }
-}
-
 /// Parses JSON, refusing duplicate object keys at any depth (serde_json alone keeps the last
 /// one silently, so `{"url":"https://a","url":"http://127.0.0.1"}` would pin as the second).
+/// The parser is the one manifests and seed imports use ([`orrery_crds::unique_keys`]).
 pub fn parse_json_no_duplicate_keys(bytes: &[u8]) -> Result<Value, PinError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let Strict(value) = Strict::deserialize(&mut de).map_err(|e| PinError::Json(e.to_string()))?;
-    de.end().map_err(|e| PinError::Json(e.to_string()))?;
-    Ok(value)
+    orrery_crds::unique_keys::json_from_slice(bytes).map_err(|e| PinError::Json(e.to_string()))
 }
 
 const SAFE_INTEGER: u64 = (1 << 53) - 1;

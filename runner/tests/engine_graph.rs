@@ -141,6 +141,69 @@ nodes:
     );
 }
 
+/// The canonical critic loop, starting at its head: nothing but the back edge enters `draft`.
+const HEAD_FIRST_LOOP: &str = r#"
+pattern: CriticLoop
+nodes:
+  - {id: draft, kind: LLMAgent}
+  - {id: review, kind: LLMAgent, output: {labels: [again, done]}}
+edges:
+  - {from: draft, to: review}
+  - {from: review, to: draft, when: again, maxIterations: 2}
+"#;
+
+#[tokio::test]
+async fn a_critic_loop_whose_first_node_is_its_head_runs_from_the_head_and_counts_its_back_edge() {
+    let ran = Case::new(
+        HEAD_FIRST_LOOP,
+        r#"
+nodes:
+  draft: [{reply: "draft {{input}}"}]
+  review: [{label: again, reply: "more detail"}, {label: done, reply: "final: {{input}}"}]
+"#,
+    )
+    .input("topic")
+    .run()
+    .await;
+    ran.assert_well_formed();
+    assert_eq!(ran.result.outcome, Outcome::Succeeded);
+    assert_eq!(ran.entered(), ["draft", "review", "draft", "review"]);
+    assert_eq!(ran.loops(), [("review".into(), 1, 2, false)]);
+    assert_eq!(
+        ran.result.output.as_deref(),
+        Some("final: draft more detail")
+    );
+}
+
+#[tokio::test]
+async fn a_critic_loop_whose_first_node_is_its_head_stops_at_its_cap_with_the_last_draft() {
+    let ran = Case::new(
+        HEAD_FIRST_LOOP,
+        r#"
+nodes:
+  draft: [{reply: "draft 1"}, {reply: "draft 2"}, {reply: "draft 3"}]
+  review: [{label: again, reply: "again"}]
+"#,
+    )
+    .run()
+    .await;
+    ran.assert_well_formed();
+    assert_eq!(ran.result.outcome, Outcome::Succeeded);
+    assert_eq!(
+        ran.entered(),
+        ["draft", "review", "draft", "review", "draft", "review"]
+    );
+    assert_eq!(
+        ran.loops(),
+        [
+            ("review".into(), 1, 2, false),
+            ("review".into(), 2, 2, false),
+            ("review".into(), 3, 2, true)
+        ]
+    );
+    assert_eq!(ran.result.output.as_deref(), Some("draft 3"));
+}
+
 #[tokio::test]
 async fn an_inner_loop_restarts_from_zero_when_the_outer_back_edge_is_taken_rule_2_14() {
     let ran = Case::new(

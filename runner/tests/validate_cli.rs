@@ -326,6 +326,61 @@ fn import_refuses_what_it_cannot_convert_with_exit_1_and_unreadable_input_with_e
 }
 
 #[test]
+fn import_refuses_a_file_or_stdin_over_the_validate_cap_with_exit_2_and_writes_nothing() {
+    use std::io::Write;
+    let dir = scratch("import-big");
+    let seed = std::fs::read_to_string(repo().join("crds/tests/fixtures/release-notes.spec.json"))
+        .unwrap();
+    let cap = orrery_crds::manifest::MAX_FILE_BYTES as usize;
+    // A spec that would convert, padded with whitespace to one byte over the cap, and one at
+    // exactly the cap, which is read.
+    let padded = |len: usize| format!("{seed}{}", " ".repeat(len - seed.len()));
+    let over = dir.join("over.spec.json");
+    let at_cap = dir.join("at-cap.spec.json");
+    std::fs::write(&over, padded(cap + 1)).unwrap();
+    std::fs::write(&at_cap, padded(cap)).unwrap();
+    let out = orrery(&["import", over.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is larger than 3 MiB"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    let out = orrery(&["import", at_cap.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Standard input is capped alike (50 MB offered, refused after the cap).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b' '; 1024 * 1024];
+        // The binary stops reading at the cap: a broken pipe past it is expected.
+        let _ = stdin.write_all(seed.as_bytes());
+        for _ in 0..50 {
+            if stdin.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("<stdin>: the input is larger than 3 MiB"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn crds_prints_the_generated_crds_and_writes_the_checked_in_files() {
     let out = orrery(&["crds"]);
     assert_eq!(out.status.code(), Some(0));

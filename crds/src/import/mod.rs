@@ -27,7 +27,7 @@ pub struct ImportOptions {
 /// Why a seed spec could not be imported.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// The text is not JSON.
+    /// The text is not JSON, or holds a key twice in one object.
     #[error("not valid JSON: {0}")]
     NotJson(#[from] serde_json::Error),
     /// The JSON cannot be converted; each problem names its JSON path (`loc`, in the seed
@@ -45,9 +45,10 @@ pub fn display_path(loc: &[PathSegment]) -> String {
     }
 }
 
-/// Reads a seed spec from JSON text.
+/// Reads a seed spec from JSON text. A key twice in one object, at any depth, is refused as
+/// [`ImportError::NotJson`] naming the key and its line, never read as the last one.
 pub fn import_spec_json(text: &str, options: &ImportOptions) -> Result<Composition, ImportError> {
-    let value: Value = serde_json::from_str(text)?;
+    let value = crate::unique_keys::json_from_str(text)?;
     import_spec(&value, options).map_err(ImportError::Unconvertible)
 }
 

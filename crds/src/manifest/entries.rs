@@ -56,11 +56,11 @@ pub(super) fn entry_problems(
         ));
     }
     if let Some(mcp) = &spec.mcp {
-        if !is_secure_url(&mcp.url) {
+        if let Some(why) = url_problem(&mcp.url) {
             out.push(issue(
                 loc!["spec", "mcp", "url"],
                 codes::INSECURE_URL,
-                format!("spec.mcp.url must be an https URL (plain http is allowed only to {LOOPBACK}); {:?} is not", mcp.url),
+                format!("spec.mcp.url must be an https URL (plain http is allowed only to {LOOPBACK}); {why}"),
             ));
         }
         for (i, tool) in mcp.read_only.iter().enumerate() {
@@ -74,19 +74,19 @@ pub(super) fn entry_problems(
         }
     }
     if let Some(a2a) = &spec.a2a {
-        if !is_secure_url(&a2a.card_url) {
+        if let Some(why) = url_problem(&a2a.card_url) {
             out.push(issue(
                 loc!["spec", "a2a", "cardUrl"],
                 codes::INSECURE_URL,
-                format!("spec.a2a.cardUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {:?} is not", a2a.card_url),
+                format!("spec.a2a.cardUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {why}"),
             ));
         }
         for (i, origin) in a2a.service_origins.iter().enumerate() {
-            if !is_secure_url(origin) {
+            if let Some(why) = url_problem(origin) {
                 out.push(issue(
                     loc!["spec", "a2a", "serviceOrigins", i],
                     codes::INSECURE_URL,
-                    format!("each of spec.a2a.serviceOrigins must be an https URL (plain http is allowed only to {LOOPBACK}); {origin:?} is not"),
+                    format!("each of spec.a2a.serviceOrigins must be an https URL (plain http is allowed only to {LOOPBACK}); {why}"),
                 ));
             }
         }
@@ -101,12 +101,12 @@ pub(super) fn entry_problems(
     if let Some(model) = &spec.model {
         let at: Loc = vec![PathSegment::from("spec"), PathSegment::from("model")];
         if let Some(base_url) = &model.base_url
-            && !is_secure_url(base_url)
+            && let Some(why) = url_problem(base_url)
         {
             out.push(issue(
                 loc!["spec", "model", "baseUrl"],
                 codes::INSECURE_URL,
-                format!("spec.model.baseUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {base_url:?} is not (a private endpoint needs https too)"),
+                format!("spec.model.baseUrl must be an https URL (plain http is allowed only to {LOOPBACK}); {why} (a private endpoint needs https too)"),
             ));
         }
         if model.provider == ModelProvider::Scripted && model.script.is_none() {
@@ -130,10 +130,32 @@ pub(super) fn entry_problems(
     out
 }
 
-/// The CRD's CEL rule, mirrored: a URL (it parses, with a host) whose scheme is https, or http
-/// with the host exactly `localhost`, `127.0.0.1` or `::1`. The host is read the way the
-/// apiserver's URL library reads it: after any `user@`, before any `:port`, so
+/// What is wrong with an entry URL, as the end of a message (`None`: nothing). A URL passes when
+/// [`is_secure_url`] holds; a plain-http URL whose host the runtime reads as loopback
+/// ([`crate::host::is_loopback_url`], e.g. `http://127.1/`) but that is not written as the
+/// apiserver's rule reads it is named as such, so the message says why a loopback URL fails.
+fn url_problem(text: &str) -> Option<String> {
+    if is_secure_url(text) {
+        return None;
+    }
+    let plain_http = text
+        .split_once(':')
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http"));
+    if plain_http && crate::host::is_loopback_url(text) {
+        return Some(format!(
+            "{text:?} reaches loopback, but its host is not written exactly as one of them (the apiserver reads the host as written): write localhost, 127.0.0.1 or [::1]"
+        ));
+    }
+    Some(format!("{text:?} is not"))
+}
+
+/// The CRD's CEL rule, mirrored, on the runtime's reading of the host: a URL (it parses, with a
+/// host) whose scheme is https, or http to a host that is loopback to the runtime's guard
+/// ([`crate::host::is_loopback_url`], the one classifier both use) and written exactly
+/// `localhost`, `127.0.0.1` or `::1`, as the CEL rule requires. The written host is read the
+/// way the apiserver's URL library reads it: after any `user@`, before any `:port`, so
 /// `http://localhost.evil.example/` and `http://localhost@evil.example/` are not loopback.
+/// Plain http thus passes only where both the apiserver and the guard accept it.
 pub(crate) fn is_secure_url(text: &str) -> bool {
     if url::Url::parse(text).is_err() {
         return false;
@@ -163,7 +185,9 @@ pub(crate) fn is_secure_url(text: &str) -> bool {
     }
     match scheme.to_ascii_lowercase().as_str() {
         "https" => true,
-        "http" => ["localhost", "127.0.0.1", "::1"].contains(&host),
+        "http" => {
+            ["localhost", "127.0.0.1", "::1"].contains(&host) && crate::host::is_loopback_url(text)
+        }
         _ => false,
     }
 }
@@ -274,6 +298,37 @@ mod tests {
         for (url, secure) in cases {
             assert_eq!(is_secure_url(url), secure, "{url}");
         }
+    }
+
+    #[test]
+    fn a_loopback_host_in_another_spelling_is_refused_saying_it_is_loopback() {
+        for url in [
+            "http://127.1/mcp",
+            "http://0x7f000001/mcp",
+            "http://LOCALHOST/mcp",
+            "http://127.0.0.2/mcp",
+        ] {
+            let found = entry_problems(
+                &entry(&format!("spec: {{mcp: {{url: '{url}', tools: [a]}}}}")),
+                &DeploymentLimits::default(),
+            );
+            assert_eq!(found.len(), 1, "{url}: {found:?}");
+            assert_eq!(found[0].code, "insecure_url", "{url}");
+            assert!(
+                found[0].message.contains("reaches loopback"),
+                "{url}: {}",
+                found[0].message
+            );
+        }
+        let other = entry_problems(
+            &entry("spec: {mcp: {url: 'http://example.com/mcp', tools: [a]}}"),
+            &DeploymentLimits::default(),
+        );
+        assert!(
+            !other[0].message.contains("loopback,"),
+            "{}",
+            other[0].message
+        );
     }
 
     #[test]

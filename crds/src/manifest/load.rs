@@ -2,6 +2,7 @@
 
 use super::depth::too_deep_at;
 use super::{Format, LoadError, MAX_FILE_BYTES, ManifestSet};
+use crate::unique_keys::UniqueKeys;
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::io::Read;
@@ -183,7 +184,8 @@ impl ManifestSet {
 }
 
 /// Splits a text into its documents (YAML `---` separated, or concatenated JSON values). An
-/// empty YAML document reads as `null`.
+/// empty YAML document reads as `null`. A key twice in one mapping, at any depth, is an error
+/// naming the key and its line ([`UniqueKeys`]), never the last one silently winning.
 fn split_documents(
     path: &Path,
     text: &str,
@@ -191,7 +193,8 @@ fn split_documents(
 ) -> Result<Vec<serde_json::Value>, LoadError> {
     match format {
         Format::Json => serde_json::Deserializer::from_str(text)
-            .into_iter::<serde_json::Value>()
+            .into_iter::<UniqueKeys>()
+            .map(|document| document.map(|UniqueKeys(value)| value))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LoadError::Json {
                 path: path.to_path_buf(),
@@ -200,11 +203,12 @@ fn split_documents(
         Format::Yaml => {
             let mut documents = Vec::new();
             for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-                let value = serde_json::Value::deserialize(doc).map_err(|e| LoadError::Yaml {
-                    path: path.to_path_buf(),
-                    document: i + 1,
-                    message: e.to_string(),
-                })?;
+                let UniqueKeys(value) =
+                    UniqueKeys::deserialize(doc).map_err(|e| LoadError::Yaml {
+                        path: path.to_path_buf(),
+                        document: i + 1,
+                        message: e.to_string(),
+                    })?;
                 documents.push(value);
             }
             Ok(documents)
@@ -241,6 +245,44 @@ mod tests {
     fn a_yaml_syntax_error_names_the_document() {
         let err = docs("a: 1\n---\nb: [1, 2\n", Format::Yaml).unwrap_err();
         assert!(matches!(err, LoadError::Yaml { document: 2, .. }), "{err}");
+    }
+
+    #[test]
+    fn a_key_twice_in_a_mapping_is_refused_with_the_key_the_document_and_the_line() {
+        // (what, text, format, document, key, line)
+        #[rustfmt::skip]
+        let cases: &[(&str, &str, Format, usize, &str, usize)] = &[
+            ("yaml, top level", "kind: Composition\nspec:\n  pattern: Pipeline\n  pattern: Router\n", Format::Yaml, 1, "pattern", 4),
+            ("yaml, in a node", "spec:\n  nodes:\n    - id: a\n      kind: LLMAgent\n      kind: Router\n", Format::Yaml, 1, "kind", 5),
+            ("yaml, flow style", "spec: {nodes: [{id: a, id: b}]}\n", Format::Yaml, 1, "id", 1),
+            ("yaml, second document", "a: 1\n---\nb: 1\nc:\n  d: 1\n  d: 2\n", Format::Yaml, 2, "d", 6),
+            ("json", "{\"spec\": {\"pattern\": \"Pipeline\",\n \"pattern\": \"Router\"}}", Format::Json, 1, "pattern", 2),
+            ("json, second value", "{\"a\": 1}\n{\"b\": {\"c\": 1,\n\"c\": 2}}", Format::Json, 2, "c", 3),
+        ];
+        for (what, text, format, document, key, line) in cases {
+            let err = docs(text, *format).unwrap_err();
+            let message = err.to_string();
+            match (&err, format) {
+                (LoadError::Yaml { document: d, .. }, Format::Yaml) => {
+                    assert_eq!(d, document, "{what}: {message}")
+                }
+                (LoadError::Json { .. }, Format::Json) => {}
+                _ => panic!("{what}: {err:?}"),
+            }
+            assert!(
+                message.contains(&format!("duplicate key \"{key}\"")),
+                "{what}: {message}"
+            );
+            assert!(
+                message.contains(&format!("line {line}")),
+                "{what}: {message}"
+            );
+        }
+        // The same key in two mappings is no duplicate.
+        assert_eq!(
+            docs("a: {x: 1}\nb: {x: 1}\n", Format::Yaml).unwrap().len(),
+            1
+        );
     }
 
     #[test]

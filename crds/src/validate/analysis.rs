@@ -7,9 +7,15 @@
 //! and every edge whose ends are both main nodes, that is no self-loop and no repeat of an
 //! earlier edge. Back edges come from a depth-first search (petgraph) from a virtual root
 //! joined to every first node, in spec edge order, so results are deterministic.
+//!
+//! The first node is the one no forward edge enters (back edges do not count). Usually that is
+//! a node no edge enters at all; when every node has an incoming edge (a critic loop that
+//! starts at its head: `draft → review`, `review → draft` when `again`), it is the head of the
+//! loop that nothing outside enters, see [`loop_head_first`].
 
 use crate::composition::{CompositionSpec, NodeKind};
 use petgraph::algo::dominators::{Dominators, simple_fast};
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{DfsEvent, depth_first_search};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -65,7 +71,9 @@ pub(crate) struct Analysis<'a> {
     pub in_edges: Vec<Vec<usize>>,
     /// Labels each node routes on (HumanApproval: approved, rejected).
     pub labels: Vec<Vec<String>>,
-    /// Main nodes no edge enters, in spec order.
+    /// The first node(s): the main nodes no edge enters, in spec order; when every main node has
+    /// an incoming edge, the one loop head [`loop_head_first`] picks. Empty only when no node is
+    /// on the main graph (every node is a supervisor's child).
     pub roots: Vec<usize>,
     /// Reached from some first node.
     pub reachable: Vec<bool>,
@@ -135,9 +143,12 @@ impl<'a> Analysis<'a> {
             .enumerate()
             .map(|(i, node)| node_labels(node, parent[i].is_some()))
             .collect();
-        let roots: Vec<usize> = (0..n)
+        let mut roots: Vec<usize> = (0..n)
             .filter(|&i| main(i) && in_edges[i].is_empty())
             .collect();
+        if roots.is_empty() {
+            roots.extend(loop_head_first(spec, n, &main, &ends, &in_graph, &in_edges));
+        }
 
         let mut analysis = Analysis {
             spec,
@@ -351,6 +362,63 @@ impl<'a> Analysis<'a> {
         order.extend((0..n).filter(|&i| self.is_main(i) && !placed[i]));
         order
     }
+}
+
+/// The first node of a main graph in which every node has an incoming edge: such a graph starts
+/// with a loop that nothing outside enters, so its first node is that loop's head, whose every
+/// incoming edge is a back edge. The candidates are the nodes of the strongly connected
+/// components no other component enters (petgraph's Kosaraju, which searches without
+/// recursion); among them, the first in spec order whose every incoming edge carries
+/// `maxIterations` (the author marked them as the edges that go back), else the first in spec
+/// order (its loop is then reported as `unbounded_cycle`). `None` when no node is on the main
+/// graph.
+fn loop_head_first(
+    spec: &CompositionSpec,
+    n: usize,
+    main: &dyn Fn(usize) -> bool,
+    ends: &[Option<(usize, usize)>],
+    in_graph: &[bool],
+    in_edges: &[Vec<usize>],
+) -> Option<usize> {
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, ends.len());
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    let on_graph = || {
+        ends.iter()
+            .zip(in_graph)
+            .filter_map(|(end, &on)| if on { *end } else { None })
+    };
+    for (f, t) in on_graph() {
+        graph.add_edge(NodeIndex::new(f), NodeIndex::new(t), ());
+    }
+    let mut component = vec![usize::MAX; n];
+    for (c, members) in kosaraju_scc(&graph).iter().enumerate() {
+        for v in members {
+            component[v.index()] = c;
+        }
+    }
+    let mut entered = HashSet::new();
+    for (f, t) in on_graph() {
+        if component[f] != component[t] {
+            entered.insert(component[t]);
+        }
+    }
+    let candidates: Vec<usize> = (0..n)
+        .filter(|&i| main(i) && !entered.contains(&component[i]))
+        .collect();
+    let marked = |i: usize| {
+        in_edges[i].iter().all(|&j| {
+            spec.edges
+                .get(j)
+                .is_some_and(|e| e.max_iterations.is_some())
+        })
+    };
+    candidates
+        .iter()
+        .copied()
+        .find(|&i| marked(i))
+        .or_else(|| candidates.first().copied())
 }
 
 /// The labels a node routes on.

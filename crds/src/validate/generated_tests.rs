@@ -136,6 +136,11 @@ impl Builder<'_> {
     /// w → [inner loop] → c, c → w when redo (capped), leaving on ok.
     fn critic_loop(&mut self, allow_inner: bool) {
         let w = self.agent();
+        self.critic_loop_from(w, allow_inner);
+    }
+
+    /// The rest of a critic loop whose head `w` is the current exit.
+    fn critic_loop_from(&mut self, w: String, allow_inner: bool) {
         if allow_inner && self.rng.chance(40) {
             self.critic_loop(false);
         }
@@ -208,7 +213,7 @@ impl Builder<'_> {
         let before = self.exit.clone();
         let h = self.add(node(&self.fresh("h"), NodeKind::HumanApproval));
         self.link(&h);
-        // Not back to the first node: the first node is the one no edge enters.
+        // Not back to the first node: that loop would go around everything before it.
         let prev_is_agent = before.1.is_none()
             && before.0 != "start"
             && self
@@ -262,8 +267,14 @@ fn valid_composition(seed: u64) -> CompositionSpec {
         has_section: false,
         has_supervisor: false,
     };
+    // A critic loop may start at the first node, which only its back edge enters.
+    let head_first = b.rng.chance(20);
+    if head_first {
+        b.critic_loop_from("start".to_owned(), true);
+    }
     for _ in 0..1 + b.rng.below(5) {
-        if b.nodes.len() > 20 {
+        // The largest segment (a fan of six two-agent branches) adds 14 nodes: stay within 30.
+        if b.nodes.len() > 16 {
             break;
         }
         match b.rng.below(6) {
@@ -309,8 +320,12 @@ fn check_plan(spec: &CompositionSpec, p: &Plan) -> Result<(), String> {
             .filter(|&e| p.edges[e].from == i)
             .collect()
     };
-    if p.edges.iter().any(|e| e.to == p.start) {
-        return Err("an edge enters the start node".into());
+    // The first node is the one no forward edge enters: a loop may start at it.
+    if p.edges
+        .iter()
+        .any(|e| e.to == p.start && e.back_edge_of.is_none())
+    {
+        return Err("a forward edge enters the start node".into());
     }
     for (i, pn) in p.nodes.iter().enumerate() {
         if pn.id != spec.nodes[i].id || pn.kind != spec.nodes[i].kind {
@@ -514,6 +529,9 @@ fn compositions_built_from_valid_segments_validate_plan_and_end() {
         {
             saw.insert("approval loop");
         }
+        if p.loops.iter().any(|l| l.head == p.start) {
+            saw.insert("loop at the first node");
+        }
         if p.nodes.iter().any(|n| n.kind == NodeKind::Router) {
             saw.insert("router");
         }
@@ -521,7 +539,7 @@ fn compositions_built_from_valid_segments_validate_plan_and_end() {
             saw.insert("large");
         }
     }
-    assert_eq!(saw.len(), 6, "the generator only made {saw:?}");
+    assert_eq!(saw.len(), 7, "the generator only made {saw:?}");
 }
 
 fn arbitrary_spec(rng: &mut Rng) -> CompositionSpec {

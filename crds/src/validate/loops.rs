@@ -11,7 +11,8 @@ use std::collections::HashSet;
 
 /// Reports loop rules.
 pub(crate) fn check(a: &Analysis, r: &mut Report) {
-    // Loops inside a branch are reported by the parallel rules (a branch does not loop).
+    // Loops inside a branch are reported by the parallel rules (a branch does not loop), not
+    // again as loops around a parallel section.
     let in_branch_loop: HashSet<usize> = a
         .sections
         .iter()
@@ -67,15 +68,15 @@ pub(crate) fn check(a: &Analysis, r: &mut Report) {
                     a.id(lp.head)
                 ),
             );
-            continue;
         }
-        if in_branch_loop.contains(&j) {
-            continue;
-        }
-        if let Some(&v) = lp
-            .body
-            .iter()
-            .find(|&&v| matches!(a.kind(v), Some(NodeKind::Parallel | NodeKind::Join)))
+        // Every rule is judged on its own, so no code hides another: a loop can go around a
+        // parallel section, lack maxIterations and nest too deep all at once. A loop inside a
+        // branch is reported by the parallel rules, not again as going around the section.
+        if !in_branch_loop.contains(&j)
+            && let Some(&v) = lp
+                .body
+                .iter()
+                .find(|&&v| matches!(a.kind(v), Some(NodeKind::Parallel | NodeKind::Join)))
         {
             r.error(
                 codes::LOOP_AROUND_PARALLEL,
@@ -85,7 +86,6 @@ pub(crate) fn check(a: &Analysis, r: &mut Report) {
                     a.id(v)
                 ),
             );
-            continue;
         }
         if edge.max_iterations.is_none() {
             r.error(

@@ -175,9 +175,7 @@ pub(crate) fn check<'a>(
     models::check(&analysis, registry, limits, &mut report);
     approval::check(&analysis, &mut report);
     screen::check(&analysis, &mut report);
-    // A pattern is judged on a graph with one first node; otherwise that error says it all.
-    if analysis.roots.len() == 1 {
-        patterns::check(&analysis, &mut report);
-    }
+    // Every rule module reports on its own: none is skipped because another found a problem.
+    patterns::check(&analysis, &mut report);
     (report.finish(), analysis)
 }

@@ -138,33 +138,27 @@ fn check_edges(a: &Analysis, r: &mut Report) {
 
 fn check_first_and_reachable(a: &Analysis, r: &mut Report) {
     let main: Vec<usize> = (0..a.spec.nodes.len()).filter(|&i| a.is_main(i)).collect();
-    if main.is_empty() {
+    // The first node is the one no forward edge enters: a critic loop may start at its head
+    // (the analysis picks it), so only a graph with no node on it at all has none.
+    let [first, rest @ ..] = a.roots.as_slice() else {
+        r.error(
+            codes::NO_FIRST_NODE,
+            spec_loc("nodes"),
+            "every node is a supervisor's child, so no node runs first; the first node is the one no forward edge enters: break the supervisor cycle so that the top supervisor is on the graph",
+        );
         return;
-    }
-    match a.roots.as_slice() {
-        [] => {
-            r.error(
-                codes::NO_FIRST_NODE,
-                spec_loc("nodes"),
-                "every node has an incoming edge, so no node is first; the first node is the one no edge enters: add a first node before the loop, or remove the edge into the intended first node",
-            );
-            return;
-        }
-        [_] => {}
-        [first, rest @ ..] => {
-            for &i in rest {
-                r.error(
-                    codes::MULTIPLE_FIRST_NODES,
-                    node_loc(i, &[]),
-                    format!(
-                        "node '{}' has no incoming edge, like the first node '{}'; only the first node may have none: add an edge into '{}', or remove it",
-                        a.id(i),
-                        a.id(*first),
-                        a.id(i)
-                    ),
-                );
-            }
-        }
+    };
+    for &i in rest {
+        r.error(
+            codes::MULTIPLE_FIRST_NODES,
+            node_loc(i, &[]),
+            format!(
+                "node '{}' has no incoming edge, like the first node '{}'; only the first node may have none: add an edge into '{}', or remove it",
+                a.id(i),
+                a.id(*first),
+                a.id(i)
+            ),
+        );
     }
     for &i in &main {
         if !a.reachable[i] {
@@ -174,7 +168,7 @@ fn check_first_and_reachable(a: &Analysis, r: &mut Report) {
                 format!(
                     "node '{}' cannot be reached from the first node '{}'; add an edge into it from a node that runs, or remove it",
                     a.id(i),
-                    a.id(a.roots[0])
+                    a.id(*first)
                 ),
             );
         }

@@ -283,10 +283,6 @@ fn cases() -> Vec<Case> {
             "pattern: Pipeline\nnodes: [{id: a, kind: LLMAgent}, {id: b, kind: LLMAgent}, {id: c, kind: LLMAgent}]\nedges: [{from: a, to: b}]",
             "spec.nodes[2]",
             "pattern: Pipeline\nnodes: [{id: a, kind: LLMAgent}, {id: b, kind: LLMAgent}, {id: c, kind: LLMAgent}]\nedges: [{from: a, to: b}, {from: b, to: c}]"),
-        case(codes::NO_FIRST_NODE, "a loop with no node before it",
-            "pattern: CriticLoop\nnodes: [{id: w, kind: LLMAgent}, {id: c, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: d, kind: LLMAgent}]\nedges: [{from: w, to: c}, {from: c, to: w, when: redo, maxIterations: 2}, {from: c, to: d, when: ok}]",
-            "spec.nodes",
-            "pattern: CriticLoop\nnodes: [{id: s, kind: LLMAgent}, {id: w, kind: LLMAgent}, {id: c, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: d, kind: LLMAgent}]\nedges: [{from: s, to: w}, {from: w, to: c}, {from: c, to: w, when: redo, maxIterations: 2}, {from: c, to: d, when: ok}]"),
         case(codes::NO_TERMINAL_NODE, "a capped loop with no way out",
             "pattern: CriticLoop\nnodes: [{id: s, kind: LLMAgent}, {id: w, kind: LLMAgent}, {id: c, kind: LLMAgent}]\nedges: [{from: s, to: w}, {from: w, to: c}, {from: c, to: w, maxIterations: 2}]",
             "spec.edges",
@@ -505,10 +501,17 @@ fn cases() -> Vec<Case> {
 }
 
 /// Codes whose failing and passing cases live in other test modules.
-const COVERED_ELSEWHERE: &[(&str, &str)] = &[(
-    codes::PLAN_INCONSISTENT,
-    "plan_tests::an_invalid_spec_cannot_be_built_unchecked",
-)];
+const COVERED_ELSEWHERE: &[(&str, &str)] = &[
+    (
+        codes::PLAN_INCONSISTENT,
+        "plan_tests::an_invalid_spec_cannot_be_built_unchecked",
+    ),
+    // Only a supervisor cycle leaves no node on the graph, so it never comes alone.
+    (
+        codes::NO_FIRST_NODE,
+        "tests::every_problem_of_a_graph_is_reported_at_once",
+    ),
+];
 
 fn run_case(c: &Case) -> Result<(), String> {
     let mut e = env();
@@ -620,5 +623,90 @@ fn every_seed_pattern_check_has_a_case() {
             "no failing case for pattern {}",
             pattern.as_str()
         );
+    }
+}
+
+/// The canonical critic loop starting at its head: `draft → review`, `review → draft` when
+/// `again`. Nothing but the back edge enters `draft`, so it is the first node.
+const HEAD_FIRST_LOOP: &str = "pattern: CriticLoop
+nodes: [{id: draft, kind: LLMAgent}, {id: review, kind: LLMAgent, output: {labels: [again, done]}}]
+edges: [{from: draft, to: review}, {from: review, to: draft, when: again, maxIterations: 2}]";
+
+#[test]
+fn a_critic_loop_may_start_at_its_head_and_plans_from_it() {
+    // (what, spec, first node, loop heads outer first)
+    #[rustfmt::skip]
+    let cases: &[(&str, String, &str, &[&str])] = &[
+        ("the canonical loop", HEAD_FIRST_LOOP.to_owned(), "draft", &["draft"]),
+        ("the critic listed first", "pattern: CriticLoop\nnodes: [{id: review, kind: LLMAgent, output: {labels: [again, done]}}, {id: draft, kind: LLMAgent}]\nedges: [{from: draft, to: review}, {from: review, to: draft, when: again, maxIterations: 2}]".to_owned(), "draft", &["draft"]),
+        ("a node after the loop", HEAD_FIRST_LOOP.replace("]\nedges: [", ", {id: publish, kind: LLMAgent}]\nedges: [{from: review, to: publish, when: done}, "), "draft", &["draft"]),
+        ("a loop nested in it", "pattern: CriticLoop\nnodes: [{id: h, kind: LLMAgent}, {id: a, kind: LLMAgent}, {id: b, kind: LLMAgent, output: {labels: [redo, again, done]}}]\nedges: [{from: h, to: a}, {from: a, to: b}, {from: b, to: a, when: redo, maxIterations: 2}, {from: b, to: h, when: again, maxIterations: 3}]".to_owned(), "h", &["h", "a"]),
+        ("a person sending the draft back", "pattern: CriticLoop\nnodes: [{id: draft, kind: LLMAgent}, {id: ok, kind: HumanApproval}, {id: send, kind: LLMAgent}]\nedges: [{from: draft, to: ok}, {from: ok, to: draft, when: rejected, maxIterations: 2}, {from: ok, to: send, when: approved}]".to_owned(), "draft", &["draft"]),
+    ];
+    let e = env();
+    for (what, yaml, first, heads) in cases {
+        let spec = spec(yaml);
+        let v = validate(&spec, &e.registry, &e.limits);
+        assert!(v.is_valid(), "{what}: {:?}", brief(&v.errors));
+        let p = crate::plan::plan(&spec, &e.registry, &e.limits)
+            .unwrap_or_else(|v| panic!("{what}: does not plan: {:?}", brief(&v.errors)));
+        assert_eq!(p.nodes[p.start].id, *first, "{what}: first node");
+        let got: Vec<&str> = p
+            .loops
+            .iter()
+            .map(|l| p.nodes[l.head].id.as_str())
+            .collect();
+        assert_eq!(&got, heads, "{what}: loop heads");
+        assert!(
+            p.edges
+                .iter()
+                .filter(|e| e.to == p.start)
+                .all(|e| e.back_edge_of.is_some()),
+            "{what}: only back edges enter the first node"
+        );
+    }
+}
+
+#[test]
+fn every_problem_of_a_graph_is_reported_at_once() {
+    // (what, spec, every error expected as code at field)
+    type Expected<'a> = &'a [(&'a str, &'a str)];
+    #[rustfmt::skip]
+    let cases: &[(&str, &str, Expected)] = &[
+        ("a head-first loop without maxIterations", &HEAD_FIRST_LOOP.replace(", maxIterations: 2", ""),
+            &[(codes::UNBOUNDED_CYCLE, "spec.edges[1]")]),
+        // Three loops nested from the first node, the outer one unbounded, then a loop around a
+        // parallel section without maxIterations, on a graph that is no Pipeline.
+        ("a head-first graph with loop, parallel and pattern problems",
+            "pattern: Pipeline\nnodes: [{id: h1, kind: LLMAgent}, {id: h2, kind: LLMAgent}, {id: h3, kind: LLMAgent}, {id: k3, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: k2, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: k1, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: p, kind: Parallel}, {id: a, kind: LLMAgent}, {id: b, kind: LLMAgent}, {id: j, kind: Join}, {id: c, kind: LLMAgent, output: {labels: [ok, redo]}}, {id: e, kind: LLMAgent}]\nedges: [{from: h1, to: h2}, {from: h2, to: h3}, {from: h3, to: k3}, {from: k3, to: h3, when: redo, maxIterations: 2}, {from: k3, to: k2, when: ok}, {from: k2, to: h2, when: redo, maxIterations: 2}, {from: k2, to: k1, when: ok}, {from: k1, to: h1, when: redo}, {from: k1, to: p, when: ok}, {from: p, to: a}, {from: p, to: b}, {from: a, to: j}, {from: b, to: j}, {from: j, to: c}, {from: c, to: p, when: redo}, {from: c, to: e, when: ok}]",
+            &[(codes::LOOP_TOO_DEEP, "spec.edges[3]"), (codes::UNBOUNDED_CYCLE, "spec.edges[7]"),
+              (codes::LOOP_AROUND_PARALLEL, "spec.edges[14]"), (codes::UNBOUNDED_CYCLE, "spec.edges[14]"),
+              (codes::PATTERN_MISMATCH, "spec.pattern")]),
+        ("a loop with two entries and no maxIterations",
+            "pattern: Router\nnodes: [{id: r, kind: Router, output: {labels: [x, y]}}, {id: a, kind: LLMAgent}, {id: b, kind: LLMAgent, output: {labels: [again, done]}}, {id: e, kind: LLMAgent}]\nedges: [{from: r, to: a, when: x}, {from: r, to: b, when: y}, {from: a, to: b}, {from: b, to: a, when: again}, {from: b, to: e, when: done}]",
+            &[(codes::LOOP_WITH_TWO_ENTRIES, "spec.edges[3]"), (codes::UNBOUNDED_CYCLE, "spec.edges[3]")]),
+        ("two first nodes on a graph that is no Router",
+            "pattern: Router\nnodes: [{id: a, kind: LLMAgent}, {id: b, kind: LLMAgent}, {id: c, kind: LLMAgent}]\nedges: [{from: a, to: b}]",
+            &[(codes::MULTIPLE_FIRST_NODES, "spec.nodes[2]"), (codes::PATTERN_MISMATCH, "spec.pattern")]),
+        ("a supervisor cycle, which leaves no node on the graph",
+            "pattern: Supervisor\nnodes: [{id: s1, kind: Supervisor, children: [s2]}, {id: s2, kind: Supervisor, children: [s1]}]",
+            &[(codes::NO_FIRST_NODE, "spec.nodes"), (codes::SUPERVISOR_CYCLE, "spec.nodes[0].children[0]"),
+              (codes::SUPERVISOR_CYCLE, "spec.nodes[1].children[0]"), (codes::PATTERN_MISMATCH, "spec.pattern")]),
+    ];
+    let e = env();
+    for (what, yaml, expected) in cases {
+        let v = validate(&spec(yaml), &e.registry, &e.limits);
+        let mut got: Vec<(String, String)> = v
+            .errors
+            .iter()
+            .map(|i| (i.code.clone(), i.field.clone()))
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String)> = expected
+            .iter()
+            .map(|(c, f)| ((*c).to_owned(), (*f).to_owned()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{what}: {:#?}", brief(&v.errors));
     }
 }

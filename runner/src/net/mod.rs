@@ -4,7 +4,8 @@
 //! - [`GuardPolicy`]: one entry's network (privateNetwork, loopback entry, the deployment's
 //!   private allowlist, egress proxy, byte caps, timeouts) and the pure checks
 //!   ([`GuardPolicy::check_url`], [`GuardPolicy::check_addr`], [`GuardPolicy::check_resolved`]).
-//! - [`classify`]: our own address table, unwrapping IPv4-embedding IPv6 forms.
+//! - [`classify`]: our own address table, unwrapping IPv4-embedding IPv6 forms, and the loopback
+//!   host test; both live in `orrery_crds::host`, shared with `orrery validate`.
 //! - [`GuardedClient`]: a reqwest client whose every connect is checked — names by the guard's
 //!   resolver (every address, every connect), IP literals by the connector layer before
 //!   connecting, and the peer address again after. Redirects never followed, proxy environment
@@ -22,10 +23,11 @@ mod resolve;
 mod sse;
 
 pub use classify::{
-    AddrClass, Classified, classify, classify_v4, embedded_ipv4, never_allowlistable,
+    AddrClass, Classified, classify, classify_v4, embedded_ipv4, is_loopback_host,
+    never_allowlistable,
 };
 pub use client::{GuardedClient, check_encoding, check_response, read_capped};
 pub use error::{GuardError, Rule};
-pub use policy::{AllowRule, GuardPolicy, Limits, Origin, Route, authorize, is_loopback_host};
+pub use policy::{AllowRule, GuardPolicy, Limits, Origin, Route, authorize};
 pub use resolve::{NameResolver, StaticResolver, SystemResolver};
 pub use sse::{SseEvent, SseLimits, SseParseError, SseParser, SseReader};

@@ -5,7 +5,7 @@
 //! allowlist, the optional egress proxy, byte caps and timeouts. The checks are pure functions
 //! of the policy, the URL host and an address, so they are tested without sockets.
 
-use super::classify::{AddrClass, classify, never_allowlistable};
+use super::classify::{AddrClass, classify, is_loopback_host, never_allowlistable};
 use super::error::{GuardError, Rule};
 use ipnet::IpNet;
 use reqwest::Url;
@@ -121,16 +121,6 @@ pub enum Route {
     Direct,
     /// A CONNECT tunnel through the egress proxy (the proxy resolves the name).
     Proxy,
-}
-
-/// Whether `host` is a loopback host: `127.0.0.0/8`, `::1` or exactly `localhost`
-/// (`localhost.` and `localhost.example` are not).
-pub fn is_loopback_host(host: &Host<&str>) -> bool {
-    match host {
-        Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-        Host::Ipv4(ip) => ip.is_loopback(),
-        Host::Ipv6(ip) => ip.is_loopback(),
-    }
 }
 
 /// The host as text for messages (`[::1]` for IPv6).

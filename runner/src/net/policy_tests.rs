@@ -410,3 +410,75 @@ fn secrets_go_only_to_the_entry_origins() {
     assert_eq!(origins[0].to_string(), "https://agent.example.com:443");
     assert_eq!(Origin::parse("http://[::1]:8080/a").unwrap().host, "[::1]");
 }
+
+/// What `orrery validate` says of an MCP entry at `url`: (refused, the message).
+fn validator_verdict(url: &str) -> (bool, String) {
+    use orrery_crds::manifest::{Format, ManifestSet, check};
+    let yaml = format!(
+        "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata: {{name: e}}\nspec: {{mcp: {{url: '{url}', tools: [a]}}}}\n"
+    );
+    let mut set = ManifestSet::default();
+    set.add_text(std::path::Path::new("e.yaml"), &yaml, Format::Yaml)
+        .unwrap();
+    let report = check(&set, &orrery_crds::validate::DeploymentLimits::default());
+    let found: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.issue.code == "insecure_url")
+        .map(|f| f.issue.message.clone())
+        .collect();
+    (!found.is_empty(), found.join("; "))
+}
+
+/// One host classifier for both: for every plain-http URL, the validator reads the host as
+/// loopback exactly when the guard lets plain http through (for the entry that URL makes),
+/// and accepts it outright only when it is also written as the apiserver's rule reads it.
+#[test]
+fn the_validator_and_the_guard_read_every_tricky_host_alike() {
+    // (url, loopback to both, written as the apiserver's rule accepts it)
+    #[rustfmt::skip]
+    let cases: &[(&str, bool, bool)] = &[
+        ("http://127.0.0.1:7801/mcp", true, true),
+        ("http://localhost:8080/mcp", true, true),
+        ("http://[::1]:9/mcp", true, true),
+        ("http://127.1/mcp", true, false),
+        ("http://0x7f000001/mcp", true, false),
+        ("http://017700000001/mcp", true, false),
+        ("http://2130706433/mcp", true, false),
+        ("http://0x7f.1/mcp", true, false),
+        ("http://0177.0.0.1/mcp", true, false),
+        ("http://127.0.0.2/mcp", true, false),
+        ("http://LOCALHOST/mcp", true, false),
+        ("http://[0:0:0:0:0:0:0:1]/mcp", true, false),
+        ("http://[::ffff:127.0.0.1]/mcp", false, false),
+        ("http://[::ffff:7f00:1]/mcp", false, false),
+        ("http://[::127.0.0.1]/mcp", false, false),
+        ("http://localhost./mcp", false, false),
+        ("http://localhost.evil.example/mcp", false, false),
+        ("http://localhost@evil.example/mcp", false, false),
+        ("http://10.0.0.1/mcp", false, false),
+        ("http://0.0.0.0/mcp", false, false),
+        ("http://example.com/mcp", false, false),
+    ];
+    let deployment = GuardPolicy::default();
+    for (text, loopback, canonical) in cases {
+        let parsed = url(text);
+        let entry = GuardPolicy::for_endpoint(&parsed, false, &deployment);
+        let guard_allows = entry.check_url(&parsed).is_ok();
+        let validator_loopback = orrery_crds::host::is_loopback_url(text);
+        let (refused, message) = validator_verdict(text);
+        assert_eq!(
+            entry.loopback, *loopback,
+            "{text}: the guard's loopback entry"
+        );
+        assert_eq!(guard_allows, *loopback, "{text}: the guard");
+        assert_eq!(
+            validator_loopback, *loopback,
+            "{text}: the validator's reading"
+        );
+        assert_eq!(refused, !(*loopback && *canonical), "{text}: {message}");
+        if refused && *loopback {
+            assert!(message.contains("reaches loopback"), "{text}: {message}");
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! One host classifier for validation and the runtime guard (rules 5.6, 5.22–5.24; anchors
+//! 6–9, 19): whether a URL's host is loopback, and the class of an IP address. Pure: no DNS,
+//! no sockets. `orrery validate` (plain http only to loopback) and the runner's network guard
+//! (`runner/src/net`) both call it, so they read every host alike: the URL parser (WHATWG, the
+//! runtime's) turns `127.1`, `0x7f000001`, `017700000001` and `2130706433` into 127.0.0.1,
+//! and `LOCALHOST` into `localhost`.
+//!
+//! Our own address table (std's `is_global` is unstable and misses CGNAT, NAT64, 6to4 …). IPv6
+//! forms that embed an IPv4 address (mapped `::ffff:a.b.c.d`, SIIT `::ffff:0:a.b.c.d`,
+//! compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`) are unwrapped and classified as the embedded
+//! address; 6to4 (`2002::/16`) and Teredo (`2001::/32`) are tunnel forms and refused outright.
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use serde::Serialize;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
+use url::Host;
+
+/// What kind of address an IP is, for the guard's rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddrClass {
+    /// Globally routable unicast.
+    Public,
+    /// `127.0.0.0/8`, `::1`.
+    Loopback,
+    /// RFC 1918, IPv6 unique-local `fc00::/7`, and shared (CGNAT) `100.64.0.0/10`.
+    Private,
+    /// `169.254.0.0/16`, `fe80::/10`: never reachable.
+    LinkLocal,
+    /// Cloud metadata services (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`): never
+    /// reachable.
+    Metadata,
+    /// `0.0.0.0/8`, `::` (Linux connects these to the local host).
+    Unspecified,
+    /// `224.0.0.0/4`, `ff00::/8`.
+    Multicast,
+    /// `255.255.255.255`.
+    Broadcast,
+    /// `192.0.2.0/24`, `198.51.100.0/24`, `203.0.113.0/24`, `2001:db8::/32`, `3fff::/20`.
+    Documentation,
+    /// Reserved or special-purpose space that is not ordinary unicast (`240.0.0.0/4`,
+    /// `192.0.0.0/24`, `198.18.0.0/15`, the rest of `::/8`, `64:ff9b:1::/48`, `100::/64`,
+    /// `2001::/23` outside Teredo, `fec0::/10`, anything outside `2000::/3` …).
+    Reserved,
+    /// 6to4 (`2002::/16`) and Teredo (`2001::/32`): tunnels to another address.
+    Tunnel,
+}
+
+impl AddrClass {
+    /// A short human name, used in refusal messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Loopback => "loopback",
+            Self::Private => "private",
+            Self::LinkLocal => "link-local",
+            Self::Metadata => "cloud metadata",
+            Self::Unspecified => "unspecified",
+            Self::Multicast => "multicast",
+            Self::Broadcast => "broadcast",
+            Self::Documentation => "documentation",
+            Self::Reserved => "reserved",
+            Self::Tunnel => "6to4/Teredo tunnel",
+        }
+    }
+}
+
+/// The class of an address, and the IPv4 address it embeds if it is an embedding IPv6 form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classified {
+    /// The class (of the embedded IPv4 address when `embedded` is set).
+    pub class: AddrClass,
+    /// The IPv4 address inside a mapped, SIIT, compatible or NAT64 IPv6 address.
+    pub embedded: Option<Ipv4Addr>,
+}
+
+fn nets(list: &[&str]) -> Vec<IpNet> {
+    list.iter().filter_map(|s| s.parse().ok()).collect()
+}
+
+/// IPv4 table, first match wins (exact metadata addresses before their ranges).
+static V4_TABLE: LazyLock<Vec<(Vec<IpNet>, AddrClass)>> = LazyLock::new(|| {
+    vec![
+        (
+            nets(&["169.254.169.254/32", "100.100.100.200/32"]),
+            AddrClass::Metadata,
+        ),
+        (nets(&["0.0.0.0/8"]), AddrClass::Unspecified),
+        (nets(&["127.0.0.0/8"]), AddrClass::Loopback),
+        (nets(&["169.254.0.0/16"]), AddrClass::LinkLocal),
+        (
+            nets(&[
+                "10.0.0.0/8",
+                "172.16.0.0/12",
+                "192.168.0.0/16",
+                "100.64.0.0/10",
+            ]),
+            AddrClass::Private,
+        ),
+        (
+            nets(&["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"]),
+            AddrClass::Documentation,
+        ),
+        (nets(&["255.255.255.255/32"]), AddrClass::Broadcast),
+        (nets(&["224.0.0.0/4"]), AddrClass::Multicast),
+        (
+            nets(&[
+                "192.0.0.0/24",
+                "192.88.99.0/24",
+                "198.18.0.0/15",
+                "240.0.0.0/4",
+            ]),
+            AddrClass::Reserved,
+        ),
+    ]
+});
+
+/// IPv6 table for addresses that embed nothing, first match wins.
+static V6_TABLE: LazyLock<Vec<(Vec<IpNet>, AddrClass)>> = LazyLock::new(|| {
+    vec![
+        (nets(&["fd00:ec2::254/128"]), AddrClass::Metadata),
+        (nets(&["::/128"]), AddrClass::Unspecified),
+        (nets(&["::1/128"]), AddrClass::Loopback),
+        (nets(&["2001::/32", "2002::/16"]), AddrClass::Tunnel),
+        (
+            nets(&["2001:db8::/32", "3fff::/20"]),
+            AddrClass::Documentation,
+        ),
+        (nets(&["fe80::/10"]), AddrClass::LinkLocal),
+        (nets(&["fc00::/7"]), AddrClass::Private),
+        (nets(&["ff00::/8"]), AddrClass::Multicast),
+        (
+            nets(&[
+                "::/8",
+                "64:ff9b:1::/48",
+                "100::/64",
+                "2001::/23",
+                "fec0::/10",
+            ]),
+            AddrClass::Reserved,
+        ),
+        (nets(&["2000::/3"]), AddrClass::Public),
+    ]
+});
+
+static NAT64: LazyLock<Option<Ipv6Net>> = LazyLock::new(|| "64:ff9b::/96".parse().ok());
+
+fn lookup(table: &[(Vec<IpNet>, AddrClass)], ip: IpAddr) -> Option<AddrClass> {
+    table
+        .iter()
+        .find(|(nets, _)| nets.iter().any(|n| n.contains(&ip)))
+        .map(|(_, class)| *class)
+}
+
+/// Classifies an IPv4 address.
+pub fn classify_v4(ip: Ipv4Addr) -> AddrClass {
+    lookup(&V4_TABLE, IpAddr::V4(ip)).unwrap_or(AddrClass::Public)
+}
+
+/// The IPv4 address embedded in a mapped, SIIT, compatible or NAT64 (`64:ff9b::/96`) address.
+pub fn embedded_ipv4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let tail = Ipv4Addr::new(
+        (s[6] >> 8) as u8,
+        (s[6] & 0xff) as u8,
+        (s[7] >> 8) as u8,
+        (s[7] & 0xff) as u8,
+    );
+    let head_zero = s[..4].iter().all(|x| *x == 0);
+    // ::ffff:a.b.c.d (mapped) and ::ffff:0:a.b.c.d (SIIT)
+    if head_zero && ((s[4] == 0 && s[5] == 0xffff) || (s[4] == 0xffff && s[5] == 0)) {
+        return Some(tail);
+    }
+    // ::a.b.c.d (compatible; :: and ::1 are not)
+    if head_zero && s[4] == 0 && s[5] == 0 && u32::from(tail) > 1 {
+        return Some(tail);
+    }
+    if NAT64.as_ref().is_some_and(|n| n.contains(&ip)) {
+        return Some(tail);
+    }
+    None
+}
+
+/// Classifies an address, unwrapping IPv6 forms that embed an IPv4 address.
+pub fn classify(ip: IpAddr) -> Classified {
+    match ip {
+        IpAddr::V4(v4) => Classified {
+            class: classify_v4(v4),
+            embedded: None,
+        },
+        IpAddr::V6(v6) => match embedded_ipv4(v6) {
+            Some(v4) => Classified {
+                class: classify_v4(v4),
+                embedded: Some(v4),
+            },
+            None => Classified {
+                class: lookup(&V6_TABLE, IpAddr::V6(v6)).unwrap_or(AddrClass::Reserved),
+                embedded: None,
+            },
+        },
+    }
+}
+
+/// Whether `host` is a loopback host: `127.0.0.0/8`, `::1` or exactly `localhost` (`localhost.`
+/// and `localhost.example` are not). An IPv6 form embedding 127.0.0.1 (`::ffff:127.0.0.1`) is
+/// not a loopback host: the guard refuses it as an embedded non-public address.
+pub fn is_loopback_host(host: &Host<&str>) -> bool {
+    match host {
+        Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        Host::Ipv4(ip) => ip.is_loopback(),
+        Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+/// Whether the URL `text` parses (as the runtime parses it) with a loopback host.
+pub fn is_loopback_url(text: &str) -> bool {
+    url::Url::parse(text)
+        .ok()
+        .is_some_and(|u| u.host().is_some_and(|h| is_loopback_host(&h)))
+}
+
+/// Whether `net` covers an address that can never be allowlisted (link-local, metadata,
+/// unspecified), or is too broad to be an allowlist entry (anchor 4): IPv4 shorter than /8,
+/// IPv6 shorter than /32.
+pub fn never_allowlistable(net: &IpNet) -> Option<&'static str> {
+    let too_broad = match net {
+        IpNet::V4(n) => n.prefix_len() < 8,
+        IpNet::V6(n) => n.prefix_len() < 32,
+    };
+    if too_broad {
+        return Some("it is too broad to be a private-network allowlist entry");
+    }
+    let forbidden = nets(&[
+        "169.254.0.0/16",
+        "100.100.100.200/32",
+        "0.0.0.0/8",
+        "fe80::/10",
+        "fd00:ec2::254/128",
+        "::/128",
+    ]);
+    let overlaps = |a: &IpNet, b: &IpNet| a.contains(&b.network()) || b.contains(&a.network());
+    if forbidden.iter().any(|f| overlaps(f, net)) {
+        return Some("link-local, metadata and unspecified addresses can never be allowlisted");
+    }
+    if let IpNet::V4(n) = net
+        && Ipv4Net::new(Ipv4Addr::new(127, 0, 0, 0), 8).is_ok_and(|lo| lo.contains(n))
+    {
+        return Some("loopback is reached through loopback hosts, not the allowlist");
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use AddrClass::*;
+
+    #[test]
+    fn addresses_fall_in_the_expected_class() {
+        let cases: &[(&str, AddrClass, Option<&str>)] = &[
+            ("93.184.216.34", Public, None),
+            ("8.8.8.8", Public, None),
+            ("2606:4700::1111", Public, None),
+            ("127.0.0.1", Loopback, None),
+            ("127.255.0.9", Loopback, None),
+            ("::1", Loopback, None),
+            ("10.1.2.3", Private, None),
+            ("172.16.0.1", Private, None),
+            ("172.31.255.255", Private, None),
+            ("192.168.1.10", Private, None),
+            ("100.64.0.1", Private, None),
+            ("fd12:3456::1", Private, None),
+            ("169.254.1.1", LinkLocal, None),
+            ("fe80::1", LinkLocal, None),
+            ("fe81::1", LinkLocal, None),
+            ("169.254.169.254", Metadata, None),
+            ("fd00:ec2::254", Metadata, None),
+            ("100.100.100.200", Metadata, None),
+            ("0.0.0.0", Unspecified, None),
+            ("0.1.2.3", Unspecified, None),
+            ("::", Unspecified, None),
+            ("224.0.0.1", Multicast, None),
+            ("ff02::1", Multicast, None),
+            ("255.255.255.255", Broadcast, None),
+            ("192.0.2.1", Documentation, None),
+            ("198.51.100.7", Documentation, None),
+            ("203.0.113.9", Documentation, None),
+            ("2001:db8::1", Documentation, None),
+            ("240.0.0.1", Reserved, None),
+            ("192.0.0.1", Reserved, None),
+            ("198.18.0.1", Reserved, None),
+            ("64:ff9b:1::1", Reserved, None),
+            ("::5efe:10.0.0.1", Reserved, None),
+            ("100::1", Reserved, None),
+            ("fec0::1", Reserved, None),
+            ("2002:a9fe:a9fe::", Tunnel, None),
+            ("2002:7f00:1::", Tunnel, None),
+            ("2001:0::1", Tunnel, None),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", Tunnel, None),
+            // embedded IPv4
+            ("::ffff:127.0.0.1", Loopback, Some("127.0.0.1")),
+            ("::ffff:7f00:1", Loopback, Some("127.0.0.1")),
+            ("::127.0.0.1", Loopback, Some("127.0.0.1")),
+            (
+                "0:0:0:0:0:ffff:a9fe:a9fe",
+                Metadata,
+                Some("169.254.169.254"),
+            ),
+            ("::ffff:169.254.169.254", Metadata, Some("169.254.169.254")),
+            ("::ffff:0:10.0.0.1", Private, Some("10.0.0.1")),
+            ("64:ff9b::a9fe:a9fe", Metadata, Some("169.254.169.254")),
+            (
+                "64:ff9b::169.254.169.254",
+                Metadata,
+                Some("169.254.169.254"),
+            ),
+            ("64:ff9b::808:808", Public, Some("8.8.8.8")),
+            ("::ffff:8.8.8.8", Public, Some("8.8.8.8")),
+        ];
+        for (text, class, embedded) in cases {
+            let ip: IpAddr = text.parse().unwrap();
+            let got = classify(ip);
+            assert_eq!(got.class, *class, "{text}");
+            assert_eq!(got.embedded, embedded.map(|e| e.parse().unwrap()), "{text}");
+        }
+    }
+
+    #[test]
+    fn dangerous_or_broad_allowlist_entries_are_rejected() {
+        let bad = [
+            "0.0.0.0/0",
+            "::/0",
+            "169.254.0.0/16",
+            "169.254.169.254/32",
+            "fe80::/10",
+            "fd00:ec2::/64",
+            "100.64.0.0/9",
+            "100.100.100.0/24",
+            "100.64.0.0/10",
+            "127.0.0.0/8",
+            "10.0.0.0/7",
+        ];
+        for text in bad {
+            let net: IpNet = text.parse().unwrap();
+            assert!(never_allowlistable(&net).is_some(), "{text}");
+        }
+        for text in ["10.0.0.0/8", "192.168.3.0/24", "fd12::/48", "100.64.0.0/16"] {
+            let net: IpNet = text.parse().unwrap();
+            assert_eq!(never_allowlistable(&net), None, "{text}");
+        }
+    }
+}
