@@ -11,7 +11,7 @@
 pub mod output;
 
 use crate::a2a::client::{A2aAgent, A2aEndpoint, A2aSkillTool};
-use crate::local::{ToolBuildError, ToolFactory};
+use crate::launch::{ToolBuildError, ToolFactory};
 use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};
 use crate::net::{
     AllowRule, GuardError, GuardPolicy, GuardedClient, Limits, NameResolver, SystemResolver,

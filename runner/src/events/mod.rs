@@ -20,12 +20,14 @@
 //!
 //! [`schema`] publishes the JSON Schema of [`TraceEvent`].
 
+mod hold;
 mod printer;
 mod trace;
 mod types;
 mod visible;
 mod writer;
 
+pub use hold::{HeldWriter, HoldGuard, MAX_HELD_BYTES, TerminalHold};
 pub use printer::{PrinterOptions, TerminalPrinter};
 pub use trace::{
     CONTENT_CUT_BYTES, DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventSink, JsonLinesSink,

@@ -12,8 +12,8 @@ use orrery_crds::registry::{A2aEntry, Effect, McpEntry, McpTransport, RegistryEn
 use orrery_crds::validate::Ceilings;
 use orrery_runner::approval::{People, ScriptedDecision, ScriptedDecisions};
 use orrery_runner::events::{EventBody, MemorySink, Trace, TraceEvent, TraceOptions};
+use orrery_runner::launch::ToolFactory;
 use orrery_runner::ledger::Ledger;
-use orrery_runner::local::ToolFactory;
 use orrery_runner::net::GuardPolicy;
 use orrery_runner::pinstore::PinStore;
 use orrery_runner::remote::{RemoteConfig, RemoteToolFactory};
