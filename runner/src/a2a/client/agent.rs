@@ -341,7 +341,7 @@ impl A2aAgent {
             let answer = match ask_person(&self.endpoint.entry, skill, &task, answered, ctx).await?
             {
                 Ok(answer) => answer,
-                Err(why) => return Ok(self.input_required(&task, &why)),
+                Err(why) => return Ok(self.input_required(&task, &why.to_string())),
             };
             answered += 1;
             self.emit(ctx, skill, Direction::Outbound, None, Some(&answer));
