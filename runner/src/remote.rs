@@ -8,8 +8,6 @@
 //! RPC target off the entry's origins) stops the run from starting with an error naming the
 //! entry and the tool, and the model sees the servers' own tool descriptions.
 
-pub mod output;
-
 use crate::a2a::client::{A2aAgent, A2aEndpoint, A2aSkillTool};
 use crate::launch::{ToolBuildError, ToolFactory};
 use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};

@@ -7,7 +7,7 @@ use super::result::{is_error, result_text};
 use super::session::{McpSession, ToolDefinition, ToolState};
 use crate::events::{CallStatus, EventBody};
 use crate::model::ToolSpec;
-use crate::remote::output::{capped, screened};
+use crate::safety::output::{capped, screened};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use orrery_crds::plan::PlannedTool;

@@ -16,6 +16,7 @@
 mod classify;
 mod client;
 mod connector;
+mod endpoint;
 mod error;
 mod policy;
 mod resolve;
@@ -25,6 +26,7 @@ pub use classify::{
     AddrClass, Classified, classify, classify_v4, embedded_ipv4, never_allowlistable,
 };
 pub use client::{GuardedClient, check_encoding, check_response, read_capped};
+pub use endpoint::EndpointAccess;
 pub use error::{GuardError, Rule};
 pub use policy::{AllowRule, GuardPolicy, Limits, Origin, Route, authorize, is_loopback_host};
 pub use resolve::{NameResolver, StaticResolver, SystemResolver};

@@ -13,7 +13,7 @@ use crate::a2a::types::{Message, Part, Role, Task, TaskState};
 use crate::events::{Direction, EventBody};
 use crate::net::GuardedClient;
 use crate::pinstore::PinStore;
-use crate::remote::output::{MAX_OUTPUT_BYTES, screened};
+use crate::safety::output::{MAX_OUTPUT_BYTES, screened};
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
