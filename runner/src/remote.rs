@@ -8,10 +8,8 @@
 //! RPC target off the entry's origins) stops the run from starting with an error naming the
 //! entry and the tool, and the model sees the servers' own tool descriptions.
 
-pub mod output;
-
 use crate::a2a::client::{A2aAgent, A2aEndpoint, A2aSkillTool};
-use crate::local::{ToolBuildError, ToolFactory};
+use crate::launch::{ToolBuildError, ToolFactory};
 use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};
 use crate::net::{
     AllowRule, GuardError, GuardPolicy, GuardedClient, Limits, NameResolver, SystemResolver,
@@ -150,6 +148,43 @@ pub fn network_from(
     Ok(policy)
 }
 
+/// Why an entry's MCP session or A2A agent could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteEntryError {
+    /// The entry is of another kind.
+    #[error("registry entry '{entry}' is not an {kind} entry")]
+    WrongKind {
+        /// The entry.
+        entry: String,
+        /// `MCP` or `A2A`.
+        kind: &'static str,
+    },
+    /// The entry acts and the deployment does not allow acting remotes.
+    #[error(
+        "misconfigured: A2A entry '{entry}' acts (effect: Acting), and this deployment does not allow acting remotes"
+    )]
+    ActingNotAllowed {
+        /// The entry.
+        entry: String,
+    },
+    /// The MCP entry's URL or token is unusable.
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::EndpointError),
+    /// The A2A entry's URLs or token are unusable.
+    #[error(transparent)]
+    A2a(#[from] crate::a2a::client::EndpointError),
+    /// The network guard refuses the entry's endpoint.
+    #[error("{kind} entry '{entry}': {source}")]
+    Guard {
+        /// `MCP` or `A2A`.
+        kind: &'static str,
+        /// The entry.
+        entry: String,
+        /// Why.
+        source: GuardError,
+    },
+}
+
 /// Builds the real MCP and A2A tools of one run.
 pub struct RemoteToolFactory {
     config: RemoteConfig,
@@ -197,7 +232,11 @@ impl RemoteToolFactory {
     }
 
     /// The run's MCP session with entry `name`.
-    fn mcp_session(&self, name: &str, entry: &RegistryEntry) -> Result<Arc<McpSession>, String> {
+    fn mcp_session(
+        &self,
+        name: &str,
+        entry: &RegistryEntry,
+    ) -> Result<Arc<McpSession>, RemoteEntryError> {
         if let Some(session) = lock(&self.sessions).get(name) {
             return Ok(session.clone());
         }
@@ -205,19 +244,29 @@ impl RemoteToolFactory {
             .spec
             .mcp
             .as_ref()
-            .ok_or_else(|| format!("registry entry '{name}' is not an MCP entry"))?;
-        let endpoint = McpEndpoint::from_entry(name, spec, self.config.secrets.as_ref())
-            .map_err(|e| e.to_string())?;
+            .ok_or_else(|| RemoteEntryError::WrongKind {
+                entry: name.to_owned(),
+                kind: "MCP",
+            })?;
+        let endpoint = McpEndpoint::from_entry(name, spec, self.config.secrets.as_ref())?;
         let client = self
             .client_for(&endpoint.url, endpoint.private_network)
-            .map_err(|e| format!("MCP entry '{name}': {e}"))?;
+            .map_err(|source| RemoteEntryError::Guard {
+                kind: "MCP",
+                entry: name.to_owned(),
+                source,
+            })?;
         let session = Arc::new(McpSession::new(endpoint, client, self.config.pins.clone()));
         lock(&self.sessions).insert(name.to_owned(), session.clone());
         Ok(session)
     }
 
     /// The run's agent for A2A entry `name`.
-    fn a2a_agent(&self, name: &str, entry: &RegistryEntry) -> Result<Arc<A2aAgent>, String> {
+    fn a2a_agent(
+        &self,
+        name: &str,
+        entry: &RegistryEntry,
+    ) -> Result<Arc<A2aAgent>, RemoteEntryError> {
         if let Some(agent) = lock(&self.agents).get(name) {
             return Ok(agent.clone());
         }
@@ -225,17 +274,23 @@ impl RemoteToolFactory {
             .spec
             .a2a
             .as_ref()
-            .ok_or_else(|| format!("registry entry '{name}' is not an A2A entry"))?;
+            .ok_or_else(|| RemoteEntryError::WrongKind {
+                entry: name.to_owned(),
+                kind: "A2A",
+            })?;
         if spec.effect == Effect::Acting && !self.config.acting_remotes {
-            return Err(format!(
-                "misconfigured: A2A entry '{name}' acts (effect: Acting), and this deployment does not allow acting remotes"
-            ));
+            return Err(RemoteEntryError::ActingNotAllowed {
+                entry: name.to_owned(),
+            });
         }
-        let endpoint = A2aEndpoint::from_entry(name, spec, self.config.secrets.as_ref())
-            .map_err(|e| e.to_string())?;
+        let endpoint = A2aEndpoint::from_entry(name, spec, self.config.secrets.as_ref())?;
         let client = self
             .client_for(&endpoint.card_url, endpoint.private_network)
-            .map_err(|e| format!("A2A entry '{name}': {e}"))?;
+            .map_err(|source| RemoteEntryError::Guard {
+                kind: "A2A",
+                entry: name.to_owned(),
+                source,
+            })?;
         let agent = Arc::new(A2aAgent::new(endpoint, client, self.config.pins.clone()));
         lock(&self.agents).insert(name.to_owned(), agent.clone());
         Ok(agent)
@@ -256,9 +311,12 @@ impl ToolFactory for RemoteToolFactory {
             reference: planned.reference.clone(),
             message,
         };
+        let entry_error = |e: RemoteEntryError| error(e.to_string());
         match planned.kind {
             ToolKind::Mcp => {
-                let session = self.mcp_session(&planned.entry, entry).map_err(error)?;
+                let session = self
+                    .mcp_session(&planned.entry, entry)
+                    .map_err(entry_error)?;
                 match session
                     .tools()
                     .await
@@ -276,7 +334,7 @@ impl ToolFactory for RemoteToolFactory {
                 }
             }
             ToolKind::A2a => {
-                let agent = self.a2a_agent(&planned.entry, entry).map_err(error)?;
+                let agent = self.a2a_agent(&planned.entry, entry).map_err(entry_error)?;
                 let card = agent.card().await.map_err(|e| error(e.message))?;
                 if card.card.skill(&planned.remote_name).is_none() {
                     return Err(error(format!(

@@ -28,9 +28,62 @@ pub enum ToolError {
         /// The budget's key, e.g. `maxToolCalls`.
         budget: String,
     },
-    /// Anything else: returned to the model as an error result.
-    #[error("{0}")]
-    Failed(String),
+    /// The tool could give no result (not a result that is an error, which is
+    /// [`ToolOutput::is_error`]): the model gets the message as an error result.
+    #[error("{message}")]
+    Failed {
+        /// What kind of failure: a stable label for reasons and metrics.
+        kind: FailureKind,
+        /// What happened, naming the tool or endpoint.
+        message: String,
+    },
+}
+
+impl ToolError {
+    /// A failure of `kind` saying `message`.
+    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Self {
+        ToolError::Failed {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A stable label for the error (a reason or metric label).
+    pub fn label(&self) -> &'static str {
+        match self {
+            ToolError::Cancelled => "cancelled",
+            ToolError::BudgetExhausted { .. } => "budget_exhausted",
+            ToolError::Failed { kind, .. } => kind.as_str(),
+        }
+    }
+}
+
+/// Why a tool could give no result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The endpoint could not be reached, or the connection broke.
+    Unreachable,
+    /// The endpoint answered outside the protocol.
+    Protocol,
+    /// No answer in time.
+    Timeout,
+    /// The tool or the endpoint is refused in this run.
+    Refused,
+    /// A fault of the tool itself.
+    Internal,
+}
+
+impl FailureKind {
+    /// The label: `unreachable`, `protocol`, `timeout`, `refused`, `internal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Unreachable => "unreachable",
+            FailureKind::Protocol => "protocol",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Refused => "refused",
+            FailureKind::Internal => "internal",
+        }
+    }
 }
 
 /// What a tool call may use of its run: the cancel token, the ledger, the trace and the people

@@ -15,7 +15,7 @@ use orrery_runner::approval::ScriptedDecisions;
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_runner::engine::{RunOptions, RunResult};
 use orrery_runner::events::{EventBody, MemorySink, Outcome, TraceEvent};
-use orrery_runner::local::{self, Prepared};
+use orrery_runner::launch::{self, Prepared};
 use orrery_runner::model::ProviderFactory;
 use orrery_runner::pinstore::PinStore;
 use orrery_runner::secrets::LocalSecrets;
@@ -76,11 +76,11 @@ async fn run(prepared: &Prepared, input: &str) -> (RunResult, Vec<TraceEvent>) {
         Arc::new(LocalSecrets::new(None, Arc::new(|_: &str| None))),
     );
     let f = factory(Arc::new(PinStore::in_memory()), false, &[]);
-    let built = local::build(prepared, &providers, &f).await.unwrap();
+    let built = launch::build(prepared, &providers, &f).await.unwrap();
     let sink = Arc::new(MemorySink::new());
     let mut options = RunOptions::new("remote-run");
     options.capture_content = true;
-    let result = local::run(
+    let result = launch::run(
         prepared,
         built,
         input.into(),
@@ -175,7 +175,7 @@ async fn the_critic_loop_example_runs_against_the_demo_fleet_with_real_remote_to
         root.join("registry"),
     ];
     let mut prepared =
-        local::prepare(&files, Some("critic-loop"), &DeploymentLimits::default()).unwrap();
+        launch::prepare(&files, Some("critic-loop"), &DeploymentLimits::default()).unwrap();
     prepared
         .entries
         .get_mut("demo-tools")

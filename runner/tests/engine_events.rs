@@ -206,7 +206,10 @@ impl Tool for AskingTool {
                 &never,
             )
             .await;
-        Err(ToolError::Failed("unreachable in this test".into()))
+        Err(ToolError::failed(
+            orrery_runner::tools::FailureKind::Internal,
+            "unreachable in this test",
+        ))
     }
 }
 

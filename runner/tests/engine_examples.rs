@@ -12,7 +12,7 @@ use orrery_crds::validate::DeploymentLimits;
 use orrery_runner::approval::{ScriptedDecision, ScriptedDecisions};
 use orrery_runner::engine::RunOptions;
 use orrery_runner::events::{EventBody, MemorySink, Outcome, TraceEvent};
-use orrery_runner::local::{self, DryRunTools};
+use orrery_runner::launch::{self, DryRunTools};
 use orrery_runner::model::ProviderFactory;
 use orrery_runner::secrets::LocalSecrets;
 use serde::{Deserialize, Serialize};
@@ -197,11 +197,11 @@ async fn run_example(name: &str, decisions: Vec<ScriptedDecision>) -> (Golden, P
         examples().join(format!("compositions/{name}.yaml")),
         examples().join("registry"),
     ];
-    let prepared = local::prepare(&paths, None, &DeploymentLimits::default())
+    let prepared = launch::prepare(&paths, None, &DeploymentLimits::default())
         .unwrap_or_else(|e| panic!("example {name} does not prepare: {e}"));
     let providers =
         ProviderFactory::new(reqwest::Client::new(), Arc::new(LocalSecrets::from_env()));
-    let built = local::build(&prepared, &providers, &DryRunTools)
+    let built = launch::build(&prepared, &providers, &DryRunTools)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let sink = Arc::new(MemorySink::new());
@@ -209,7 +209,7 @@ async fn run_example(name: &str, decisions: Vec<ScriptedDecision>) -> (Golden, P
     options.approval_timeout = Duration::from_secs(5);
     let result = tokio::time::timeout(
         Duration::from_secs(60),
-        local::run(
+        launch::run(
             &prepared,
             built,
             INPUT.into(),

@@ -92,6 +92,9 @@ pub enum Settled {
     Cancelled,
 }
 
+/// How long a request waits for the trace to be written out before it is shown.
+pub const PROMPT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Why a person could not be asked.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AskError {
@@ -225,6 +228,9 @@ impl People {
         };
         let settled = {
             let _paused = self.ledger.pause();
+            // The person reads the context first: every event so far (this request's
+            // included) is written out before the source shows the request.
+            self.trace.drain(PROMPT_FLUSH_TIMEOUT).await;
             self.wait_for_decision(&request, cancel).await
         };
         pending.settled = true;

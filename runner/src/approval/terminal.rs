@@ -1,7 +1,7 @@
 //! The terminal as a decision source: the person at the keyboard decides.
 
 use super::{ApprovalRequest, Decision, DecisionSource, MAX_COMPLETE_BYTES, Nobody};
-use crate::events::{visible, visible_inline};
+use crate::events::{TerminalHold, visible, visible_inline};
 use async_trait::async_trait;
 use orrery_crds::run::ApprovalKind;
 use std::io::{IsTerminal, Write};
@@ -21,9 +21,14 @@ type Line = (Instant, String);
 /// (`\x1b`, `\u{202e}`), with a warning, and never written raw. And only what the person types
 /// after seeing a request answers it (rules 4.8, 4.26): lines typed ahead, or left over from a
 /// multi-line paste, are discarded when a new request is shown.
+///
+/// Nothing writes over a waiting prompt: given the [`TerminalHold`] the live trace writes
+/// through ([`TerminalPrompt::holding`]), the prompt holds the trace from showing a request
+/// until it is answered.
 pub struct TerminalPrompt {
     lines: tokio::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Line>>>,
     out: std::sync::Mutex<Box<dyn Write + Send>>,
+    hold: Option<TerminalHold>,
 }
 
 impl std::fmt::Debug for TerminalPrompt {
@@ -44,7 +49,14 @@ impl TerminalPrompt {
         TerminalPrompt {
             lines: tokio::sync::Mutex::new(None),
             out: std::sync::Mutex::new(Box::new(std::io::stderr())),
+            hold: None,
         }
+    }
+
+    /// This prompt, holding the trace written through `hold` while it waits for an answer.
+    pub fn holding(mut self, hold: TerminalHold) -> Self {
+        self.hold = Some(hold);
+        self
     }
 
     /// A prompt reading timestamped lines from `lines` and writing to `out` (tests).
@@ -56,6 +68,7 @@ impl TerminalPrompt {
         TerminalPrompt {
             lines: tokio::sync::Mutex::new(Some(lines)),
             out: std::sync::Mutex::new(out),
+            hold: None,
         }
     }
 
@@ -68,6 +81,15 @@ impl TerminalPrompt {
     pub fn or_nobody() -> Arc<dyn DecisionSource> {
         if TerminalPrompt::available() {
             Arc::new(TerminalPrompt::new())
+        } else {
+            Arc::new(Nobody::new())
+        }
+    }
+
+    /// [`TerminalPrompt::or_nobody`], the prompt holding the trace written through `hold`.
+    pub fn or_nobody_holding(hold: TerminalHold) -> Arc<dyn DecisionSource> {
+        if TerminalPrompt::available() {
+            Arc::new(TerminalPrompt::new().holding(hold))
         } else {
             Arc::new(Nobody::new())
         }
@@ -201,6 +223,8 @@ impl DecisionSource for TerminalPrompt {
         let lines = guard.get_or_insert_with(TerminalPrompt::start_reader);
         // Typed-ahead input never answers a request the person has not seen.
         while lines.try_recv().is_ok() {}
+        // From here until the answer, the trace waits: nothing writes over the prompt.
+        let _held = self.hold.as_ref().map(TerminalHold::hold);
         let shown_at = Instant::now();
         self.write(&TerminalPrompt::render(request));
         loop {

@@ -358,3 +358,82 @@ async fn escapes_in_the_text_under_review_are_shown_visibly_and_flagged_rule_4_7
         })
     );
 }
+
+/// Waits (bounded, generously) until `screen` shows `needle`.
+async fn until_shown(screen: &Screen, needle: &str) {
+    for _ in 0..2000 {
+        if screen.text().contains(needle) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("never shown: {needle:?} in {:?}", screen.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_so_far_comes_before_the_prompt_and_nothing_writes_over_a_waiting_prompt() {
+    use crate::events::{PrinterOptions, TerminalHold, TerminalPrinter};
+    // One terminal: the trace (through its writer thread) and the prompt write to it.
+    let screen = Screen::default();
+    let hold = TerminalHold::new(Box::new(screen.clone()));
+    let printer = Arc::new(TerminalPrinter::new(
+        Box::new(hold.writer()),
+        PrinterOptions::default(),
+    ));
+    let trace = Trace::buffered(TraceOptions::new("r"), vec![printer], 1024);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let prompt = TerminalPrompt::with_io(rx, Box::new(screen.clone())).holding(hold.clone());
+    let ledger = Arc::new(Ledger::new(BudgetLimits::default()));
+    let people = Arc::new(People::new(
+        Arc::new(prompt),
+        trace.clone(),
+        ledger,
+        Duration::from_secs(600),
+    ));
+    let route = |node: &str| EventBody::RouteTaken {
+        node_id: node.into(),
+        label: "go".into(),
+        to: None,
+    };
+    // A node that ran before the approval.
+    trace.emit(route("before"));
+    let asking = {
+        let people = people.clone();
+        tokio::spawn(async move {
+            people
+                .ask(
+                    ApprovalKind::Approval,
+                    "gate",
+                    "Publish?",
+                    "the text",
+                    &CancellationToken::new(),
+                )
+                .await
+        })
+    };
+    until_shown(&screen, "[a]pprove").await;
+    // A parallel branch goes on while the person reads: its line waits for the answer.
+    trace.emit(route("during"));
+    assert!(trace.drain(Duration::from_secs(10)).await);
+    assert!(hold.is_held());
+    assert!(
+        !screen.text().contains("during"),
+        "nothing writes over a waiting prompt: {}",
+        screen.text()
+    );
+    typed(&tx, &["a"]);
+    assert_eq!(
+        asking.await.unwrap().unwrap(),
+        Settled::Approved { answer: None }
+    );
+    assert!(trace.drain(Duration::from_secs(10)).await);
+    let text = screen.text();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from {text}"))
+    };
+    assert!(at("before") < at("waiting for a person"), "{text}");
+    assert!(at("waiting for a person") < at("approval needed"), "{text}");
+    assert!(at("approval needed") < at("[a]pprove"), "{text}");
+    assert!(at("[a]pprove") < at("during"), "{text}");
+}

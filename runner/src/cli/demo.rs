@@ -9,24 +9,21 @@
 //! Exit codes as `orrery run`: 0 Succeeded, 1 invalid, 2 usage, 3 Failed (or the fleet could not
 //! start), 4 BudgetExhausted, 5 Rejected, 130 Cancelled.
 
-use super::run::{EXIT_FAILED, RunOutput, exit_code};
-use super::style::Style;
-use super::{EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};
+use super::run::{
+    EXIT_FAILED, RunOutput, error, launch_and_report, prepare_failed, runtime, terminal,
+};
+use super::{EXIT_OK, EXIT_UNREADABLE};
 use clap::Args;
 use orrery_crds::manifest::{Format, ManifestSet, Resource};
-use orrery_crds::validate::DeploymentLimits;
-use orrery_runner::approval::TerminalPrompt;
 use orrery_runner::demo::{Fleet, FleetConfig, FleetError, start_fleet};
 use orrery_runner::engine::RunOptions;
-use orrery_runner::events::{EventSink, JsonLinesSink, PrinterOptions, TerminalPrinter};
-use orrery_runner::local::{self, GuardedModels, PrepareError, Prepared};
+use orrery_runner::launch::{self, Deployment, Factories, Launch, Prepared, RemoteTools};
 use orrery_runner::pinstore::PinStore;
-use orrery_runner::remote::{RemoteConfig, RemoteToolFactory, network_from_env};
 use orrery_runner::secrets::LocalSecrets;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// The run's input when `--input` is not given.
 pub const DEFAULT_INPUT: &str = "Kafka consumer lag";
@@ -87,15 +84,9 @@ pub struct DemoArgs {
 
 /// Runs `orrery demo`.
 pub fn run(args: &DemoArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            error(&format!("cannot start the async runtime: {e}"));
-            return EXIT_FAILED;
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(async {
         let fleet = match start(args.port_base, !args.fleet_only).await {
@@ -121,10 +112,6 @@ pub fn run(args: &DemoArgs) -> u8 {
     // A stdin reader may still be blocked; never wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
-}
-
-fn error(message: &str) {
-    eprintln!("{}: {message}", Style::for_stderr().red("error"));
 }
 
 /// Starts the fleet on `port_base` and the next port; without one on the default ports,
@@ -194,24 +181,12 @@ pub fn example_manifests(tools_url: &str, writer_card_url: &str) -> Result<Manif
 }
 
 /// Validates and plans the embedded example against the fleet.
-fn prepare(fleet: &Fleet) -> Result<Prepared, u8> {
+fn prepare(fleet: &Fleet, deployment: &Deployment) -> Result<Prepared, u8> {
     let set = example_manifests(&fleet.tools_url(), &fleet.writer_card_url()).map_err(|e| {
         error(&e);
         EXIT_FAILED
     })?;
-    local::prepare_set(set, None, &DeploymentLimits::default()).map_err(|e| match e {
-        PrepareError::Invalid { set, report } => {
-            eprint!(
-                "{}",
-                super::validate::human(&set, &report, Style::for_stderr())
-            );
-            EXIT_INVALID
-        }
-        other => {
-            error(&other.to_string());
-            EXIT_INVALID
-        }
-    })
+    launch::prepare_set(set, None, &deployment.limits).map_err(prepare_failed)
 }
 
 /// Runs the critic-loop example on the fleet with the real remote tools.
@@ -221,71 +196,42 @@ async fn run_example(args: &DemoArgs, fleet: &Fleet) -> u8 {
         fleet.tools_url(),
         fleet.writer_card_url()
     );
-    let prepared = match prepare(fleet) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    let network = match network_from_env() {
-        Ok(n) => n,
+    // The environment's deployment settings (network, redaction) with the default limits.
+    let deployment = match Deployment::from_env() {
+        Ok(d) => d,
         Err(e) => {
             error(&e.to_string());
             return EXIT_UNREADABLE;
         }
     };
-    let secrets = Arc::new(LocalSecrets::from_env());
-    let models = GuardedModels::new(network.clone(), secrets.clone());
+    let prepared = match prepare(fleet, &deployment) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     // The fleet is ours and in-process: its card and tools are pinned for this run only, so a
     // pin left by another version of the fleet never stops the demo.
-    let tools = RemoteToolFactory::new(RemoteConfig::new(
-        network,
-        false,
-        Arc::new(PinStore::in_memory()),
-        secrets,
-    ));
-    let built = match local::build(&prepared, &models, &tools).await {
-        Ok(b) => b,
-        Err(e) => {
-            error(&format!("cannot start the run: {e}"));
-            return EXIT_FAILED;
-        }
+    let tools = RemoteTools::Real {
+        pins: Arc::new(PinStore::in_memory()),
     };
-    let sink: Arc<dyn EventSink> = match args.output {
-        RunOutput::Human => Arc::new(TerminalPrinter::stdout(PrinterOptions::detect())),
-        RunOutput::Json => Arc::new(JsonLinesSink::stdout()),
-    };
-    let mut options = RunOptions::new(local::new_run_id());
+    let factories =
+        Factories::for_deployment(&deployment, tools, Arc::new(LocalSecrets::from_env()));
+    let mut options = RunOptions::new(launch::new_run_id());
     options.capture_content = args.capture_content;
-    let cancel = CancellationToken::new();
-    let signals = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            local::shutdown_signal().await;
-            eprintln!("\ncancelling the run…");
-            cancel.cancel();
-        }
-    });
-    let result = local::run(
-        &prepared,
-        built,
-        args.input.clone(),
-        TerminalPrompt::or_nobody(),
-        vec![sink],
+    let (sinks, decisions) = terminal(args.output);
+    let launch = Launch {
+        deployment,
+        factories,
+        decisions,
+        sinks,
         options,
-        cancel,
-    )
-    .await;
-    signals.abort();
-    if args.output == RunOutput::Human
-        && let Some(output) = &result.output
-    {
-        println!("\n{}\n{output}", Style::for_stdout().bold("── output ──"));
-    }
-    exit_code(result.outcome)
+    };
+    launch_and_report(&prepared, args.input.clone(), launch, args.output).await
 }
 
 /// Keeps the fleet running until SIGINT/SIGTERM (or the end of standard input when asked).
 async fn serve(fleet: &Fleet, exit_on_stdin_eof: bool) -> u8 {
-    println!("{}", fleet_banner(fleet));
+    // A closed pipe (`| head`) is no reason to stop the fleet.
+    let _ = writeln!(std::io::stdout().lock(), "{}", fleet_banner(fleet));
     let stdin_closed = async {
         if !exit_on_stdin_eof {
             return std::future::pending::<()>().await;
@@ -299,7 +245,7 @@ async fn serve(fleet: &Fleet, exit_on_stdin_eof: bool) -> u8 {
         let _ = rx.await;
     };
     tokio::select! {
-        () = local::shutdown_signal() => {}
+        () = launch::shutdown_signal() => {}
         () = stdin_closed => {}
     }
     eprintln!("stopping the demo fleet…");
@@ -340,6 +286,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use orrery_crds::manifest::check;
+    use orrery_crds::validate::DeploymentLimits;
 
     const TOOLS: &str = "http://127.0.0.1:40001/mcp";
     const CARD: &str = "http://127.0.0.1:40002/.well-known/agent-card.json";
@@ -348,7 +295,7 @@ mod tests {
     fn the_embedded_example_validates_and_plans_the_critic_loop() {
         let set = example_manifests(TOOLS, CARD).unwrap();
         assert!(check(&set, &DeploymentLimits::default()).is_valid());
-        let prepared = local::prepare_set(set, None, &DeploymentLimits::default()).unwrap();
+        let prepared = launch::prepare_set(set, None, &DeploymentLimits::default()).unwrap();
         assert_eq!(
             (prepared.name.as_str(), prepared.pattern.as_str()),
             ("critic-loop", "CriticLoop")
@@ -364,12 +311,12 @@ mod tests {
             "{tools:?}"
         );
         assert!(tools.contains(&"a2a:demo-writer.draft"), "{tools:?}");
-        assert!(local::all_models_scripted(&prepared));
+        assert!(launch::all_models_scripted(&prepared));
     }
 
     #[test]
     fn the_registry_entries_point_at_the_running_fleet() {
-        let prepared = local::prepare_set(
+        let prepared = launch::prepare_set(
             example_manifests(TOOLS, CARD).unwrap(),
             None,
             &DeploymentLimits::default(),

@@ -3,6 +3,7 @@
 
 mod crds;
 mod demo;
+mod deployment;
 mod import;
 mod pins;
 mod run;

@@ -3,22 +3,23 @@
 //! Exit codes: 0 Succeeded, 1 the composition is invalid (nothing ran), 2 unreadable input or a
 //! wrong command line, 3 Failed, 4 BudgetExhausted, 5 Rejected, 130 Cancelled.
 
+use super::deployment::DeploymentArgs;
 use super::style::Style;
 use super::{EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, ValueEnum};
-use orrery_crds::validate::DeploymentLimits;
+use orrery_runner::approval::DecisionSource;
 use orrery_runner::approval::{DEFAULT_APPROVAL_TIMEOUT, MAX_APPROVAL_TIMEOUT, TerminalPrompt};
-use orrery_runner::engine::{RunOptions, RunResult};
-use orrery_runner::events::{EventSink, JsonLinesSink, Outcome, PrinterOptions, TerminalPrinter};
-use orrery_runner::local::{self, DryRunTools, GuardedModels, PrepareError, ToolFactory};
+use orrery_runner::engine::RunOptions;
+use orrery_runner::events::{
+    EventSink, JsonLinesSink, Outcome, PrinterOptions, TerminalHold, TerminalPrinter, visible,
+};
+use orrery_runner::launch::{self, Factories, Launch, PrepareError, Prepared, RemoteTools};
 use orrery_runner::pinstore::PinStore;
-use orrery_runner::remote::{RemoteConfig, RemoteToolFactory};
 use orrery_runner::secrets::LocalSecrets;
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// Exit code: a node failed.
 pub const EXIT_FAILED: u8 = 3;
@@ -55,15 +56,6 @@ pub struct RunArgs {
     /// Record arguments, results and text in events (redacted, cut to 2 KB per field).
     #[arg(long)]
     pub capture_content: bool,
-    /// The model entry a node without `model` runs on.
-    #[arg(long, value_name = "NAME")]
-    pub default_model: Option<String>,
-    /// A model entry nodes may name (repeat for several). Without it, every model entry.
-    #[arg(long = "allowed-model", value_name = "NAME")]
-    pub allowed_models: Vec<String>,
-    /// Allow A2A entries with `effect: Acting` (each call is confirmed by you).
-    #[arg(long)]
-    pub acting_remotes: bool,
     /// Seconds a person has to decide an approval before it expires (a rejection): 1 to 86400
     /// (one day).
     #[arg(
@@ -84,6 +76,9 @@ pub struct RunArgs {
     /// `$XDG_STATE_HOME/orrery/pins.json`). `orrery pins reset ENTRY` re-pins an entry.
     #[arg(long, value_name = "FILE")]
     pub pin_store: Option<PathBuf>,
+    /// What the deployment decides.
+    #[command(flatten)]
+    pub deployment: DeploymentArgs,
 }
 
 /// Output format of `orrery run`.
@@ -107,16 +102,6 @@ pub enum ToolsMode {
 }
 
 impl RunArgs {
-    fn limits(&self) -> DeploymentLimits {
-        DeploymentLimits {
-            allowed_models: (!self.allowed_models.is_empty())
-                .then(|| self.allowed_models.iter().cloned().collect()),
-            acting_remotes: self.acting_remotes,
-            default_model: self.default_model.clone(),
-            ..DeploymentLimits::default()
-        }
-    }
-
     fn read_input(&self) -> Result<String, String> {
         if let Some(input) = &self.input {
             return Ok(input.clone());
@@ -139,6 +124,23 @@ impl RunArgs {
             .map_err(|e| format!("cannot read the input from standard input: {e}"))?;
         Ok(text)
     }
+
+    fn remote_tools(&self, prepared: &Prepared) -> Result<RemoteTools, String> {
+        let dry_run = match (self.dry_run_tools, self.tools) {
+            (true, _) | (false, ToolsMode::DryRun) => true,
+            (false, ToolsMode::Real) => false,
+            (false, ToolsMode::Auto) => launch::all_models_scripted(prepared),
+        };
+        if dry_run {
+            return Ok(RemoteTools::DryRun);
+        }
+        let pins = match &self.pin_store {
+            Some(path) => PinStore::open(path),
+            None => PinStore::open_default(),
+        };
+        pins.map(|p| RemoteTools::Real { pins: Arc::new(p) })
+            .map_err(|e| format!("cannot open the pin store: {e}"))
+    }
 }
 
 /// The exit code of an outcome.
@@ -152,179 +154,162 @@ pub fn exit_code(outcome: Outcome) -> u8 {
     }
 }
 
-/// Runs `orrery run`.
-pub fn run(args: &RunArgs) -> u8 {
-    let style = Style::for_stdout();
-    let err = |message: &str| eprintln!("{}: {message}", style.red("error"));
-    let prepared = match local::prepare(&args.files, args.composition.as_deref(), &args.limits()) {
-        Ok(p) => p,
-        Err(PrepareError::Unreadable(errors)) => {
+/// Prints an error on standard error.
+pub(super) fn error(message: &str) {
+    eprintln!("{}: {message}", Style::for_stderr().red("error"));
+}
+
+/// Reports why a composition could not be prepared; the exit code.
+pub(super) fn prepare_failed(e: PrepareError) -> u8 {
+    match e {
+        PrepareError::Unreadable(errors) => {
             for e in errors {
-                err(&e.to_string());
+                error(&e.to_string());
             }
-            return EXIT_UNREADABLE;
+            EXIT_UNREADABLE
         }
-        Err(PrepareError::Invalid { set, report }) => {
+        PrepareError::Invalid { set, report } => {
             // The same report `orrery validate` prints, on stderr (stdout is the trace).
             eprint!(
                 "{}",
                 super::validate::human(&set, &report, Style::for_stderr())
             );
-            return EXIT_INVALID;
+            EXIT_INVALID
         }
-        Err(e @ PrepareError::Plan(_)) => {
-            err(&e.to_string());
-            return EXIT_INVALID;
+        e @ PrepareError::Plan(_) => {
+            error(&e.to_string());
+            EXIT_INVALID
         }
-        Err(e) => {
-            err(&e.to_string());
-            return EXIT_UNREADABLE;
+        e => {
+            error(&e.to_string());
+            EXIT_UNREADABLE
         }
-    };
-    for w in &prepared.warnings {
-        eprintln!("{}: {w}", style.yellow("warning"));
     }
-    let input = match args.read_input() {
-        Ok(i) => i,
-        Err(message) => {
-            err(&message);
-            return EXIT_UNREADABLE;
-        }
-    };
-    let max_input = orrery_crds::codes::limits::MAX_INPUT_CHARS;
-    let input_chars = input.chars().count();
-    if input_chars > max_input {
-        err(&format!(
-            "the run's input is {input_chars} characters; a run takes at most {max_input} (limits.maxInputChars): shorten it"
-        ));
-        return EXIT_UNREADABLE;
-    }
-    let dry_run = match (args.dry_run_tools, args.tools) {
-        (true, _) | (false, ToolsMode::DryRun) => true,
-        (false, ToolsMode::Real) => false,
-        (false, ToolsMode::Auto) => local::all_models_scripted(&prepared),
-    };
-    // Model and remote-tool traffic goes through the network guard, one guarded client per
-    // registry entry.
-    let network = match orrery_runner::remote::network_from_env() {
-        Ok(n) => n,
-        Err(e) => {
-            err(&e.to_string());
-            return EXIT_UNREADABLE;
-        }
-    };
-    let secrets = Arc::new(LocalSecrets::from_env());
-    let providers = GuardedModels::new(network.clone(), secrets.clone());
-    let remote = if dry_run {
-        None
-    } else {
-        let pins = match &args.pin_store {
-            Some(path) => PinStore::open(path),
-            None => PinStore::open_default(),
-        };
-        let pins = match pins {
-            Ok(p) => Arc::new(p),
-            Err(e) => {
-                err(&format!("cannot open the pin store: {e}"));
-                return EXIT_UNREADABLE;
-            }
-        };
-        Some(RemoteToolFactory::new(RemoteConfig::new(
-            network,
-            args.acting_remotes,
-            pins,
-            secrets,
-        )))
-    };
-    let tool_factory: &dyn ToolFactory = match &remote {
-        Some(factory) => factory,
-        None => &DryRunTools,
-    };
-    let sink: Arc<dyn EventSink> = match args.output {
-        RunOutput::Human => Arc::new(TerminalPrinter::stdout(PrinterOptions::detect())),
-        RunOutput::Json => Arc::new(JsonLinesSink::stdout()),
-    };
-    let mut options = RunOptions::new(local::new_run_id());
-    options.capture_content = args.capture_content;
-    options.approval_timeout = Duration::from_secs(args.approval_timeout.max(1));
+}
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+/// The async runtime a launch runs on.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, u8> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
+        .map_err(|e| {
+            error(&format!("cannot start the async runtime: {e}"));
+            EXIT_FAILED
+        })
+}
+
+/// Where a run's events go in this process (the live trace or JSON lines on standard output)
+/// and who decides its approvals (the person at this terminal, or nobody). The trace and the
+/// prompt share the terminal: while a prompt waits, the trace is held.
+pub(super) fn terminal(output: RunOutput) -> (Vec<Arc<dyn EventSink>>, Arc<dyn DecisionSource>) {
+    let hold = TerminalHold::stdout();
+    let out = Box::new(hold.writer());
+    let sink: Arc<dyn EventSink> = match output {
+        RunOutput::Human => Arc::new(TerminalPrinter::new(out, PrinterOptions::detect())),
+        RunOutput::Json => Arc::new(JsonLinesSink::new(out)),
+    };
+    (vec![sink], TerminalPrompt::or_nobody_holding(hold))
+}
+
+/// Launches a prepared run and reports how it ended (`run` and `demo`): the run's output after
+/// a human trace, shown through [`visible`] (it is model-written: escapes and invisible
+/// characters are shown, not run), and the exit code.
+pub(super) async fn launch_and_report(
+    prepared: &Prepared,
+    input: String,
+    launch: Launch,
+    output: RunOutput,
+) -> u8 {
+    let result = match launch::launch(prepared, input, launch).await {
+        Ok(result) => result,
         Err(e) => {
-            err(&format!("cannot start the async runtime: {e}"));
+            error(&format!("cannot start the run: {e}"));
             return EXIT_FAILED;
         }
     };
-    let result: Option<RunResult> = runtime.block_on(async {
-        let built = match local::build(&prepared, &providers, tool_factory).await {
-            Ok(b) => b,
-            Err(e) => {
-                err(&format!("cannot start the run: {e}"));
-                return None;
-            }
-        };
-        let cancel = CancellationToken::new();
-        let signals = tokio::spawn(cancel_on_signal(cancel.clone()));
-        let result = local::run(
-            &prepared,
-            built,
-            input,
-            TerminalPrompt::or_nobody(),
-            vec![sink],
-            options,
-            cancel,
-        )
-        .await;
-        signals.abort();
-        Some(result)
-    });
-    // A stdin reader may still be blocked; never wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(200));
-
-    let Some(result) = result else {
-        return EXIT_FAILED;
-    };
-    if args.output == RunOutput::Human
-        && let Some(output) = &result.output
+    if output == RunOutput::Human
+        && let Some(text) = &result.output
     {
-        // The output is model-written: escapes and invisible characters are shown, not run.
-        let shown = orrery_runner::events::visible(output);
-        println!("\n{}\n{}", style.bold("── output ──"), shown.text);
-        if let Some(note) = shown.note() {
-            eprintln!("{}: {note}", style.yellow("warning"));
+        let (block, note) = output_block(text, Style::for_stdout());
+        // A closed pipe (`| head`) ends the output quietly; the exit code still tells.
+        let _ = std::io::stdout().lock().write_all(block.as_bytes());
+        if let Some(note) = note {
+            eprintln!("{}: {note}", Style::for_stderr().yellow("warning"));
         }
     }
     exit_code(result.outcome)
 }
 
-/// Cancels the run on SIGINT (Ctrl-C) or SIGTERM.
-async fn cancel_on_signal(cancel: CancellationToken) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            cancel.cancel();
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+/// The run's output as printed after a human trace, and the warning to print when it held
+/// escapes or invisible characters: model-written text is shown through [`visible`], never
+/// written raw.
+pub(super) fn output_block(text: &str, style: Style) -> (String, Option<String>) {
+    let shown = visible(text);
+    let block = format!("\n{}\n{}\n", style.bold("── output ──"), shown.text);
+    (block, shown.note())
+}
+
+/// Runs `orrery run`.
+pub fn run(args: &RunArgs) -> u8 {
+    let deployment = match args.deployment.deployment() {
+        Ok(d) => d,
+        Err(e) => {
+            error(&e.to_string());
+            return EXIT_UNREADABLE;
         }
+    };
+    let prepared =
+        match launch::prepare(&args.files, args.composition.as_deref(), &deployment.limits) {
+            Ok(p) => p,
+            Err(e) => return prepare_failed(e),
+        };
+    for w in &prepared.warnings {
+        eprintln!("{}: {w}", Style::for_stderr().yellow("warning"));
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+    let input = match args.read_input() {
+        Ok(i) => i,
+        Err(message) => {
+            error(&message);
+            return EXIT_UNREADABLE;
+        }
+    };
+    if let Err(too_long) = orrery_crds::run::check_input(&input) {
+        error(&too_long.to_string());
+        return EXIT_UNREADABLE;
     }
-    eprintln!("\ncancelling the run…");
-    cancel.cancel();
+    let tools = match args.remote_tools(&prepared) {
+        Ok(t) => t,
+        Err(message) => {
+            error(&message);
+            return EXIT_UNREADABLE;
+        }
+    };
+    let factories =
+        Factories::for_deployment(&deployment, tools, Arc::new(LocalSecrets::from_env()));
+    let mut options = RunOptions::new(launch::new_run_id());
+    options.capture_content = args.capture_content;
+    options.approval_timeout = Duration::from_secs(args.approval_timeout.max(1));
+    let (sinks, decisions) = terminal(args.output);
+    let launch = Launch {
+        deployment,
+        factories,
+        decisions,
+        sinks,
+        options,
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let code = runtime.block_on(launch_and_report(&prepared, input, launch, args.output));
+    // A stdin reader may still be blocked; never wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[test]
@@ -340,5 +325,14 @@ mod tests {
             assert_eq!(exit_code(outcome), code, "{outcome:?}");
         }
         assert_ne!(EXIT_INVALID, EXIT_UNREADABLE);
+    }
+
+    #[test]
+    fn the_output_block_of_run_and_demo_shows_escapes_and_says_so() {
+        let (block, note) = output_block("ok\x1b[2K\rdone\u{202e}", Style::plain());
+        assert_eq!(block, "\n── output ──\nok\\x1b[2K\\rdone\\u{202e}\n");
+        assert!(note.unwrap().contains("3 control or invisible characters"));
+        let (block, note) = output_block("plain", Style::plain());
+        assert_eq!((block.as_str(), note), ("\n── output ──\nplain\n", None));
     }
 }

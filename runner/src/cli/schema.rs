@@ -2,10 +2,10 @@
 //! a Composition's spec, the JSON Schema of trace events, or the capabilities (node kinds,
 //! patterns, limits, budget ceilings) for the given deployment settings.
 
+use super::deployment::DeploymentArgs;
 use super::{EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, ValueEnum};
 use orrery_crds::capabilities::Capabilities;
-use orrery_crds::validate::DeploymentLimits;
 use std::io::Write;
 
 /// Arguments of `orrery schema`.
@@ -14,9 +14,10 @@ pub struct SchemaArgs {
     /// Which document to print.
     #[arg(value_enum)]
     pub what: SchemaKind,
-    /// For `capabilities`: whether the deployment allows acting remotes.
-    #[arg(long)]
-    pub acting_remotes: bool,
+    /// For `capabilities`: what the deployment decides (acting remotes, allowed models,
+    /// budget ceilings).
+    #[command(flatten)]
+    pub deployment: DeploymentArgs,
 }
 
 /// The documents `orrery schema` prints.
@@ -36,11 +37,7 @@ pub fn run(args: &SchemaArgs) -> u8 {
         SchemaKind::Composition => orrery_crds::schema::composition_spec_schema(),
         SchemaKind::Events => orrery_runner::events::schema(),
         SchemaKind::Capabilities => {
-            let limits = DeploymentLimits {
-                acting_remotes: args.acting_remotes,
-                ..DeploymentLimits::default()
-            };
-            serde_json::to_value(Capabilities::for_limits(&limits))
+            serde_json::to_value(Capabilities::for_limits(&args.deployment.limits()))
                 .unwrap_or(serde_json::Value::Null)
         }
     };

@@ -1,12 +1,12 @@
 //! `orrery validate`: manifests checked offline with the operator's own validator, for GitOps
 //! CI. Exit code 0 valid, 1 invalid, 2 unreadable input.
 
+use super::deployment::DeploymentArgs;
 use super::style::Style;
 use super::{EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, ValueEnum};
 use orrery_crds::common::Severity;
 use orrery_crds::manifest::{Finding, LoadError, ManifestSet, Report, check, load_paths};
-use orrery_crds::validate::DeploymentLimits;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -22,17 +22,9 @@ pub struct ValidateArgs {
     /// `human` (default) or `json` (one JSON document on stdout, for machines).
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
     pub output: Output,
-    /// The deployment allows acting remotes (A2A entries with `effect: Acting`).
-    #[arg(long)]
-    pub acting_remotes: bool,
-    /// A model entry nodes may name (repeat for several). Without it, every model entry is
-    /// allowed.
-    #[arg(long = "allowed-model", value_name = "NAME")]
-    pub allowed_models: Vec<String>,
-    /// The model entry a node without `model` runs on. Without it such a node is refused
-    /// unless its namespace has exactly one model entry.
-    #[arg(long, value_name = "NAME")]
-    pub default_model: Option<String>,
+    /// What the deployment decides.
+    #[command(flatten)]
+    pub deployment: DeploymentArgs,
 }
 
 /// Output format.
@@ -44,22 +36,10 @@ pub enum Output {
     Json,
 }
 
-impl ValidateArgs {
-    fn limits(&self) -> DeploymentLimits {
-        DeploymentLimits {
-            allowed_models: (!self.allowed_models.is_empty())
-                .then(|| self.allowed_models.iter().cloned().collect()),
-            acting_remotes: self.acting_remotes,
-            default_model: self.default_model.clone(),
-            ..DeploymentLimits::default()
-        }
-    }
-}
-
 /// Runs `orrery validate`.
 pub fn run(args: &ValidateArgs) -> u8 {
     let set = load_paths(&args.paths);
-    let report = check(&set, &args.limits());
+    let report = check(&set, &args.deployment.limits());
     let code = if !set.unreadable.is_empty() {
         EXIT_UNREADABLE
     } else if report.is_valid() {
@@ -234,6 +214,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use orrery_crds::manifest::Format;
+    use orrery_crds::validate::DeploymentLimits;
     use std::path::Path;
 
     fn set_of(text: &str) -> ManifestSet {
@@ -294,27 +275,5 @@ mod tests {
             (f["file"].as_str(), f["document"].as_u64()),
             (Some("m.yaml"), Some(1))
         );
-    }
-
-    #[test]
-    fn allowed_models_given_on_the_command_line_become_the_limit() {
-        let args = ValidateArgs {
-            paths: vec![],
-            output: Output::Human,
-            acting_remotes: true,
-            allowed_models: vec!["scripted".into()],
-            default_model: Some("scripted".into()),
-        };
-        let limits = args.limits();
-        assert!(limits.acting_remotes);
-        assert_eq!(
-            limits
-                .allowed_models
-                .unwrap()
-                .into_iter()
-                .collect::<Vec<_>>(),
-            ["scripted"]
-        );
-        assert_eq!(limits.default_model.as_deref(), Some("scripted"));
     }
 }

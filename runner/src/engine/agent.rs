@@ -395,7 +395,7 @@ async fn call_tool(ctx: &Arc<RunCtx>, open: &OpenEntry, call: &ToolCall) -> Opti
                 true,
             )
         }
-        Err(ToolError::Failed(message)) => {
+        Err(ToolError::Failed { message, .. }) => {
             let error = cut_to(&message, ERROR_CUT_BYTES);
             (CallStatus::Error, message, true, Some(error), false)
         }

@@ -83,6 +83,8 @@ pub struct RunOptions {
     pub sink_queue: usize,
     /// How long the run waits, after `run.end`, for the sinks to write everything out.
     pub sink_drain_timeout: Duration,
+    /// How captured content is redacted (the deployment's `ORRERY_REDACT_IPS`, rule 8.8).
+    pub redact: crate::safety::RedactOptions,
 }
 
 impl RunOptions {
@@ -99,6 +101,7 @@ impl RunOptions {
             dry_run_tools: false,
             sink_queue: DEFAULT_SINK_QUEUE,
             sink_drain_timeout: SINK_DRAIN_TIMEOUT,
+            redact: crate::safety::RedactOptions::default(),
         }
     }
 }
@@ -174,6 +177,7 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
             capture_content: options.capture_content,
             content_cap_bytes: options.content_cap_bytes,
             max_events: options.max_events,
+            redact: options.redact,
         },
         sinks,
         options.sink_queue,

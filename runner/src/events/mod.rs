@@ -7,10 +7,12 @@
 //! counting) ordinary events when a sink falls behind. Captured text is redacted
 //! ([`crate::safety::redact`]) before it is cut. See [`Trace`].
 
+mod hold;
 mod printer;
 mod trace;
 mod writer;
 
+pub use hold::{HeldWriter, HoldGuard, MAX_HELD_BYTES, TerminalHold};
 pub use printer::{PrinterOptions, TerminalPrinter};
 pub use trace::{
     DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventSink, JsonLinesSink, MemorySink, Trace,

@@ -10,6 +10,7 @@ fn trace(capture: bool, max_events: u64, cap: usize) -> (Trace, Arc<MemorySink>)
         capture_content: capture,
         content_cap_bytes: cap,
         max_events,
+        redact: Default::default(),
     };
     (Trace::new(options, vec![sink.clone()]), sink)
 }

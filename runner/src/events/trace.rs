@@ -39,6 +39,8 @@ pub struct TraceOptions {
     pub content_cap_bytes: usize,
     /// Events the run may emit in all (the last [`RESERVED_SLOTS`] only for reserved events).
     pub max_events: u64,
+    /// How captured text is redacted (`ORRERY_REDACT_IPS` adds IP addresses, rule 8.8).
+    pub redact: crate::safety::RedactOptions,
 }
 
 impl TraceOptions {
@@ -49,6 +51,7 @@ impl TraceOptions {
             capture_content: false,
             content_cap_bytes: DEFAULT_CONTENT_CAP_BYTES,
             max_events: MAX_EVENTS,
+            redact: crate::safety::RedactOptions::default(),
         }
     }
 }
@@ -203,7 +206,10 @@ impl Trace {
         if !self.inner.options.capture_content {
             return None;
         }
-        let cut = cut_to(&crate::safety::redact(text), max);
+        let cut = cut_to(
+            &crate::safety::redact_with(text, self.inner.options.redact),
+            max,
+        );
         let mut state = self.lock();
         let left = self
             .inner

@@ -5,6 +5,7 @@
 //! (pinned on first sight, kept across runs).
 
 use super::endpoint::McpEndpoint;
+use super::error::PinSaveError;
 use super::schema::check_input_schema;
 use super::session::{ToolDefinition, ToolState};
 use crate::pin::mcp_tool_pin_digest;
@@ -17,7 +18,7 @@ pub(super) fn check_all(
     endpoint: &McpEndpoint,
     pins: &dyn Pins,
     listed: &[rmcp::model::Tool],
-) -> Result<BTreeMap<String, ToolState>, String> {
+) -> Result<BTreeMap<String, ToolState>, PinSaveError> {
     let entry = &endpoint.entry;
     let by_name: BTreeMap<&str, &rmcp::model::Tool> =
         listed.iter().map(|t| (t.name.as_ref(), t)).collect();
@@ -43,7 +44,7 @@ fn check_tool(
     endpoint: &McpEndpoint,
     pins: &dyn Pins,
     tool: &rmcp::model::Tool,
-) -> Result<ToolState, String> {
+) -> Result<ToolState, PinSaveError> {
     let entry = &endpoint.entry;
     let name = tool.name.as_ref();
     if !endpoint.read_only.iter().any(|t| t == name) {
@@ -111,8 +112,11 @@ fn check_tool(
     };
     match pins
         .check_tool(&endpoint.pin_key(), entry, name, pin)
-        .map_err(|e| e.to_string())?
-    {
+        .map_err(|e| PinSaveError {
+            entry: entry.clone(),
+            tool: name.to_owned(),
+            reason: e.to_string(),
+        })? {
         PinCheck::PinnedNow | PinCheck::Matches => Ok(ToolState::Usable(ToolDefinition {
             description,
             input_schema: schema,

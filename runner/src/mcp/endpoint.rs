@@ -1,7 +1,7 @@
 //! An MCP registry entry as a run uses it: URL, transport, allowlists, the bearer token, the
 //! origins it may go to, limits, and the key its pins are kept under (rule 5.19).
 
-use crate::net::Origin;
+use crate::net::{EndpointAccess, Origin};
 use crate::secrets::{SecretResolver, SecretValue};
 use orrery_crds::registry::{McpEntry, McpTransport};
 use reqwest::Url;
@@ -79,16 +79,17 @@ impl McpEndpoint {
                 url: spec.url.clone(),
                 reason: e.to_string(),
             })?;
-        let bearer = spec
-            .auth
-            .as_ref()
-            .map(|auth| secrets.resolve(&auth.secret_key_ref))
-            .transpose()
-            .map_err(|e| EndpointError::Secret {
-                entry: name.to_owned(),
-                source: Box::new(e),
-            })?;
-        let limits = spec.limits.clone().unwrap_or_default();
+        let access = EndpointAccess::resolve(
+            spec.auth.as_ref(),
+            spec.limits.as_ref(),
+            secrets,
+            DEFAULT_CALL_TIMEOUT,
+            DEFAULT_MAX_REPLY_BYTES,
+        )
+        .map_err(|e| EndpointError::Secret {
+            entry: name.to_owned(),
+            source: Box::new(e),
+        })?;
         Ok(McpEndpoint {
             entry: name.to_owned(),
             url,
@@ -96,12 +97,10 @@ impl McpEndpoint {
             private_network: spec.private_network,
             tools: spec.tools.clone(),
             read_only: spec.read_only.clone(),
-            bearer,
+            bearer: access.bearer,
             origins,
-            call_timeout: limits
-                .timeout_seconds
-                .map_or(DEFAULT_CALL_TIMEOUT, |s| Duration::from_secs(u64::from(s))),
-            max_reply_bytes: limits.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES),
+            call_timeout: access.timeout,
+            max_reply_bytes: access.max_reply_bytes,
         })
     }
 

@@ -7,6 +7,7 @@
 //! ([`read_capped`], [`SseReader`]), every request carries `x-orrery-hop: 1`, and the entry's
 //! bearer token goes only to the entry's origin (rule 5.42).
 
+use super::error::StreamFault;
 use crate::net::{GuardError, GuardedClient, Origin, SseLimits, SseReader, authorize, read_capped};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -39,6 +40,7 @@ pub struct GuardedMcpHttp {
     origins: Arc<Vec<Origin>>,
     max_event_bytes: u64,
     post_stream_idle: Option<Duration>,
+    fault: StreamFault,
 }
 
 impl GuardedMcpHttp {
@@ -51,7 +53,15 @@ impl GuardedMcpHttp {
             origins: Arc::new(origins),
             max_event_bytes,
             post_stream_idle: None,
+            fault: StreamFault::default(),
         }
+    }
+
+    /// Why an event stream ended early (a byte cap, a malformed stream) is recorded in
+    /// `fault`: rmcp only sees the stream end, and would report a closed connection.
+    pub fn with_fault(mut self, fault: StreamFault) -> Self {
+        self.fault = fault;
+        self
     }
 
     /// An event stream answering a POST that is silent for `idle` is ended with a timeout.
@@ -126,26 +136,35 @@ impl GuardedMcpHttp {
             }
         };
         let reader = SseReader::new(response, limits).map_err(StreamableHttpError::Client)?;
-        Ok(sse_stream(reader))
+        Ok(sse_stream(reader, self.fault.clone()))
     }
 }
 
 /// The events of `reader` as rmcp wants them; the stream ends after the first error.
-pub(crate) fn sse_stream(reader: SseReader) -> BoxStream<'static, Result<Sse, SseError>> {
-    futures::stream::unfold(Some(reader), |state| async move {
-        let mut reader = state?;
-        match reader.next_event().await {
-            Ok(Some(event)) => {
-                let sse = Sse {
-                    event: event.event,
-                    data: Some(event.data),
-                    id: event.id,
-                    retry: event.retry,
-                };
-                Some((Ok(sse), Some(reader)))
+pub(crate) fn sse_stream(
+    reader: SseReader,
+    fault: StreamFault,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    futures::stream::unfold(Some(reader), move |state| {
+        let fault = fault.clone();
+        async move {
+            let mut reader = state?;
+            match reader.next_event().await {
+                Ok(Some(event)) => {
+                    let sse = Sse {
+                        event: event.event,
+                        data: Some(event.data),
+                        id: event.id,
+                        retry: event.retry,
+                    };
+                    Some((Ok(sse), Some(reader)))
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    fault.record(&e);
+                    Some((Err(SseError::Body(Box::new(e))), None))
+                }
             }
-            Ok(None) => None,
-            Err(e) => Some((Err(SseError::Body(Box::new(e))), None)),
         }
     })
     .boxed()

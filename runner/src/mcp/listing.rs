@@ -34,13 +34,47 @@ impl Default for ListCaps {
     }
 }
 
+/// Why a listing failed or was refused. The refusals name no server text.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError<E> {
+    /// A `tools/list` request failed.
+    #[error("{0}")]
+    Fetch(E),
+    /// Too many tools.
+    #[error("it lists more than {max} tools; the server is refused")]
+    TooManyTools {
+        /// The cap.
+        max: usize,
+    },
+    /// The tools are too large.
+    #[error("its tool list is over {max} bytes; the server is refused")]
+    TooManyBytes {
+        /// The cap.
+        max: usize,
+    },
+    /// A cursor came back.
+    #[error("its tool list repeats a page cursor (page {page}); the server is refused")]
+    RepeatedCursor {
+        /// The page that repeated it.
+        page: usize,
+    },
+    /// Too many pages.
+    #[error("its tool list goes on past {max} pages; the server is refused")]
+    TooManyPages {
+        /// The cap.
+        max: usize,
+    },
+}
+
 /// Lists every tool with `fetch` (one `tools/list` request per call, given the cursor), within
-/// `caps`. `Err` says why the listing was refused; it names no server text.
-pub async fn list_tools_capped<F, Fut, E>(mut fetch: F, caps: ListCaps) -> Result<Vec<Tool>, String>
+/// `caps`.
+pub async fn list_tools_capped<F, Fut, E>(
+    mut fetch: F,
+    caps: ListCaps,
+) -> Result<Vec<Tool>, ListError<E>>
 where
     F: FnMut(Option<PaginatedRequestParams>) -> Fut,
     Fut: Future<Output = Result<ListToolsResult, E>>,
-    E: std::fmt::Display,
 {
     let mut tools = Vec::new();
     let mut bytes = 0usize;
@@ -50,39 +84,28 @@ where
         let params = cursor
             .clone()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-        let result = fetch(params).await.map_err(|e| e.to_string())?;
+        let result = fetch(params).await.map_err(ListError::Fetch)?;
         for tool in result.tools {
             bytes = bytes.saturating_add(serde_json::to_vec(&tool).map_or(0, |v| v.len()));
             tools.push(tool);
             if tools.len() > caps.tools {
-                return Err(format!(
-                    "it lists more than {} tools; the server is refused",
-                    caps.tools
-                ));
+                return Err(ListError::TooManyTools { max: caps.tools });
             }
             if bytes > caps.bytes {
-                return Err(format!(
-                    "its tool list is over {} bytes; the server is refused",
-                    caps.bytes
-                ));
+                return Err(ListError::TooManyBytes { max: caps.bytes });
             }
         }
         match result.next_cursor {
             None => return Ok(tools),
             Some(next) => {
                 if !seen_cursors.insert(next.clone()) {
-                    return Err(format!(
-                        "its tool list repeats a page cursor (page {page}); the server is refused"
-                    ));
+                    return Err(ListError::RepeatedCursor { page });
                 }
                 cursor = Some(next);
             }
         }
     }
-    Err(format!(
-        "its tool list goes on past {} pages; the server is refused",
-        caps.pages
-    ))
+    Err(ListError::TooManyPages { max: caps.pages })
 }
 
 #[cfg(test)]
@@ -112,7 +135,7 @@ mod tests {
         description: &str,
     ) -> Result<Vec<Tool>, String> {
         let mut requests = 0usize;
-        list_tools_capped(
+        let listed = list_tools_capped(
             |params: Option<PaginatedRequestParams>| {
                 requests += 1;
                 let n = params
@@ -130,7 +153,8 @@ mod tests {
             },
             ListCaps::default(),
         )
-        .await
+        .await;
+        listed.map_err(|e| e.to_string())
     }
 
     #[tokio::test]
@@ -169,6 +193,9 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(err.contains("repeats a page cursor"), "{err}");
+        assert!(
+            matches!(err, ListError::RepeatedCursor { page: 2 }),
+            "{err}"
+        );
     }
 }

@@ -13,8 +13,10 @@
 
 use super::checks::check_all;
 use super::endpoint::McpEndpoint;
+pub use super::error::McpCallError;
+use super::error::{ConnectError, StreamFault, reason, reason_with};
 use super::http::GuardedMcpHttp;
-use super::listing::{ListCaps, list_tools_capped};
+use super::listing::{ListCaps, ListError, list_tools_capped};
 use super::sse::{LegacySseTransport, SseTransportLimits};
 use crate::net::GuardedClient;
 use crate::pinstore::Pins;
@@ -60,28 +62,6 @@ pub enum ToolState {
     Refused(String),
 }
 
-/// Why an MCP call could not be made or did not answer.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum McpCallError {
-    /// The tool (or the whole server) is unusable in this run.
-    #[error("{0}")]
-    Refused(String),
-    /// The server could not be reached or broke the protocol.
-    #[error("{0}")]
-    Failed(String),
-    /// No answer within the entry's timeout.
-    #[error("MCP server '{entry}' did not answer within {seconds} s")]
-    Timeout {
-        /// The entry.
-        entry: String,
-        /// The timeout.
-        seconds: u64,
-    },
-    /// The run was cancelled.
-    #[error("cancelled")]
-    Cancelled,
-}
-
 /// Our client side of the protocol: no capabilities (no sampling, no elicitation, no roots), and
 /// a flag raised by `notifications/tools/list_changed`.
 #[derive(Clone, Debug)]
@@ -124,7 +104,7 @@ struct Ready {
 enum Connection {
     NotYet,
     Ready(Arc<Ready>),
-    Failed(String),
+    Failed(ConnectError),
     Closed,
 }
 
@@ -135,6 +115,9 @@ pub struct McpSession {
     pins: Arc<dyn Pins>,
     list_changed: Arc<AtomicBool>,
     connection: tokio::sync::Mutex<Connection>,
+    /// Why an event stream ended early (a byte cap), which rmcp reports as a closed
+    /// connection.
+    fault: StreamFault,
 }
 
 impl std::fmt::Debug for McpSession {
@@ -155,6 +138,7 @@ impl McpSession {
             pins,
             list_changed: Arc::new(AtomicBool::new(false)),
             connection: tokio::sync::Mutex::new(Connection::NotYet),
+            fault: StreamFault::default(),
         }
     }
 
@@ -197,12 +181,11 @@ impl McpSession {
         let mut connection = self.connection.lock().await;
         match &*connection {
             Connection::Ready(ready) => return Ok(ready.clone()),
-            Connection::Failed(reason) => return Err(McpCallError::Failed(reason.clone())),
+            Connection::Failed(e) => return Err(McpCallError::Connect(e.clone())),
             Connection::Closed => {
-                return Err(McpCallError::Failed(format!(
-                    "the session with MCP server '{}' is closed (the run ended)",
-                    self.endpoint.entry
-                )));
+                return Err(McpCallError::Connect(ConnectError::Closed {
+                    entry: self.endpoint.entry.clone(),
+                }));
             }
             Connection::NotYet => {}
         }
@@ -213,18 +196,18 @@ impl McpSession {
                 *connection = Connection::Ready(ready.clone());
                 Ok(ready)
             }
-            Ok(Err(reason)) => {
-                *connection = Connection::Failed(reason.clone());
-                Err(McpCallError::Failed(reason))
+            Ok(Err(e)) => {
+                *connection = Connection::Failed(e.clone());
+                Err(McpCallError::Connect(e))
             }
             Err(_) => {
-                let reason = format!(
-                    "MCP server '{}' did not answer within {} s while connecting and listing its tools",
-                    self.endpoint.entry,
-                    timeout.as_secs()
-                );
-                *connection = Connection::Failed(reason.clone());
-                Err(McpCallError::Failed(reason))
+                let e = ConnectError::Timeout {
+                    entry: self.endpoint.entry.clone(),
+                    url: self.endpoint.url.to_string(),
+                    seconds: timeout.as_secs(),
+                };
+                *connection = Connection::Failed(e.clone());
+                Err(McpCallError::Connect(e))
             }
         }
     }
@@ -240,10 +223,14 @@ impl McpSession {
         }
     }
 
-    async fn connect(&self) -> Result<Ready, String> {
-        let entry = &self.endpoint.entry;
-        let fail =
-            |what: &str, e: &dyn std::fmt::Display| format!("MCP server '{entry}': {what}: {e}");
+    async fn connect(&self) -> Result<Ready, ConnectError> {
+        let (entry, url) = (self.endpoint.entry.clone(), self.endpoint.url.to_string());
+        let fault = &self.fault;
+        let session = |e: &(dyn std::error::Error + 'static)| ConnectError::Session {
+            entry: entry.clone(),
+            url: url.clone(),
+            reason: reason_with(e, fault),
+        };
         let service = match self.endpoint.transport {
             McpTransport::StreamableHttp => {
                 let http = GuardedMcpHttp::new(
@@ -251,7 +238,8 @@ impl McpSession {
                     self.endpoint.origins.clone(),
                     self.endpoint.max_reply_bytes,
                 )
-                .with_post_stream_idle_timeout(self.endpoint.call_timeout);
+                .with_post_stream_idle_timeout(self.endpoint.call_timeout)
+                .with_fault(self.fault.clone());
                 let max = usize::try_from(self.endpoint.max_reply_bytes).unwrap_or(usize::MAX);
                 let mut config =
                     StreamableHttpClientTransportConfig::with_uri(self.endpoint.url.as_str())
@@ -270,7 +258,7 @@ impl McpSession {
                 self.handler()
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| fail("could not start a session", &e))?
+                    .map_err(|e| session(&e))?
             }
             McpTransport::Sse => {
                 let limits = SseTransportLimits {
@@ -286,11 +274,15 @@ impl McpSession {
                     limits,
                 )
                 .await
-                .map_err(|e| fail("could not open the event stream", &e))?;
+                .map_err(|e| ConnectError::EventStream {
+                    entry: entry.clone(),
+                    url: url.clone(),
+                    reason: reason(&e),
+                })?;
                 self.handler()
                     .serve(transport)
                     .await
-                    .map_err(|e| fail("could not start a session", &e))?
+                    .map_err(|e| session(&e))?
             }
         };
         let peer = service.peer().clone();
@@ -298,7 +290,14 @@ impl McpSession {
             .await;
         let listed = list_tools_capped(|p| peer.list_tools(p), ListCaps::default())
             .await
-            .map_err(|e| fail("could not list its tools", &e))?;
+            .map_err(|e| ConnectError::List {
+                entry: entry.clone(),
+                url: url.clone(),
+                reason: match e {
+                    ListError::Fetch(e) => reason_with(&e, fault),
+                    refused => refused.to_string(),
+                },
+            })?;
         let listener = self.listen_for_changes(&peer).await;
         let tools = check_all(&self.endpoint, self.pins.as_ref(), &listed)?;
         Ok(Ready {
@@ -315,9 +314,15 @@ impl McpSession {
         let entry = &self.endpoint.entry;
         let relist = list_tools_capped(|p| ready.peer.list_tools(p), ListCaps::default());
         let relisted = match tokio::time::timeout(self.endpoint.call_timeout, relist).await {
-            Ok(Ok(listed)) => check_all(&self.endpoint, self.pins.as_ref(), &listed),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err("no answer in time".to_owned()),
+            Ok(Ok(listed)) => {
+                check_all(&self.endpoint, self.pins.as_ref(), &listed).map_err(|e| e.to_string())
+            }
+            Ok(Err(ListError::Fetch(e))) => Err(reason_with(&e, &self.fault)),
+            Ok(Err(refused)) => Err(refused.to_string()),
+            Err(_) => Err(format!(
+                "no answer within {} s (the entry's limits.timeoutSeconds)",
+                self.endpoint.call_timeout.as_secs()
+            )),
         };
         let states = relisted.unwrap_or_else(|why| {
             let reason = format!(
@@ -398,7 +403,12 @@ impl McpSession {
             _ = cancel.cancelled() => Err(McpCallError::Cancelled),
             r = tokio::time::timeout(timeout, ready.peer.call_tool(params)) => match r {
                 Err(_) => Err(McpCallError::Timeout { entry: entry.clone(), seconds: timeout.as_secs() }),
-                Ok(Err(e)) => Err(McpCallError::Failed(format!("MCP server '{entry}': tool '{tool}' failed: {e}"))),
+                Ok(Err(e)) => Err(McpCallError::Call {
+                    entry: entry.clone(),
+                    url: self.endpoint.url.to_string(),
+                    tool: tool.to_owned(),
+                    reason: reason_with(&e, &self.fault),
+                }),
                 Ok(Ok(result)) => Ok(result),
             },
         }

@@ -2,11 +2,12 @@
 //! definition, its calls through the run's session, its results screened and capped, and one
 //! `mcp.call` event per call keyed by node and tool (rules 7.2–7.6, 9.11).
 
+use super::error::McpCallError;
 use super::result::{is_error, result_text};
-use super::session::{McpCallError, McpSession, ToolDefinition, ToolState};
+use super::session::{McpSession, ToolDefinition, ToolState};
 use crate::events::{CallStatus, EventBody};
 use crate::model::ToolSpec;
-use crate::remote::output::{capped, screened};
+use crate::safety::output::{capped, screened};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use orrery_crds::plan::PlannedTool;
@@ -152,7 +153,11 @@ impl Tool for McpTool {
                     is_error: true,
                 })
             }
-            Err(e @ (McpCallError::Failed(_) | McpCallError::Timeout { .. })) => {
+            Err(
+                e @ (McpCallError::Connect(_)
+                | McpCallError::Call { .. }
+                | McpCallError::Timeout { .. }),
+            ) => {
                 let message = model_error(&e.to_string());
                 self.emit(ctx, CallStatus::Error, started, &message, &arguments);
                 Ok(ToolOutput {

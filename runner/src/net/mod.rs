@@ -17,6 +17,7 @@
 mod classify;
 mod client;
 mod connector;
+mod endpoint;
 mod error;
 mod policy;
 mod resolve;
@@ -27,6 +28,7 @@ pub use classify::{
     never_allowlistable,
 };
 pub use client::{GuardedClient, check_encoding, check_response, read_capped};
+pub use endpoint::EndpointAccess;
 pub use error::{GuardError, Rule};
 pub use policy::{AllowRule, GuardPolicy, Limits, Origin, Route, authorize};
 pub use resolve::{NameResolver, StaticResolver, SystemResolver};

@@ -5,7 +5,10 @@
 //!   become placeholders (`[REDACTED_API_KEY]`, `[REDACTED_EMAIL]` …); IPs only on request.
 //! - [`screen`] / [`screen_with`]: removes hidden characters, flags injection attempts, prefixes
 //!   flagged text with a marker, and redacts.
+//! - [`output`]: what a remote reply (MCP or A2A) becomes before a model sees it: screened,
+//!   then held to the output cap; remote JSON decoded without quoting remote values.
 
+pub mod output;
 mod redact;
 mod screen;
 

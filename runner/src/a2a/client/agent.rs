@@ -13,7 +13,7 @@ use crate::a2a::types::{Message, Part, Role, Task, TaskState};
 use crate::events::{Direction, EventBody};
 use crate::net::GuardedClient;
 use crate::pinstore::Pins;
-use crate::remote::output::{MAX_OUTPUT_BYTES, screened};
+use crate::safety::output::{MAX_OUTPUT_BYTES, screened};
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -341,7 +341,7 @@ impl A2aAgent {
             let answer = match ask_person(&self.endpoint.entry, skill, &task, answered, ctx).await?
             {
                 Ok(answer) => answer,
-                Err(why) => return Ok(self.input_required(&task, &why)),
+                Err(why) => return Ok(self.input_required(&task, &why.to_string())),
             };
             answered += 1;
             self.emit(ctx, skill, Direction::Outbound, None, Some(&answer));

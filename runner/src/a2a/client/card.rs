@@ -10,7 +10,7 @@ use crate::net::GuardedClient;
 use crate::net::is_loopback_host;
 use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
 use crate::pinstore::{PinCheck, Pins};
-use crate::remote::output::{decode, plain_name};
+use crate::safety::output::{decode, plain_name};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
 

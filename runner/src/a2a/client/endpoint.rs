@@ -1,7 +1,7 @@
 //! An A2A registry entry as a run uses it: card URL and pin, skills, effect, the origins RPC
 //! targets and the bearer token may go to, limits, and the key its card pin is kept under.
 
-use crate::net::Origin;
+use crate::net::{EndpointAccess, Origin};
 use crate::secrets::{SecretResolver, SecretValue};
 use orrery_crds::registry::{A2aEntry, Effect};
 use reqwest::Url;
@@ -93,16 +93,17 @@ impl A2aEndpoint {
                 origins.push(origin);
             }
         }
-        let bearer = spec
-            .auth
-            .as_ref()
-            .map(|auth| secrets.resolve(&auth.secret_key_ref))
-            .transpose()
-            .map_err(|e| EndpointError::Secret {
-                entry: name.to_owned(),
-                source: Box::new(e),
-            })?;
-        let limits = spec.limits.clone().unwrap_or_default();
+        let access = EndpointAccess::resolve(
+            spec.auth.as_ref(),
+            spec.limits.as_ref(),
+            secrets,
+            DEFAULT_MESSAGE_TIMEOUT,
+            DEFAULT_MAX_REPLY_BYTES,
+        )
+        .map_err(|e| EndpointError::Secret {
+            entry: name.to_owned(),
+            source: Box::new(e),
+        })?;
         Ok(A2aEndpoint {
             entry: name.to_owned(),
             card_url,
@@ -111,12 +112,13 @@ impl A2aEndpoint {
             effect: spec.effect,
             origins,
             private_network: spec.private_network,
-            bearer,
-            message_timeout: limits.timeout_seconds.map_or(DEFAULT_MESSAGE_TIMEOUT, |s| {
-                Duration::from_secs(u64::from(s))
-            }),
-            max_reply_bytes: limits.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES),
-            max_card_bytes: limits.max_card_bytes.unwrap_or(DEFAULT_MAX_CARD_BYTES),
+            bearer: access.bearer,
+            message_timeout: access.timeout,
+            max_reply_bytes: access.max_reply_bytes,
+            max_card_bytes: access
+                .limits
+                .max_card_bytes
+                .unwrap_or(DEFAULT_MAX_CARD_BYTES),
         })
     }
 

@@ -4,7 +4,7 @@
 
 use crate::a2a::types::TaskState;
 use crate::net::GuardError;
-use crate::remote::output::screened;
+use crate::safety::output::screened;
 use serde::Serialize;
 
 /// The call's status.

@@ -61,6 +61,41 @@ pub(super) async fn confirm(
     }))
 }
 
+/// Why a remote's question got no answer to send: the call ends `input_required`, saying so.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswered {
+    /// More questions than one call may ask.
+    #[error("the remote asked more than {max} questions in one call")]
+    TooManyQuestions {
+        /// The limit.
+        max: u32,
+    },
+    /// The question is empty.
+    #[error("the remote asked for input with an empty question")]
+    EmptyQuestion,
+    /// The person declined.
+    #[error("the person asked declined to answer")]
+    Declined,
+    /// Nobody answered before the request expired.
+    #[error("nobody answered in time")]
+    Expired,
+    /// The run asked for all the approvals it may.
+    #[error("the run already asked for {max} approvals, the most a run may ask for")]
+    ApprovalLimit {
+        /// The limit.
+        max: u32,
+    },
+    /// The answer is empty.
+    #[error("the person gave no answer")]
+    EmptyAnswer,
+    /// The answer is too long.
+    #[error("the answer is over the {max} characters a remote agent takes")]
+    AnswerTooLong {
+        /// The limit.
+        max: usize,
+    },
+}
+
 /// Takes a remote's question to a person (rules 4.27–4.36). `Ok(Ok(answer))` to send on
 /// the same task; `Ok(Err(why))` ends the call `input_required`; `Err` ends the call (a
 /// budget spent, the run cancelled).
@@ -70,17 +105,15 @@ pub(super) async fn ask_person(
     task: &Task,
     answered: u32,
     ctx: &ToolContext,
-) -> Result<Result<String, String>, ToolError> {
+) -> Result<Result<String, Unanswered>, ToolError> {
     if answered >= MAX_INPUT_ROUNDS {
-        return Ok(Err(format!(
-            "the remote asked more than {MAX_INPUT_ROUNDS} questions in one call"
-        )));
+        return Ok(Err(Unanswered::TooManyQuestions {
+            max: MAX_INPUT_ROUNDS,
+        }));
     }
     let question = question(task);
     if question.trim().is_empty() {
-        return Ok(Err(
-            "the remote asked for input with an empty question".into()
-        ));
+        return Ok(Err(Unanswered::EmptyQuestion));
     }
     if ctx.ledger.used(BudgetKey::RemoteCalls) >= ctx.ledger.limit(BudgetKey::RemoteCalls) {
         let budget = ctx
@@ -108,23 +141,17 @@ pub(super) async fn ask_person(
     {
         Ok(Settled::Approved { answer }) => answer.unwrap_or_default(),
         Ok(Settled::Cancelled) => return Err(ToolError::Cancelled),
-        Ok(Settled::Rejected { .. }) => {
-            return Ok(Err("the person asked declined to answer".into()));
-        }
-        Ok(Settled::Expired) => return Ok(Err("nobody answered in time".into())),
-        Err(AskError::LimitReached(n)) => {
-            return Ok(Err(format!(
-                "the run already asked for {n} approvals, the most a run may ask for"
-            )));
-        }
+        Ok(Settled::Rejected { .. }) => return Ok(Err(Unanswered::Declined)),
+        Ok(Settled::Expired) => return Ok(Err(Unanswered::Expired)),
+        Err(AskError::LimitReached(max)) => return Ok(Err(Unanswered::ApprovalLimit { max })),
     };
     if answer.trim().is_empty() {
-        return Ok(Err("the person gave no answer".into()));
+        return Ok(Err(Unanswered::EmptyAnswer));
     }
     if answer.chars().count() > MAX_REQUEST_CHARS {
-        return Ok(Err(format!(
-            "the answer is over the {MAX_REQUEST_CHARS} characters a remote agent takes"
-        )));
+        return Ok(Err(Unanswered::AnswerTooLong {
+            max: MAX_REQUEST_CHARS,
+        }));
     }
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);

@@ -14,7 +14,7 @@ use crate::a2a::types::{
 };
 use crate::net::{GuardedClient, SseLimits, SseReader, authorize, read_capped};
 use crate::pin::parse_json_no_duplicate_keys;
-use crate::remote::output::decode;
+use crate::safety::output::decode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 
 use super::agent::{A2aAgent, MAX_REQUEST_CHARS};
 use crate::model::ToolSpec;
-use crate::remote::output::screened;
+use crate::safety::output::screened;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use orrery_crds::plan::PlannedTool;

@@ -3,7 +3,7 @@
 //! addresses redacted), then the output cap, which answers an oversized result with a
 //! replacement instead of cutting it.
 
-use crate::safety::{ScreenFlag, screen};
+use super::{ScreenFlag, screen};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
