@@ -2,7 +2,8 @@
 //! tool error the model and the trace can read (naming the entry), never a hang and never a
 //! panic. A 5xx reply; a 401 asking for OAuth, which is never followed (no discovery fetches);
 //! a reply to another request's id; a request of the server's for a capability we never
-//! declared; a legacy event-stream frame that is not JSON.
+//! declared; a legacy event-stream frame that is not JSON; a call's event stream cut before
+//! its result and resumed, each time, only to end again (the reconnect limit).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod remote_support;
@@ -199,5 +200,43 @@ async fn a_legacy_event_stream_frame_that_is_not_json_ends_the_call_with_an_erro
     let (is_error, text) = outcome(&tool, &t).await;
     assert!(is_error, "{text}");
     assert!(text.contains("'docs'"), "names the entry: {text}");
+    assert_eq!(recorded(&t).len(), 1);
+}
+
+#[tokio::test]
+async fn a_cut_call_stream_that_cannot_be_resumed_ends_at_the_reconnect_limit_with_an_error() {
+    let server = server().await;
+    // A long call timeout: only the reconnect limit can end this call soon.
+    let mut long = entry(&server.url(), McpTransport::StreamableHttp);
+    long.spec.mcp.as_mut().unwrap().limits = Some(EndpointLimits {
+        timeout_seconds: Some(30),
+        ..EndpointLimits::default()
+    });
+    let tool = lookup(&long).await;
+    server.edit(|s| {
+        s.cut_calls = true;
+        s.end_streams_at_once = true;
+    });
+    let resumes = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.header("last-event-id") == Some("call-event-1"))
+            .count()
+    };
+    let t = TestCtx::new([]);
+    let (is_error, text) = outcome(&tool, &t).await;
+    assert!(is_error, "{text}");
+    assert!(text.contains("'docs'"), "names the entry: {text}");
+    assert!(
+        !text.contains("did not answer within"),
+        "the reconnect limit ended it, not the timeout: {text}"
+    );
+    // Each resume is accepted and ends at once, forever: only the limit stops them.
+    let resumes = resumes();
+    assert!(
+        (1..=3).contains(&resumes),
+        "at most three resumes from one event, then it gave up: {resumes}"
+    );
     assert_eq!(recorded(&t).len(), 1);
 }

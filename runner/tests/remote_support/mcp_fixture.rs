@@ -39,6 +39,11 @@ pub struct McpState {
     pub legacy_call_data: Option<String>,
     /// When set, every reply says `Connection: close`, so each request connects anew.
     pub close_connections: bool,
+    /// When set, `tools/call` is answered with an event stream that carries one event with an
+    /// id (so the client may resume it) and ends without the result.
+    pub cut_calls: bool,
+    /// When set, every `GET /mcp` event stream ends at once.
+    pub end_streams_at_once: bool,
 }
 
 struct Shared {
@@ -211,10 +216,18 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, body: String) -> Response {
     }
     let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     if is_call(&message) {
-        let (reply_id, prelude) = {
+        let (reply_id, prelude, cut) = {
             let state = shared.state.lock().unwrap();
-            (state.call_reply_id.clone(), state.call_prelude.clone())
+            (
+                state.call_reply_id.clone(),
+                state.call_prelude.clone(),
+                state.cut_calls,
+            )
         };
+        if cut {
+            let priming = Event::default().id("call-event-1").data("not yet");
+            return Sse::new(futures::stream::iter([Ok::<_, Infallible>(priming)])).into_response();
+        }
         if let Some(id) = reply_id
             && let Some((mut reply, _)) = answer(&shared, &message)
         {
@@ -276,6 +289,9 @@ fn event_stream(
 
 async fn get_stream(State(shared): State<Arc<Shared>>) -> Response {
     let end = shared.ends.lock().unwrap().clone();
+    if shared.state.lock().unwrap().end_streams_at_once {
+        return Sse::new(futures::stream::empty::<Result<Event, Infallible>>()).into_response();
+    }
     event_stream(shared.events.subscribe(), Vec::new(), end).into_response()
 }
 
