@@ -490,8 +490,16 @@ mod tests {
         let model =
             RegistryEntry::from_model("m", ModelEntry::scripted("s", ModelScript::default()));
         assert_eq!(model.spec.kind(), Some(EntryKind::Model));
-        let spec = model.spec.model.unwrap();
-        assert_eq!(spec.provider, ModelProvider::Scripted);
-        assert!(spec.script.is_some() && spec.api_key.is_none() && spec.base_url.is_none());
+        assert!(matches!(
+            model.spec.model,
+            Some(ModelEntry {
+                provider: ModelProvider::Scripted,
+                script: Some(_),
+                api_key: None,
+                base_url: None,
+                private_network: false,
+                ..
+            })
+        ));
     }
 }

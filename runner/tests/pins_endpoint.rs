@@ -17,6 +17,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// A change of an A2A entry's endpoint (given another agent's origin).
+type EditEntry = fn(&mut A2aEntry, &str);
+
 /// Builds `remote` of `entry` with a fresh factory (a new run) over `pins`.
 async fn run(
     pins: &Arc<PinStore>,
@@ -49,7 +52,7 @@ async fn a_changed_card_url_skills_origins_or_network_flag_pins_the_card_afresh_
         "{refused}"
     );
 
-    let edits: [(&str, fn(&mut A2aEntry, &str)); 4] = [
+    let edits: [(&str, EditEntry); 4] = [
         ("cardUrl", |a, _| a.card_url.push_str("?v=2")),
         ("skills", |a, _| {
             a.skills = vec!["draft".into(), "publish".into()]
