@@ -147,6 +147,30 @@ impl A2aEntry {
     }
 }
 
+impl ModelEntry {
+    /// A public endpoint of `provider` serving `model`: the provider's default base URL, no API
+    /// key, no limits, no script.
+    pub fn new(provider: ModelProvider, model: &str) -> Self {
+        ModelEntry {
+            provider,
+            model: model.to_owned(),
+            base_url: None,
+            api_key: None,
+            private_network: false,
+            limits: None,
+            script: None,
+        }
+    }
+
+    /// A Scripted model named `model` answering from `script`.
+    pub fn scripted(model: &str, script: ModelScript) -> Self {
+        ModelEntry {
+            script: Some(script),
+            ..ModelEntry::new(ModelProvider::Scripted, model)
+        }
+    }
+}
+
 /// MCP transport.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum McpTransport {
@@ -463,5 +487,19 @@ mod tests {
         let a2a = RegistryEntry::from_a2a("w", A2aEntry::new("https://w.example/card", &["draft"]));
         assert_eq!(a2a.spec.kind(), Some(EntryKind::A2a));
         assert_eq!(a2a.spec.a2a.map(|a| a.effect), Some(Effect::ReadOnly));
+        let model =
+            RegistryEntry::from_model("m", ModelEntry::scripted("s", ModelScript::default()));
+        assert_eq!(model.spec.kind(), Some(EntryKind::Model));
+        assert!(matches!(
+            model.spec.model,
+            Some(ModelEntry {
+                provider: ModelProvider::Scripted,
+                script: Some(_),
+                api_key: None,
+                base_url: None,
+                private_network: false,
+                ..
+            })
+        ));
     }
 }

@@ -542,17 +542,28 @@ mod tests {
             let ledger = ledger.clone();
             tokio::spawn(async move { ledger.deadline().await })
         };
-        tokio::time::sleep(Duration::from_millis(1300)).await;
+        // Longer than the whole 1 s deadline: a deadline that ran while paused would fire.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(ledger.is_paused());
         assert!(!waiter.is_finished(), "a paused deadline must not fire");
         drop(guard);
-        tokio::time::timeout(Duration::from_secs(3), waiter)
+        assert!(!ledger.is_paused());
+        // Generous: only a deadline that never resumes can miss this.
+        tokio::time::timeout(Duration::from_secs(30), waiter)
             .await
-            .unwrap()
+            .expect("the deadline fires once the person has decided")
             .unwrap();
-        assert!(ledger.active_elapsed() < Duration::from_millis(1300));
+        // Read in this order, wall time minus run time is at least the paused time, whatever
+        // the scheduler did; no comparison against the deadline's own length.
+        let active = ledger.active_elapsed();
+        let wall = ledger.totals().wall_time_ms;
         assert!(
-            ledger.totals().wall_time_ms >= 1300,
-            "wall time counts the wait"
+            active >= Duration::from_secs(1),
+            "the deadline fired on run time"
+        );
+        assert!(
+            wall >= u64::try_from(active.as_millis()).unwrap() + 1500,
+            "the 1.5 s pause is left out of run time and counted in wall time: {wall} ms wall, {active:?} run"
         );
     }
 }

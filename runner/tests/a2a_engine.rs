@@ -6,10 +6,7 @@ mod remote_support;
 
 use orrery_crds::composition::CompositionSpec;
 use orrery_crds::plan::plan;
-use orrery_crds::registry::{
-    McpTransport, ModelEntry, ModelProvider as ProviderKind, ModelScript, RegistryEntry,
-    RegistryEntrySpec,
-};
+use orrery_crds::registry::{McpTransport, ModelEntry, ModelScript, RegistryEntry};
 use orrery_crds::validate::{DeploymentLimits, RegistryView};
 use orrery_runner::approval::ScriptedDecisions;
 use orrery_runner::demo::{FleetConfig, start_fleet};
@@ -31,22 +28,12 @@ use tokio_util::sync::CancellationToken;
 const CANARY: &str = "CANARY-7f3a91c2-never-leaves";
 
 fn model_entry(script_yaml: &str) -> RegistryEntry {
-    RegistryEntry::new(
+    RegistryEntry::from_model(
         "m",
-        RegistryEntrySpec {
-            description: None,
-            mcp: None,
-            a2a: None,
-            model: Some(ModelEntry {
-                provider: ProviderKind::Scripted,
-                model: "scripted-test".into(),
-                base_url: None,
-                api_key: None,
-                private_network: false,
-                limits: None,
-                script: Some(serde_yaml::from_str::<ModelScript>(script_yaml).unwrap()),
-            }),
-        },
+        ModelEntry::scripted(
+            "scripted-test",
+            serde_yaml::from_str::<ModelScript>(script_yaml).unwrap(),
+        ),
     )
 }
 

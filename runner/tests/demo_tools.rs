@@ -304,12 +304,11 @@ async fn the_fleet_shuts_down_promptly_with_a_client_session_open() {
     let fleet = fleet().await;
     let client = session_client(&fleet).await;
     client.list_all_tools().await.unwrap();
-    let started = std::time::Instant::now();
-    fleet.shutdown().await.unwrap();
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
+    // A shutdown that waited for the open session would wait as long as the client lives (it
+    // is dropped only after): the bound turns that hang into a failure, it measures nothing.
+    tokio::time::timeout(std::time::Duration::from_secs(30), fleet.shutdown())
+        .await
+        .expect("the fleet shut down while a client session was still open")
+        .unwrap();
     drop(client);
 }

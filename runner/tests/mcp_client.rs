@@ -695,6 +695,8 @@ async fn a_silent_event_stream_answering_a_post_ends_with_a_timeout() {
         err.is_some_and(|e| e.contains("Timeout")),
         "a timeout ends it"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // The server holds the stream open for 30 s: ending well before shows the client's own
+    // timeout ended it (the error says so too); no finer wall-clock claim.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
     server.abort();
 }

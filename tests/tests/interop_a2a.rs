@@ -32,7 +32,7 @@ async fn draft(peer: &Peer) -> Arc<dyn orrery_runner::tools::Tool> {
 
 #[tokio::test]
 async fn echo_agents_answer_and_see_only_the_request_text_with_our_headers() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(&dir, sdk, &["--mode", "echo"]).await;
         let tool = draft(&peer).await;
@@ -74,7 +74,7 @@ async fn echo_agents_answer_and_see_only_the_request_text_with_our_headers() {
 
 #[tokio::test]
 async fn a_question_goes_to_a_person_and_the_answer_continues_the_task() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(&dir, sdk, &["--mode", "ask", "--rounds", "2"]).await;
         let tool = draft(&peer).await;
@@ -107,7 +107,7 @@ async fn a_question_goes_to_a_person_and_the_answer_continues_the_task() {
 
 #[tokio::test]
 async fn a_changed_trust_field_is_refused_and_a_changed_description_is_not() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         for (change, refused) in [
             ("skills", true),
@@ -137,6 +137,17 @@ async fn a_changed_trust_field_is_refused_and_a_changed_description_is_not() {
                     result["errorType"], "card_refused",
                     "{sdk:?} {change}: {result}"
                 );
+                // The log must show the card fetches first, or "no RPC" would hold of a log
+                // that recorded nothing at all.
+                let cards = peer
+                    .requests()
+                    .iter()
+                    .filter(|r| r.method == "GET" && r.path.ends_with("agent-card.json"))
+                    .count();
+                assert!(
+                    cards >= 2,
+                    "{sdk:?} {change}: the pinning fetch and the changed card were logged ({cards})"
+                );
                 assert!(
                     peer.rpc_methods().is_empty(),
                     "{sdk:?} {change}: nothing was sent"
@@ -150,7 +161,7 @@ async fn a_changed_trust_field_is_refused_and_a_changed_description_is_not() {
 
 #[tokio::test]
 async fn an_injection_and_secrets_in_a_reply_are_screened_and_redacted() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     let texts: Value = serde_json::from_str(
         &std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/texts.json"),
@@ -189,7 +200,7 @@ async fn an_injection_and_secrets_in_a_reply_are_screened_and_redacted() {
 
 #[tokio::test]
 async fn only_text_parts_come_back() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(&dir, sdk, &["--mode", "mixed-parts"]).await;
         let (result, _) = call(&draft(&peer).await, &Ctx::new([]), json!({"request": "x"})).await;
@@ -206,7 +217,7 @@ async fn only_text_parts_come_back() {
 
 #[tokio::test]
 async fn a_failed_task_and_an_oversized_reply_are_errors_with_their_types() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(&dir, sdk, &["--mode", "fail"]).await;
         let (result, _) = call(&draft(&peer).await, &Ctx::new([]), json!({"request": "x"})).await;
@@ -223,7 +234,7 @@ async fn a_failed_task_and_an_oversized_reply_are_errors_with_their_types() {
 
 #[tokio::test]
 async fn the_bearer_token_is_sent_to_the_agent_and_an_off_origin_interface_is_refused() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(
             &dir,
@@ -265,7 +276,7 @@ async fn the_bearer_token_is_sent_to_the_agent_and_an_off_origin_interface_is_re
 
 #[tokio::test]
 async fn a_cancelled_call_cancels_the_remote_task() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for sdk in SDKS {
         let peer = Peer::start(&dir, sdk, &["--mode", "slow", "--delay", "30"]).await;
         let tool = draft(&peer).await;

@@ -18,7 +18,7 @@ fn pins() -> Arc<PinStore> {
 
 #[tokio::test]
 async fn server_everything_answers_echo_and_get_sum_over_streamable_http_and_legacy_sse() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for transport in ["streamableHttp", "sse"] {
         let peer = Peer::start(&dir, PeerKind::Everything, &[transport]).await;
         let kind = if transport == "sse" {
@@ -47,7 +47,7 @@ async fn server_everything_answers_echo_and_get_sum_over_streamable_http_and_leg
 
 #[tokio::test]
 async fn server_everythings_tools_without_read_only_hint_are_refused_when_listed_read_only() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     let peer = Peer::start(&dir, PeerKind::Everything, &["streamableHttp"]).await;
     let entry = mcp_entry(
         "everything",
@@ -69,7 +69,7 @@ async fn server_everythings_tools_without_read_only_hint_are_refused_when_listed
 
 #[tokio::test]
 async fn the_python_server_is_reached_in_2026_mode_with_structured_and_error_results() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     let peer = Peer::start(&dir, PeerKind::PyMcp, &[]).await;
     let entry = mcp_entry(
         "py",
@@ -121,7 +121,7 @@ async fn the_python_server_is_reached_in_2026_mode_with_structured_and_error_res
 
 #[tokio::test]
 async fn the_python_servers_unannotated_and_destructive_tools_are_refused() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     let peer = Peer::start(&dir, PeerKind::PyMcp, &[]).await;
     let entry = mcp_entry(
         "py",
@@ -141,7 +141,7 @@ async fn the_python_servers_unannotated_and_destructive_tools_are_refused() {
 
 #[tokio::test]
 async fn a_tool_that_changes_between_runs_is_caught_by_its_pin() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     for change in ["description", "schema", "annotations"] {
         let peer = Peer::start(
             &dir,
@@ -174,7 +174,7 @@ async fn a_tool_that_changes_between_runs_is_caught_by_its_pin() {
 
 #[tokio::test]
 async fn the_python_server_over_legacy_sse_and_with_a_bearer_token() {
-    let Some(dir) = peers_dir() else { return };
+    let dir = peers_dir();
     let peer = Peer::start(&dir, PeerKind::PyMcp, &["--transport", "sse"]).await;
     let entry = mcp_entry("py", &peer.url, McpTransport::Sse, &["lookup"]);
     let tool = build(&factory(pins(), &[]), ToolKind::Mcp, &entry, "lookup")
@@ -197,5 +197,15 @@ async fn the_python_server_over_legacy_sse_and_with_a_bearer_token() {
         result,
         Value::String("lookup: mcp = Model Context Protocol".into())
     );
-    assert!(peer.requests().iter().all(|r| r.headers.get("authorization").map(String::as_str) == Some("Bearer mcp-token")));
+    let requests = peer.requests();
+    assert!(
+        !requests.is_empty(),
+        "the peer logged the requests the call made"
+    );
+    assert!(
+        requests.iter().all(
+            |r| r.headers.get("authorization").map(String::as_str) == Some("Bearer mcp-token")
+        ),
+        "every request carried the token: {requests:?}"
+    );
 }

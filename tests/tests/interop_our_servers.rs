@@ -10,11 +10,12 @@
 //! the tests fail with setup.sh's message: they never skip.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod interop_support;
+
 use orrery_runner::demo::tools::TOOL_NAMES;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long one client check may take (a cold Python start under load included).
@@ -24,34 +25,10 @@ fn peers_scripts() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers")
 }
 
-/// Runs `tests/peers/setup.sh` once per test binary; panics with its own message when it
-/// fails (no Python, Node or npm, or an install that failed).
-fn install_peers() {
-    static INSTALLED: OnceLock<Result<String, String>> = OnceLock::new();
-    let result = INSTALLED.get_or_init(|| {
-        let out = std::process::Command::new(peers_scripts().join("setup.sh"))
-            .output()
-            .map_err(|e| format!("cannot run tests/peers/setup.sh: {e}"))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if out.status.success() {
-            Ok(stdout.lines().last().unwrap_or_default().to_owned())
-        } else {
-            Err(format!(
-                "tests/peers/setup.sh failed ({}): the interop tests need Python 3.10+, Node 20+ and npm \
-                 (set PYTHON=, NODE=, NPM=) and the package registries once.\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    });
-    if let Err(message) = result {
-        panic!("{message}");
-    }
-}
-
 /// Runs `peer.sh <check> <args>`: (exit code, the JSON it printed).
 async fn check(which: &str, args: &[&str]) -> (Option<i32>, Value) {
-    install_peers();
+    // Installs the peers once (or panics with setup.sh's message); peer.sh then finds them.
+    interop_support::peers_dir();
     let child = tokio::process::Command::new(peers_scripts().join("peer.sh"))
         .arg(which)
         .args(args)

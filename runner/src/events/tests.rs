@@ -135,15 +135,27 @@ async fn a_blocked_sink_never_holds_up_the_emitter_and_reserved_events_still_arr
         seen: MemorySink::new(),
     });
     let t = Trace::buffered(TraceOptions::new("run-1"), vec![sink.clone()], 3);
-    let started = std::time::Instant::now();
-    for i in 0..50 {
-        t.emit(route(i));
+    // The emits run on their own thread while the sink stays blocked (the gate opens only
+    // below): an emitter that waited for the sink would never report back. The bound only
+    // turns that hang into a failure; it measures nothing.
+    let (done, emitted) = std::sync::mpsc::channel();
+    {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            for i in 0..50 {
+                t.emit(route(i));
+            }
+            t.emit(budget_hit());
+            t.emit(run_end(t.dropped()));
+            done.send(()).unwrap();
+        });
     }
-    t.emit(budget_hit());
-    t.emit(run_end(t.dropped()));
+    emitted
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("emitting never waits for a sink: every emit returned while it was blocked");
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(1),
-        "emitting never waits for a sink"
+        !sink.open.load(std::sync::atomic::Ordering::SeqCst),
+        "the sink was still blocked"
     );
     // At most the queue's capacity of ordinary events waits (one more may be in the sink's
     // hands); the rest were dropped and counted.

@@ -14,8 +14,6 @@ use tokio_util::sync::CancellationToken;
 
 fn entry(provider: ProviderKind, base_url: Option<&str>) -> ModelEntry {
     ModelEntry {
-        provider,
-        model: "m".into(),
         base_url: base_url.map(str::to_owned),
         api_key: Some(ApiKeySource {
             secret_key_ref: SecretKeyRef {
@@ -23,9 +21,7 @@ fn entry(provider: ProviderKind, base_url: Option<&str>) -> ModelEntry {
                 key: "model".into(),
             },
         }),
-        private_network: false,
-        limits: None,
-        script: None,
+        ..ModelEntry::new(provider, "m")
     }
 }
 

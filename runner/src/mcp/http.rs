@@ -33,6 +33,12 @@ pub const HOP_HEADER: &str = "x-orrery-hop";
 
 type HttpResult<T> = Result<T, StreamableHttpError<GuardError>>;
 
+/// How often one event stream may be resumed from the same event. rmcp counts its reconnect
+/// attempts afresh after each stream that opened and closed gracefully, so a server that
+/// accepts every resume and closes it at once would be reconnected to until the call's
+/// timeout: past this many resumes from one event the resume is refused and the call ends.
+const MAX_RESUMES_FROM_ONE_EVENT: u32 = 3;
+
 /// A guarded HTTP backend for rmcp's streamable HTTP transport.
 #[derive(Clone, Debug)]
 pub struct GuardedMcpHttp {
@@ -41,6 +47,8 @@ pub struct GuardedMcpHttp {
     max_event_bytes: u64,
     post_stream_idle: Option<Duration>,
     fault: StreamFault,
+    /// The last event an event stream was resumed from, and how often.
+    resumes: Arc<std::sync::Mutex<Option<(String, u32)>>>,
 }
 
 impl GuardedMcpHttp {
@@ -54,6 +62,7 @@ impl GuardedMcpHttp {
             max_event_bytes,
             post_stream_idle: None,
             fault: StreamFault::default(),
+            resumes: Arc::new(std::sync::Mutex::new(None)),
         }
     }
 
@@ -62,6 +71,32 @@ impl GuardedMcpHttp {
     pub fn with_fault(mut self, fault: StreamFault) -> Self {
         self.fault = fault;
         self
+    }
+
+    /// Counts a resume from event `id`; an error once it is one too many.
+    fn count_resume(&self, id: &str) -> HttpResult<()> {
+        let mut last = self
+            .resumes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let times = match last.as_mut() {
+            Some((last_id, times)) if last_id == id => {
+                *times += 1;
+                *times
+            }
+            _ => {
+                *last = Some((id.to_owned(), 1));
+                1
+            }
+        };
+        if times > MAX_RESUMES_FROM_ONE_EVENT {
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!(
+                    "the event stream was resumed from event '{id}' {MAX_RESUMES_FROM_ONE_EVENT} times and each ended without a reply (the reconnect limit)"
+                ),
+            )));
+        }
+        Ok(())
     }
 
     /// An event stream answering a POST that is silent for `idle` is ended with a timeout.
@@ -360,6 +395,7 @@ impl StreamableHttpClient for GuardedMcpHttp {
             builder = builder.header(HEADER_SESSION_ID, session.as_ref());
         }
         if let Some(id) = last_event_id {
+            self.count_resume(&id)?;
             builder = builder.header(HEADER_LAST_EVENT_ID, id);
         }
         let response = self.send(builder).await?;

@@ -126,15 +126,7 @@ mod tests {
     use orrery_crds::registry::{ApiKeySource, EndpointLimits, ModelScript};
 
     fn entry(provider: ProviderKind) -> ModelEntry {
-        ModelEntry {
-            provider,
-            model: "m".into(),
-            base_url: None,
-            api_key: None,
-            private_network: false,
-            limits: None,
-            script: None,
-        }
+        ModelEntry::new(provider, "m")
     }
 
     fn factory() -> ProviderFactory {

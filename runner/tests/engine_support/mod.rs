@@ -8,8 +8,7 @@ use orrery_crds::budget::BudgetLimits;
 use orrery_crds::composition::CompositionSpec;
 use orrery_crds::plan::{Plan, plan};
 use orrery_crds::registry::{
-    A2aEntry, McpEntry, McpTransport, ModelEntry, ModelProvider as ProviderKind, ModelScript,
-    RegistryEntry, RegistryEntrySpec,
+    A2aEntry, McpEntry, McpTransport, ModelEntry, ModelScript, RegistryEntry,
 };
 use orrery_crds::validate::{DeploymentLimits, RegistryView};
 use orrery_runner::approval::{DecisionSource, ScriptedDecision, ScriptedDecisions};
@@ -38,22 +37,9 @@ pub fn registry() -> Vec<RegistryEntry> {
         "helper",
         A2aEntry::new("http://127.0.0.1:9/.well-known/agent-card.json", &["ask"]),
     );
-    let model = RegistryEntry::new(
+    let model = RegistryEntry::from_model(
         "m",
-        RegistryEntrySpec {
-            description: None,
-            mcp: None,
-            a2a: None,
-            model: Some(ModelEntry {
-                provider: ProviderKind::Scripted,
-                model: "scripted-test".into(),
-                base_url: None,
-                api_key: None,
-                private_network: false,
-                limits: None,
-                script: Some(ModelScript::default()),
-            }),
-        },
+        ModelEntry::scripted("scripted-test", ModelScript::default()),
     );
     vec![mcp, a2a, model]
 }

@@ -153,6 +153,8 @@ struct Shared {
     log: Mutex<Vec<Recorded>>,
     card_override: Mutex<Option<Override>>,
     rpc_override: Mutex<Option<Override>>,
+    /// Every reply says `Connection: close`, so each request connects anew.
+    close_connections: std::sync::atomic::AtomicBool,
 }
 
 /// A running fixture agent.
@@ -225,6 +227,7 @@ impl A2aFixture {
             log: Mutex::new(Vec::new()),
             card_override: Mutex::new(None),
             rpc_override: Mutex::new(None),
+            close_connections: std::sync::atomic::AtomicBool::new(false),
         });
         let app = server.router().layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -237,10 +240,19 @@ impl A2aFixture {
                 } else {
                     s.rpc_override.lock().unwrap().clone()
                 };
-                match canned {
+                let mut response = match canned {
                     Some(o) => o.into_response(),
                     None => next.run(req).await,
+                };
+                if s.close_connections
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    response.headers_mut().insert(
+                        axum::http::header::CONNECTION,
+                        axum::http::HeaderValue::from_static("close"),
+                    );
                 }
+                response
             },
         ));
         let stop = serve(listener, app);
@@ -263,6 +275,14 @@ impl A2aFixture {
     /// Serves this card body instead of the real card.
     pub fn serve_card(&self, body: Option<Override>) {
         *self.shared.card_override.lock().unwrap() = body;
+    }
+
+    /// Closes every connection after its reply (`Connection: close`), so the client has to
+    /// connect, and resolve the name, again for each request.
+    pub fn close_connections(&self) {
+        self.shared
+            .close_connections
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Answers JSON-RPC requests with this instead.

@@ -29,12 +29,29 @@ pub struct McpState {
     pub post_override: Option<Override>,
     /// When set, the legacy `endpoint` event names this instead of `/message?…`.
     pub sse_endpoint: Option<String>,
+    /// When set, `tools/call` is answered with this id instead of the request's.
+    pub call_reply_id: Option<Value>,
+    /// When set, `tools/call` is answered with an event stream carrying this message (e.g. a
+    /// request of the server's own) before the result.
+    pub call_prelude: Option<Value>,
+    /// When set, the legacy transport answers `tools/call` with this event data (e.g. a frame
+    /// that is not JSON) instead of the result.
+    pub legacy_call_data: Option<String>,
+    /// When set, every reply says `Connection: close`, so each request connects anew.
+    pub close_connections: bool,
+    /// When set, `tools/call` is answered with an event stream that carries one event with an
+    /// id (so the client may resume it) and ends without the result.
+    pub cut_calls: bool,
+    /// When set, every `GET /mcp` event stream ends at once.
+    pub end_streams_at_once: bool,
 }
 
 struct Shared {
     state: Mutex<McpState>,
     log: Mutex<Vec<Recorded>>,
     events: broadcast::Sender<String>,
+    /// Cancelled to end the event streams open now.
+    ends: Mutex<CancellationToken>,
 }
 
 /// A running fixture.
@@ -77,6 +94,7 @@ impl McpFixture {
             }),
             log: Mutex::new(Vec::new()),
             events,
+            ends: Mutex::new(CancellationToken::new()),
         });
         let app = axum::Router::new()
             .route("/mcp", post(post_mcp).get(get_stream).delete(delete))
@@ -88,7 +106,14 @@ impl McpFixture {
                  req: axum::extract::Request,
                  next: axum::middleware::Next| async move {
                     let req = record(req, &s.log).await;
-                    next.run(req).await
+                    let mut response = next.run(req).await;
+                    if s.state.lock().unwrap().close_connections {
+                        response.headers_mut().insert(
+                            axum::http::header::CONNECTION,
+                            axum::http::HeaderValue::from_static("close"),
+                        );
+                    }
+                    response
                 },
             ))
             .with_state(shared.clone());
@@ -120,6 +145,13 @@ impl McpFixture {
             .filter_map(|r| serde_json::from_str::<Value>(&r.body).ok())
             .filter_map(|v| v["method"].as_str().map(str::to_owned))
             .collect()
+    }
+
+    /// Ends the event streams open now (the client may reconnect).
+    pub fn end_event_streams(&self) {
+        let mut ends = self.shared.ends.lock().unwrap();
+        ends.cancel();
+        *ends = CancellationToken::new();
     }
 
     /// Sends `notifications/tools/list_changed` on the open event stream(s), once one is open.
@@ -173,11 +205,44 @@ fn answer(shared: &Shared, message: &Value) -> Option<(Value, Option<&'static st
     ))
 }
 
+/// Whether `message` is a `tools/call` request.
+fn is_call(message: &Value) -> bool {
+    message["method"] == "tools/call" && message.get("id").is_some()
+}
+
 async fn post_mcp(State(shared): State<Arc<Shared>>, body: String) -> Response {
     if let Some(o) = shared.state.lock().unwrap().post_override.clone() {
         return o.into_response();
     }
     let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    if is_call(&message) {
+        let (reply_id, prelude, cut) = {
+            let state = shared.state.lock().unwrap();
+            (
+                state.call_reply_id.clone(),
+                state.call_prelude.clone(),
+                state.cut_calls,
+            )
+        };
+        if cut {
+            let priming = Event::default().id("call-event-1").data("not yet");
+            return Sse::new(futures::stream::iter([Ok::<_, Infallible>(priming)])).into_response();
+        }
+        if let Some(id) = reply_id
+            && let Some((mut reply, _)) = answer(&shared, &message)
+        {
+            reply["id"] = id;
+            return ([("content-type", "application/json")], reply.to_string()).into_response();
+        }
+        if let Some(prelude) = prelude
+            && let Some((reply, _)) = answer(&shared, &message)
+        {
+            let events = [prelude, reply].map(|m| {
+                Ok::<_, Infallible>(Event::default().event("message").data(m.to_string()))
+            });
+            return Sse::new(futures::stream::iter(events)).into_response();
+        }
+    }
     if message["method"] == "server/discover" {
         let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
         return (
@@ -203,6 +268,7 @@ async fn post_mcp(State(shared): State<Arc<Shared>>, body: String) -> Response {
 fn event_stream(
     rx: broadcast::Receiver<String>,
     first: Vec<Event>,
+    end: CancellationToken,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     let rest = futures::stream::unfold(rx, |mut rx| async move {
         loop {
@@ -213,12 +279,20 @@ fn event_stream(
             }
         }
     });
-    Sse::new(futures::stream::iter(first.into_iter().map(Ok)).chain(rest))
-        .keep_alive(KeepAlive::default())
+    Sse::new(
+        futures::stream::iter(first.into_iter().map(Ok))
+            .chain(rest)
+            .take_until(end.cancelled_owned()),
+    )
+    .keep_alive(KeepAlive::default())
 }
 
 async fn get_stream(State(shared): State<Arc<Shared>>) -> Response {
-    event_stream(shared.events.subscribe(), Vec::new()).into_response()
+    let end = shared.ends.lock().unwrap().clone();
+    if shared.state.lock().unwrap().end_streams_at_once {
+        return Sse::new(futures::stream::empty::<Result<Event, Infallible>>()).into_response();
+    }
+    event_stream(shared.events.subscribe(), Vec::new(), end).into_response()
 }
 
 async fn delete() -> StatusCode {
@@ -230,11 +304,19 @@ async fn get_legacy(State(shared): State<Arc<Shared>>) -> Response {
     let endpoint = Event::default()
         .event("endpoint")
         .data(target.unwrap_or_else(|| "/message?sessionId=fixture".into()));
-    event_stream(shared.events.subscribe(), vec![endpoint]).into_response()
+    let end = shared.ends.lock().unwrap().clone();
+    event_stream(shared.events.subscribe(), vec![endpoint], end).into_response()
 }
 
 async fn post_legacy(State(shared): State<Arc<Shared>>, body: String) -> StatusCode {
     let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let raw = shared.state.lock().unwrap().legacy_call_data.clone();
+    if is_call(&message)
+        && let Some(raw) = raw
+    {
+        let _ = shared.events.send(raw);
+        return StatusCode::ACCEPTED;
+    }
     if let Some((reply, _)) = answer(&shared, &message) {
         let _ = shared.events.send(reply.to_string());
     }

@@ -1,8 +1,9 @@
 //! Interop peers (tests/peers/README.md) for our MCP and A2A clients: the official SDKs' agents
 //! and servers, started on loopback from the cache `tests/peers/setup.sh` fills.
 //!
-//! The cache is found through `ORRERY_PEERS_DIR` (CI sets it: `.ci/run` runs setup.sh). Without
-//! it the interop tests skip with a message saying how to run them.
+//! The cache is found through `ORRERY_PEERS_DIR` (CI sets it: `.ci/run` runs setup.sh); without
+//! it the tests run setup.sh themselves, and fail with its message when the peers cannot be
+//! installed. They never skip.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use orrery_crds::budget::BudgetLimits;
@@ -22,7 +23,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -31,24 +32,47 @@ use tokio_util::sync::CancellationToken;
 /// The environment variable naming the installed peers.
 pub const PEERS_ENV: &str = "ORRERY_PEERS_DIR";
 
-/// The peers' directory, or `None` (with a message) when setup.sh has not been run.
-pub fn peers_dir() -> Option<PathBuf> {
-    match std::env::var_os(PEERS_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            assert!(
-                dir.join(".complete").exists(),
-                "{PEERS_ENV}={} is not a complete peer install; run tests/peers/setup.sh",
+/// The peers' directory: `ORRERY_PEERS_DIR` when it is set (CI sets it), else the one
+/// `tests/peers/setup.sh` installs (cached: instant once installed), run once per test binary.
+/// Panics with setup.sh's own message when the peers cannot be installed (no Python 3.10+,
+/// Node 20+ or npm, or an install that failed): the interop tests never skip.
+pub fn peers_dir() -> PathBuf {
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let result = INSTALLED.get_or_init(|| {
+        let dir = match std::env::var_os(PEERS_ENV).filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => install_peers()?,
+        };
+        if dir.join(".complete").exists() {
+            Ok(dir)
+        } else {
+            Err(format!(
+                "{} is not a complete peer install; run tests/peers/setup.sh (or unset {PEERS_ENV})",
                 dir.display()
-            );
-            Some(dir)
+            ))
         }
-        None => {
-            eprintln!(
-                "SKIPPED: interop peers are not installed. Run `export {PEERS_ENV}=$(tests/peers/setup.sh | tail -n 1)` and run the tests again (.ci/run does this)."
-            );
-            None
-        }
+    });
+    match result {
+        Ok(dir) => dir.clone(),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// Runs `tests/peers/setup.sh`: the directory it printed last, or its error output.
+fn install_peers() -> Result<PathBuf, String> {
+    let out = std::process::Command::new(repo().join("tests").join("peers").join("setup.sh"))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run tests/peers/setup.sh: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match stdout.lines().last().map(str::trim) {
+        Some(last) if out.status.success() && !last.is_empty() => Ok(PathBuf::from(last)),
+        _ => Err(format!(
+            "tests/peers/setup.sh failed ({}): the interop tests need Python 3.10+, Node 20+ and npm \
+             (set PYTHON=, NODE=, NPM=) and the package registries once.\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )),
     }
 }
 

@@ -257,7 +257,7 @@ impl Rpc<'_> {
                 other => Ok(other),
             }
         };
-        tokio::time::timeout(timeout, work).await.map_err(|_| {
+        let timed_out = || {
             CallError::new(
                 ErrorType::Timeout,
                 format!(
@@ -266,7 +266,14 @@ impl Rpc<'_> {
                     timeout.as_secs()
                 ),
             )
-        })?
+        };
+        // The event stream's reader has the same time limit and may see it pass first: either
+        // way the message took too long, and the error names the limit.
+        match tokio::time::timeout(timeout, work).await {
+            Err(_) => Err(timed_out()),
+            Ok(Err(e)) if e.error_type == ErrorType::Timeout => Err(timed_out()),
+            Ok(result) => result,
+        }
     }
 
     /// `why` is ours: a [`decode`] message or a fixed text, never remote text.
