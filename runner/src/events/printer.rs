@@ -67,6 +67,11 @@ const CYAN: &str = "\x1b[36m";
 
 /// One line of event text, safe for a terminal: control and invisible characters escaped, and
 /// said so.
+/// Two spaces per nesting level.
+fn indent(depth: u32) -> String {
+    "  ".repeat(depth as usize)
+}
+
 fn shown(text: &str) -> String {
     let v = visible_inline(text);
     if v.escaped == 0 {
@@ -103,340 +108,423 @@ impl TerminalPrinter {
         }
     }
 
-    /// The line(s) for one event, updating the running counters.
+    /// The line(s) for one event, updating the running counters: one function per event kind.
     fn render(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
-        let pad = |depth: u32| "  ".repeat(depth as usize);
         match &event.body {
-            EventBody::RunStart {
-                composition,
-                pattern,
-                nodes,
-                budgets,
-                capture_content,
-                dry_run_tools,
-                ..
-            } => {
-                st.max_tokens = budgets.max_tokens;
-                st.max_tool_calls = budgets.max_tool_calls;
-                st.max_delegations = budgets.max_delegations;
-                st.max_remote_calls = budgets.max_remote_calls;
-                st.timeout_seconds = budgets.timeout_seconds;
-                let mut s = format!(
-                    "{} {} {} ({}), {} nodes, run {}\n  {}",
-                    self.paint(BOLD, "▶"),
-                    self.paint(BOLD, "run"),
-                    self.paint(BOLD, &shown(composition)),
-                    shown(pattern),
-                    nodes,
-                    event.run_id,
-                    self.paint(
-                        DIM,
-                        &format!(
-                            "budgets: tokens {} · tool calls {} · delegations {} · remote calls {} · timeout {} s",
-                            budgets.max_tokens,
-                            budgets.max_tool_calls,
-                            budgets.max_delegations,
-                            budgets.max_remote_calls,
-                            budgets.timeout_seconds
-                        )
-                    )
-                );
-                if *dry_run_tools {
-                    s.push_str(&format!(
-                        "\n  {}",
-                        self.paint(YELLOW, "dry run: remote tools are answered with dry-run text, nothing is called")
-                    ));
-                }
-                if *capture_content {
-                    s.push_str(&format!(
-                        "\n  {}",
-                        self.paint(DIM, "content capture on (redacted, 2 KB per field)")
-                    ));
-                }
-                s
-            }
-            EventBody::NodeEnter {
-                node_id,
-                kind,
-                entry,
-                depth,
-                model,
-                screen_flags,
-                ..
-            } => {
-                st.depth_of_entry.insert(*entry, *depth);
-                let mut s = format!(
-                    "{}{} {}",
-                    pad(*depth),
-                    self.paint(CYAN, "→"),
-                    self.paint(BOLD, &shown(node_id))
-                );
-                s.push_str(&self.paint(DIM, &format!(" {}", shown(kind))));
-                if let Some(m) = model {
-                    s.push_str(&self.paint(DIM, &format!(" · model {}", shown(m))));
-                }
-                if !screen_flags.is_empty() {
-                    s.push_str(&self.paint(
-                        YELLOW,
-                        &format!(" · screen flagged: {}", shown(&screen_flags.join(", "))),
-                    ));
-                }
-                s
-            }
-            EventBody::NodeExit {
-                node_id,
-                entry,
-                depth,
-                status,
-                tokens,
-                duration_ms,
-                label,
-                error,
-                ..
-            } => {
-                st.depth_of_entry.remove(entry);
-                st.tokens += tokens;
-                let (mark, colour, word) = match status {
-                    NodeStatus::Ok => ("←", GREEN, "ok"),
-                    NodeStatus::Failed => ("✗", RED, "failed"),
-                    NodeStatus::Stopped => ("■", YELLOW, "stopped"),
-                    NodeStatus::Expired => ("✗", RED, "expired (a rejection)"),
-                };
-                let mut s = format!(
-                    "{}{} {} {}",
-                    pad(*depth),
-                    self.paint(colour, mark),
-                    shown(node_id),
-                    self.paint(colour, word)
-                );
-                if let Some(l) = label {
-                    s.push_str(&format!(" · label {}", self.paint(MAGENTA, &shown(l))));
-                }
-                if *tokens > 0 {
-                    s.push_str(&format!(" · {tokens} tok"));
-                }
-                s.push_str(&self.paint(DIM, &format!(" · {duration_ms} ms")));
-                if *tokens > 0 {
-                    s.push_str(
-                        &self.paint(DIM, &format!("   [tokens {}/{}]", st.tokens, st.max_tokens)),
-                    );
-                }
-                if let Some(e) = error {
-                    s.push_str(&format!(
-                        "\n{}  {}",
-                        pad(*depth),
-                        self.paint(RED, &shown(e))
-                    ));
-                }
-                s
-            }
-            EventBody::LoopIteration {
-                head,
-                tail,
-                iteration,
-                max,
-                stopped,
-            } => {
-                let (head, tail) = (shown(head), shown(tail));
-                if *stopped {
-                    self.paint(
-                        YELLOW,
-                        &format!("↻ loop {tail} → {head} reached its cap ({max}): the branch ends with the answer under review"),
-                    )
-                } else {
-                    self.paint(YELLOW, &format!("↻ loop {tail} → {head} {iteration}/{max}"))
-                }
-            }
-            EventBody::RouteTaken { node_id, label, to } => {
-                let target = to
-                    .as_deref()
-                    .map_or_else(|| "(no edge: the branch ends)".to_owned(), shown);
-                format!(
-                    "{} {} chose {} → {target}",
-                    self.paint(MAGENTA, "⤷"),
-                    shown(node_id),
-                    self.paint(MAGENTA, &shown(label))
+            EventBody::RunStart { .. } => self.run_start(event, st),
+            EventBody::NodeEnter { .. } => self.node_enter(event, st),
+            EventBody::NodeExit { .. } => self.node_exit(event, st),
+            EventBody::LoopIteration { .. } => self.loop_iteration(event),
+            EventBody::RouteTaken { .. } => self.route_taken(event),
+            EventBody::ToolCall { .. } => self.tool_call(event, st),
+            EventBody::BudgetHit { .. } => self.budget_hit(event),
+            EventBody::ApprovalRequested { .. } => self.approval_requested(event),
+            EventBody::ApprovalDecided { .. } => self.approval_decided(event),
+            EventBody::McpCall { .. } => self.mcp_call(event),
+            EventBody::A2aMessage { .. } => self.a2a_message(event),
+            EventBody::RunEnd { .. } => self.run_end(event, st),
+        }
+    }
+
+    /// The line(s) of a `run.start` event.
+    fn run_start(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
+        let EventBody::RunStart {
+            composition,
+            pattern,
+            nodes,
+            budgets,
+            capture_content,
+            dry_run_tools,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        st.max_tokens = budgets.max_tokens;
+        st.max_tool_calls = budgets.max_tool_calls;
+        st.max_delegations = budgets.max_delegations;
+        st.max_remote_calls = budgets.max_remote_calls;
+        st.timeout_seconds = budgets.timeout_seconds;
+        let mut s = format!(
+            "{} {} {} ({}), {} nodes, run {}\n  {}",
+            self.paint(BOLD, "▶"),
+            self.paint(BOLD, "run"),
+            self.paint(BOLD, &shown(composition)),
+            shown(pattern),
+            nodes,
+            event.run_id,
+            self.paint(
+                DIM,
+                &format!(
+                    "budgets: tokens {} · tool calls {} · delegations {} · remote calls {} · timeout {} s",
+                    budgets.max_tokens,
+                    budgets.max_tool_calls,
+                    budgets.max_delegations,
+                    budgets.max_remote_calls,
+                    budgets.timeout_seconds
                 )
-            }
-            EventBody::ToolCall {
-                entry,
-                tool,
-                status,
-                duration_ms,
-                dry_run,
-                error,
-                ..
-            } => {
-                st.tool_calls += 1;
-                let depth = st.depth_of_entry.get(entry).copied().unwrap_or(0) + 1;
-                let (colour, word) = match status {
-                    CallStatus::Ok => (GREEN, "ok"),
-                    CallStatus::Error => (RED, "error"),
-                    CallStatus::Refused => (RED, "refused"),
-                    CallStatus::Cancelled => (YELLOW, "cancelled"),
-                };
-                let mut s = format!(
-                    "{}{} {} {}",
-                    pad(depth),
-                    self.paint(BLUE, "⚙"),
-                    shown(tool),
-                    self.paint(colour, word)
-                );
-                s.push_str(&self.paint(DIM, &format!(" · {duration_ms} ms")));
-                if *dry_run {
-                    s.push_str(&self.paint(YELLOW, " · dry run"));
-                }
-                s.push_str(&self.paint(
-                    DIM,
-                    &format!("   [tool calls {}/{}]", st.tool_calls, st.max_tool_calls),
-                ));
-                if let Some(e) = error {
-                    s.push_str(&format!(" {}", self.paint(RED, &shown(e))));
-                }
-                s
-            }
-            EventBody::BudgetHit {
-                budget,
-                limit,
-                used,
-                node_id,
-            } => {
-                let at = node_id
-                    .as_deref()
-                    .map(|n| format!(" at node {}", shown(n)))
-                    .unwrap_or_default();
-                self.paint(
-                    RED,
-                    &format!("! budget {budget} spent: {used} of {limit}{at}"),
-                )
-            }
-            EventBody::ApprovalRequested {
-                approval_id,
-                node_id,
-                kind,
-                digest,
-                size,
-                expires_at,
-                ..
-            } => {
-                let short = shown(digest.get(..12).unwrap_or(digest));
-                let (approval_id, node_id, expires_at) =
-                    (shown(approval_id), shown(node_id), shown(expires_at));
+            )
+        );
+        if *dry_run_tools {
+            s.push_str(&format!(
+                "\n  {}",
                 self.paint(
                     YELLOW,
-                    &format!("? {kind:?} {approval_id} at {node_id}: waiting for a person · sha256 {short}… · {size} bytes · expires {expires_at}"),
+                    "dry run: remote tools are answered with dry-run text, nothing is called"
                 )
-            }
-            EventBody::ApprovalDecided {
-                approval_id,
-                decision,
-                wait_ms,
-                ..
-            } => {
-                let (colour, mark, word) = match decision {
-                    DecisionKind::Approved => (GREEN, "✓", "approved"),
-                    DecisionKind::Rejected => (RED, "✗", "rejected"),
-                    DecisionKind::Expired => (RED, "✗", "expired (a rejection)"),
-                    DecisionKind::Cancelled => (YELLOW, "■", "cancelled"),
-                };
-                format!(
-                    "{} {} {} after {} ms",
-                    self.paint(colour, mark),
-                    shown(approval_id),
-                    self.paint(colour, word),
-                    wait_ms
-                )
-            }
-            EventBody::McpCall {
-                entry,
-                tool,
-                status,
-                duration_ms,
-                ..
-            } => {
-                format!(
-                    "  {} mcp {}.{} {status:?} · {duration_ms} ms",
-                    self.paint(BLUE, "⇄"),
-                    shown(entry),
-                    shown(tool)
-                )
-            }
-            EventBody::A2aMessage {
-                entry,
-                skill,
-                direction,
-                task_state,
-                size,
-                ..
-            } => {
-                let arrow = match direction {
-                    Direction::Outbound => "⇢",
-                    Direction::Inbound => "⇠",
-                };
-                let state = task_state
-                    .as_deref()
-                    .map(|s| format!(" · {}", shown(s)))
-                    .unwrap_or_default();
-                format!(
-                    "  {} a2a {}.{} · {size} bytes{state}",
-                    self.paint(BLUE, arrow),
-                    shown(entry),
-                    shown(skill)
-                )
-            }
-            EventBody::RunEnd {
-                outcome,
-                error,
-                totals,
-                dropped,
-                ..
-            } => {
-                let colour = match outcome {
-                    super::Outcome::Succeeded => GREEN,
-                    super::Outcome::Cancelled => YELLOW,
-                    _ => RED,
-                };
-                let by_model = if totals.tokens_by_model.is_empty() {
-                    String::new()
-                } else {
-                    let parts: Vec<String> = totals
-                        .tokens_by_model
-                        .iter()
-                        .map(|(m, t)| format!("{} {t}", shown(m)))
-                        .collect();
-                    format!(" ({})", parts.join(", "))
-                };
-                let mut s = format!(
-                    "{} {} in {:.2} s\n  tokens {}/{}{} · tool calls {}/{} · delegations {}/{} · remote calls {}/{} · events {} ({} dropped)",
-                    self.paint(colour, "■"),
-                    self.paint(colour, outcome.as_str()),
-                    totals.wall_time_ms as f64 / 1000.0,
-                    totals.tokens,
-                    st.max_tokens,
-                    by_model,
-                    totals.tool_calls,
-                    st.max_tool_calls,
-                    totals.delegations,
-                    st.max_delegations,
-                    totals.remote_calls,
-                    st.max_remote_calls,
-                    event.seq,
-                    dropped
-                );
-                if let Some(e) = error {
-                    let at = e
-                        .node
-                        .as_deref()
-                        .map(|n| format!("node {}: ", shown(n)))
-                        .unwrap_or_default();
-                    s.push_str(&format!(
-                        "\n  {}",
-                        self.paint(colour, &format!("{at}{}", shown(&e.message)))
-                    ));
-                }
-                s
-            }
+            ));
         }
+        if *capture_content {
+            s.push_str(&format!(
+                "\n  {}",
+                self.paint(DIM, "content capture on (redacted, 2 KB per field)")
+            ));
+        }
+        s
+    }
+
+    /// The line(s) of a `node.enter` event.
+    fn node_enter(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
+        let EventBody::NodeEnter {
+            node_id,
+            kind,
+            entry,
+            depth,
+            model,
+            screen_flags,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        st.depth_of_entry.insert(*entry, *depth);
+        let mut s = format!(
+            "{}{} {}",
+            indent(*depth),
+            self.paint(CYAN, "→"),
+            self.paint(BOLD, &shown(node_id))
+        );
+        s.push_str(&self.paint(DIM, &format!(" {}", shown(kind))));
+        if let Some(m) = model {
+            s.push_str(&self.paint(DIM, &format!(" · model {}", shown(m))));
+        }
+        if !screen_flags.is_empty() {
+            s.push_str(&self.paint(
+                YELLOW,
+                &format!(" · screen flagged: {}", shown(&screen_flags.join(", "))),
+            ));
+        }
+        s
+    }
+
+    /// The line(s) of a `node.exit` event.
+    fn node_exit(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
+        let EventBody::NodeExit {
+            node_id,
+            entry,
+            depth,
+            status,
+            tokens,
+            duration_ms,
+            label,
+            error,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        st.depth_of_entry.remove(entry);
+        st.tokens += tokens;
+        let (mark, colour, word) = match status {
+            NodeStatus::Ok => ("←", GREEN, "ok"),
+            NodeStatus::Failed => ("✗", RED, "failed"),
+            NodeStatus::Stopped => ("■", YELLOW, "stopped"),
+            NodeStatus::Expired => ("✗", RED, "expired (a rejection)"),
+        };
+        let mut s = format!(
+            "{}{} {} {}",
+            indent(*depth),
+            self.paint(colour, mark),
+            shown(node_id),
+            self.paint(colour, word)
+        );
+        if let Some(l) = label {
+            s.push_str(&format!(" · label {}", self.paint(MAGENTA, &shown(l))));
+        }
+        if *tokens > 0 {
+            s.push_str(&format!(" · {tokens} tok"));
+        }
+        s.push_str(&self.paint(DIM, &format!(" · {duration_ms} ms")));
+        if *tokens > 0 {
+            s.push_str(&self.paint(DIM, &format!("   [tokens {}/{}]", st.tokens, st.max_tokens)));
+        }
+        if let Some(e) = error {
+            s.push_str(&format!(
+                "\n{}  {}",
+                indent(*depth),
+                self.paint(RED, &shown(e))
+            ));
+        }
+        s
+    }
+
+    /// The line(s) of a `loop.iteration` event.
+    fn loop_iteration(&self, event: &TraceEvent) -> String {
+        let EventBody::LoopIteration {
+            head,
+            tail,
+            iteration,
+            max,
+            stopped,
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let (head, tail) = (shown(head), shown(tail));
+        if *stopped {
+            self.paint(
+                YELLOW,
+                &format!("↻ loop {tail} → {head} reached its cap ({max}): the branch ends with the answer under review"),
+            )
+        } else {
+            self.paint(YELLOW, &format!("↻ loop {tail} → {head} {iteration}/{max}"))
+        }
+    }
+
+    /// The line(s) of a `route.taken` event.
+    fn route_taken(&self, event: &TraceEvent) -> String {
+        let EventBody::RouteTaken { node_id, label, to } = &event.body else {
+            return String::new();
+        };
+        let target = to
+            .as_deref()
+            .map_or_else(|| "(no edge: the branch ends)".to_owned(), shown);
+        format!(
+            "{} {} chose {} → {target}",
+            self.paint(MAGENTA, "⤷"),
+            shown(node_id),
+            self.paint(MAGENTA, &shown(label))
+        )
+    }
+
+    /// The line(s) of a `tool.call` event.
+    fn tool_call(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
+        let EventBody::ToolCall {
+            entry,
+            tool,
+            status,
+            duration_ms,
+            dry_run,
+            error,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        st.tool_calls += 1;
+        let depth = st.depth_of_entry.get(entry).copied().unwrap_or(0) + 1;
+        let (colour, word) = match status {
+            CallStatus::Ok => (GREEN, "ok"),
+            CallStatus::Error => (RED, "error"),
+            CallStatus::Refused => (RED, "refused"),
+            CallStatus::Cancelled => (YELLOW, "cancelled"),
+        };
+        let mut s = format!(
+            "{}{} {} {}",
+            indent(depth),
+            self.paint(BLUE, "⚙"),
+            shown(tool),
+            self.paint(colour, word)
+        );
+        s.push_str(&self.paint(DIM, &format!(" · {duration_ms} ms")));
+        if *dry_run {
+            s.push_str(&self.paint(YELLOW, " · dry run"));
+        }
+        s.push_str(&self.paint(
+            DIM,
+            &format!("   [tool calls {}/{}]", st.tool_calls, st.max_tool_calls),
+        ));
+        if let Some(e) = error {
+            s.push_str(&format!(" {}", self.paint(RED, &shown(e))));
+        }
+        s
+    }
+
+    /// The line(s) of a `budget.hit` event.
+    fn budget_hit(&self, event: &TraceEvent) -> String {
+        let EventBody::BudgetHit {
+            budget,
+            limit,
+            used,
+            node_id,
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let at = node_id
+            .as_deref()
+            .map(|n| format!(" at node {}", shown(n)))
+            .unwrap_or_default();
+        self.paint(
+            RED,
+            &format!("! budget {budget} spent: {used} of {limit}{at}"),
+        )
+    }
+
+    /// The line(s) of a `approval.requested` event.
+    fn approval_requested(&self, event: &TraceEvent) -> String {
+        let EventBody::ApprovalRequested {
+            approval_id,
+            node_id,
+            kind,
+            digest,
+            size,
+            expires_at,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let short = shown(digest.get(..12).unwrap_or(digest));
+        let (approval_id, node_id, expires_at) =
+            (shown(approval_id), shown(node_id), shown(expires_at));
+        self.paint(
+            YELLOW,
+            &format!("? {kind:?} {approval_id} at {node_id}: waiting for a person · sha256 {short}… · {size} bytes · expires {expires_at}"),
+        )
+    }
+
+    /// The line(s) of a `approval.decided` event.
+    fn approval_decided(&self, event: &TraceEvent) -> String {
+        let EventBody::ApprovalDecided {
+            approval_id,
+            decision,
+            wait_ms,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let (colour, mark, word) = match decision {
+            DecisionKind::Approved => (GREEN, "✓", "approved"),
+            DecisionKind::Rejected => (RED, "✗", "rejected"),
+            DecisionKind::Expired => (RED, "✗", "expired (a rejection)"),
+            DecisionKind::Cancelled => (YELLOW, "■", "cancelled"),
+        };
+        format!(
+            "{} {} {} after {} ms",
+            self.paint(colour, mark),
+            shown(approval_id),
+            self.paint(colour, word),
+            wait_ms
+        )
+    }
+
+    /// The line(s) of a `mcp.call` event.
+    fn mcp_call(&self, event: &TraceEvent) -> String {
+        let EventBody::McpCall {
+            entry,
+            tool,
+            status,
+            duration_ms,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        format!(
+            "  {} mcp {}.{} {status:?} · {duration_ms} ms",
+            self.paint(BLUE, "⇄"),
+            shown(entry),
+            shown(tool)
+        )
+    }
+
+    /// The line(s) of a `a2a.message` event.
+    fn a2a_message(&self, event: &TraceEvent) -> String {
+        let EventBody::A2aMessage {
+            entry,
+            skill,
+            direction,
+            task_state,
+            size,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let arrow = match direction {
+            Direction::Outbound => "⇢",
+            Direction::Inbound => "⇠",
+        };
+        let state = task_state
+            .as_deref()
+            .map(|s| format!(" · {}", shown(s)))
+            .unwrap_or_default();
+        format!(
+            "  {} a2a {}.{} · {size} bytes{state}",
+            self.paint(BLUE, arrow),
+            shown(entry),
+            shown(skill)
+        )
+    }
+
+    /// The line(s) of a `run.end` event.
+    fn run_end(&self, event: &TraceEvent, st: &mut PrinterState) -> String {
+        let EventBody::RunEnd {
+            outcome,
+            error,
+            totals,
+            dropped,
+            ..
+        } = &event.body
+        else {
+            return String::new();
+        };
+        let colour = match outcome {
+            super::Outcome::Succeeded => GREEN,
+            super::Outcome::Cancelled => YELLOW,
+            _ => RED,
+        };
+        let by_model = if totals.tokens_by_model.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = totals
+                .tokens_by_model
+                .iter()
+                .map(|(m, t)| format!("{} {t}", shown(m)))
+                .collect();
+            format!(" ({})", parts.join(", "))
+        };
+        let mut s = format!(
+            "{} {} in {:.2} s\n  tokens {}/{}{} · tool calls {}/{} · delegations {}/{} · remote calls {}/{} · events {} ({} dropped)",
+            self.paint(colour, "■"),
+            self.paint(colour, outcome.as_str()),
+            totals.wall_time_ms as f64 / 1000.0,
+            totals.tokens,
+            st.max_tokens,
+            by_model,
+            totals.tool_calls,
+            st.max_tool_calls,
+            totals.delegations,
+            st.max_delegations,
+            totals.remote_calls,
+            st.max_remote_calls,
+            event.seq,
+            dropped
+        );
+        if let Some(e) = error {
+            let at = e
+                .node
+                .as_deref()
+                .map(|n| format!("node {}: ", shown(n)))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "\n  {}",
+                self.paint(colour, &format!("{at}{}", shown(&e.message)))
+            ));
+        }
+        s
     }
 }
 
