@@ -9,7 +9,6 @@
 //! entry and the tool, and the model sees the servers' own tool descriptions.
 
 use crate::a2a::client::{A2aAgent, A2aEndpoint, A2aSkillTool};
-use crate::launch::{ToolBuildError, ToolFactory};
 use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};
 use crate::net::{
     AllowRule, GuardError, GuardPolicy, GuardedClient, Limits, NameResolver, SystemResolver,
@@ -17,6 +16,7 @@ use crate::net::{
 use crate::pinstore::Pins;
 use crate::secrets::SecretResolver;
 use crate::tools::Tool;
+use crate::tools::{ToolBuildError, ToolFactory};
 use orrery_crds::plan::{PlannedTool, ToolKind};
 use orrery_crds::registry::{Effect, RegistryEntry};
 use reqwest::Url;

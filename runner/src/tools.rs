@@ -5,7 +5,10 @@
 
 use crate::model::ToolSpec;
 use async_trait::async_trait;
+use orrery_crds::plan::PlannedTool;
+use orrery_crds::registry::RegistryEntry;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What a tool call returns to the model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -196,6 +199,53 @@ impl Tool for DryRunTool {
     }
 
     fn is_dry_run(&self) -> bool {
+        true
+    }
+}
+
+/// Why a tool could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("tool {reference}: {message}")]
+pub struct ToolBuildError {
+    /// The tool reference.
+    pub reference: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Builds the tool for a planned tool reference (async: a remote client may connect, list and
+/// pin its tools first).
+#[async_trait::async_trait]
+pub trait ToolFactory: Send + Sync {
+    /// The tool for `planned`, whose registry entry is `entry`.
+    async fn build(
+        &self,
+        planned: &PlannedTool,
+        entry: &RegistryEntry,
+    ) -> Result<Arc<dyn Tool>, ToolBuildError>;
+
+    /// Whether the tools built are dry-run stand-ins.
+    fn dry_run(&self) -> bool {
+        false
+    }
+}
+
+/// Dry runs: every remote tool answers "[dry run] <tool> would be called with <args>" and
+/// nothing is called.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DryRunTools;
+
+#[async_trait::async_trait]
+impl ToolFactory for DryRunTools {
+    async fn build(
+        &self,
+        planned: &PlannedTool,
+        _entry: &RegistryEntry,
+    ) -> Result<Arc<dyn Tool>, ToolBuildError> {
+        Ok(Arc::new(DryRunTool::new(planned.clone())))
+    }
+
+    fn dry_run(&self) -> bool {
         true
     }
 }

@@ -1,10 +1,9 @@
 //! A HumanApproval node: ask a person, then route on approved / rejected (rules 4.13–4.20).
 
 use super::ctx::{ExitReport, RunCtx};
-use super::walk::{Loops, Step, follow, take_edge};
 use crate::approval::Settled;
 use crate::events::{NodeStatus, Outcome};
-use orrery_crds::plan::{Next, NodeIdx};
+use orrery_crds::plan::{EdgeIdx, Next, NodeIdx};
 use orrery_crds::run::ApprovalKind;
 use std::sync::Arc;
 
@@ -18,15 +17,31 @@ pub(crate) fn rejection_text(comment: Option<&str>, rejected: &str) -> String {
     )
 }
 
-/// A HumanApproval node: ask a person, then route on approved / rejected (rules 4.13–4.20).
+/// How a HumanApproval was settled, for the walk to route on.
+pub(super) enum Verdict {
+    /// Approved: the text under review goes on along the `approved` edge.
+    Approved,
+    /// Rejected: `text` (the comment and the rejected text) goes along the `rejected` edge.
+    Rejected {
+        /// What the rejected edge's node receives.
+        text: String,
+        /// The `rejected` edge.
+        edge: EdgeIdx,
+    },
+    /// The run ends here (expired, over the approval limit, rejected with no rejected edge,
+    /// cancelled): the reason is recorded in the context.
+    Stop,
+}
+
+/// A HumanApproval node: ask a person and record the decision (rules 4.13–4.20); the walk
+/// routes on the [`Verdict`].
 pub(super) async fn approval_step(
     ctx: &Arc<RunCtx>,
-    loops: &mut Loops,
     idx: NodeIdx,
     input: &str,
     depth: u32,
     flags: Vec<String>,
-) -> Step {
+) -> Verdict {
     let node = &ctx.plan.nodes[idx];
     let open = ctx.enter(idx, depth, None, input, flags);
     let settled = ctx
@@ -58,11 +73,11 @@ pub(super) async fn approval_step(
                 Some(&node.id),
                 format!("{limit}: nobody was asked, which is a rejection"),
             );
-            Step::Stop
+            Verdict::Stop
         }
         Ok(Settled::Cancelled) => {
             ctx.exit(&open, NodeStatus::Stopped, ExitReport::default());
-            Step::Stop
+            Verdict::Stop
         }
         Ok(Settled::Expired) => {
             ctx.exit(
@@ -81,10 +96,9 @@ pub(super) async fn approval_step(
                     node.id
                 ),
             );
-            Step::Stop
+            Verdict::Stop
         }
         Ok(Settled::Approved { .. }) => {
-            loops.last_approval = Some((idx, false));
             ctx.exit(
                 &open,
                 NodeStatus::Ok,
@@ -94,10 +108,9 @@ pub(super) async fn approval_step(
                     ..Default::default()
                 },
             );
-            follow(ctx, loops, idx, input.to_owned(), input, Some("approved"))
+            Verdict::Approved
         }
         Ok(Settled::Rejected { comment }) => {
-            loops.last_approval = Some((idx, true));
             let text = rejection_text(comment.as_deref(), input);
             ctx.exit(
                 &open,
@@ -117,9 +130,9 @@ pub(super) async fn approval_step(
                         node.id
                     ),
                 );
-                return Step::Stop;
+                return Verdict::Stop;
             };
-            take_edge(ctx, loops, edge, text, input, Some("rejected"))
+            Verdict::Rejected { text, edge }
         }
     }
 }

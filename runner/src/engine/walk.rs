@@ -2,7 +2,7 @@
 //! screens. Parallel sections are [`super::parallel`], human approvals [`super::approval_step`].
 
 use super::agent;
-use super::approval_step::approval_step;
+use super::approval_step::{Verdict, approval_step};
 use super::ctx::RunCtx;
 use super::parallel::{run_parallel, wait_barrier};
 use crate::events::{EventBody, Outcome};
@@ -22,7 +22,7 @@ pub(crate) enum Flow {
 }
 
 /// What happens after a node answered.
-pub(super) enum Step {
+enum Step {
     /// Go on to a node with this text (and the screen's flags, if the edge screened it).
     Goto(NodeIdx, String, Vec<String>),
     /// The branch ends with this answer.
@@ -33,10 +33,10 @@ pub(super) enum Step {
 
 /// Per-walk loop state: back edges taken per loop since its current entry, and the last
 /// approval decided on this walk's path.
-pub(super) struct Loops {
+struct Loops {
     taken: Vec<u32>,
     /// The HumanApproval that decided last on this path, and whether it rejected.
-    pub(super) last_approval: Option<(NodeIdx, bool)>,
+    last_approval: Option<(NodeIdx, bool)>,
 }
 
 /// Walks from `start` with `input` until the branch ends, or until it reaches `stop_at` (a
@@ -93,15 +93,21 @@ pub(crate) fn walk(
                     follow(&ctx, &mut loops, join, combined, &input, None)
                 }
                 NodeKind::HumanApproval => {
-                    approval_step(
-                        &ctx,
-                        &mut loops,
-                        current,
-                        &input,
-                        depth,
-                        std::mem::take(&mut flags),
-                    )
-                    .await
+                    let verdict =
+                        approval_step(&ctx, current, &input, depth, std::mem::take(&mut flags))
+                            .await;
+                    match verdict {
+                        Verdict::Approved => {
+                            loops.last_approval = Some((current, false));
+                            let text = input.clone();
+                            follow(&ctx, &mut loops, current, text, &input, Some("approved"))
+                        }
+                        Verdict::Rejected { text, edge } => {
+                            loops.last_approval = Some((current, true));
+                            take_edge(&ctx, &mut loops, edge, text, &input, Some("rejected"))
+                        }
+                        Verdict::Stop => Step::Stop,
+                    }
                 }
                 _ => {
                     let answer = agent::run_node(
@@ -148,7 +154,7 @@ pub(crate) fn walk(
 
 /// Follows what comes after node `from`, whose answer is `text`, whose input was `judged`, and
 /// whose label (if labelled) is `label`.
-pub(super) fn follow(
+fn follow(
     ctx: &RunCtx,
     loops: &mut Loops,
     from: NodeIdx,
@@ -200,7 +206,7 @@ pub(super) fn follow(
 /// the last decision on the path was a person rejecting the text at an approval inside that
 /// loop, the run ends `Rejected`, never `Succeeded` with a draft that was turned down (rules
 /// 2.16, 4.19), however many nodes lie between the rejection and the back edge.
-pub(super) fn take_edge(
+fn take_edge(
     ctx: &RunCtx,
     loops: &mut Loops,
     edge_idx: EdgeIdx,

@@ -15,7 +15,8 @@ mod deployment;
 mod models;
 mod prepare;
 
-pub use build::{BuildError, Built, DryRunTools, ToolBuildError, ToolFactory, build};
+pub use crate::tools::{DryRunTools, ToolBuildError, ToolFactory};
+pub use build::{BuildError, Built, build};
 pub use deployment::{Deployment, DeploymentError, REDACT_IPS_ENV};
 pub use models::{GuardedModels, ModelFactory};
 pub use prepare::{PrepareError, Prepared, all_models_scripted, prepare, prepare_set};

@@ -7,11 +7,28 @@
 use super::endpoint::McpEndpoint;
 use super::error::PinSaveError;
 use super::schema::check_input_schema;
-use super::session::{ToolDefinition, ToolState};
 use crate::pin::mcp_tool_pin_digest;
 use crate::pinstore::{PinCheck, Pins, ToolPin};
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// A tool as the model may see it: the server's description and schema, as pinned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolDefinition {
+    /// The description, if the server gave one.
+    pub description: Option<String>,
+    /// The input schema.
+    pub input_schema: Value,
+}
+
+/// Whether a tool may be called in this run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolState {
+    /// Checked and pinned.
+    Usable(ToolDefinition),
+    /// Refused: the reason names the entry and the tool.
+    Refused(String),
+}
 
 /// Checks every tool the entry allows against the server's list.
 pub(super) fn check_all(

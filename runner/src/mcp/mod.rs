@@ -21,11 +21,12 @@ mod session;
 mod sse;
 mod tool;
 
+pub use checks::{ToolDefinition, ToolState};
 pub use endpoint::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, EndpointError, McpEndpoint};
 pub use error::{ConnectError, McpCallError, PinSaveError, StreamFault};
 pub use http::{GuardedMcpHttp, HOP_HEADER};
 pub use result::{is_error, result_text};
 pub use schema::{SchemaProblem, check_input_schema};
-pub use session::{McpSession, ToolDefinition, ToolState};
+pub use session::McpSession;
 pub use sse::{LegacySseTransport, SseTransportError, SseTransportLimits};
 pub use tool::McpTool;

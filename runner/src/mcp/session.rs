@@ -11,7 +11,7 @@
 //! it is re-pinned (`orrery pins reset <entry>`), in this run and the next; one that is exactly
 //! as pinned is called again. rmcp's response cache is off, so every list is the server's.
 
-use super::checks::check_all;
+use super::checks::{ToolDefinition, ToolState, check_all};
 use super::endpoint::McpEndpoint;
 pub use super::error::McpCallError;
 use super::error::{ConnectError, StreamFault, reason, reason_with};
@@ -33,7 +33,6 @@ use rmcp::{
     ClientCacheConfig, ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient,
     ServiceExt,
 };
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,24 +42,6 @@ use tokio_util::sync::CancellationToken;
 
 /// How long closing a session may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A tool as the model may see it: the server's description and schema, as pinned.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolDefinition {
-    /// The description, if the server gave one.
-    pub description: Option<String>,
-    /// The input schema.
-    pub input_schema: Value,
-}
-
-/// Whether a tool may be called in this run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ToolState {
-    /// Checked and pinned.
-    Usable(ToolDefinition),
-    /// Refused: the reason names the entry and the tool.
-    Refused(String),
-}
 
 /// Our client side of the protocol: no capabilities (no sampling, no elicitation, no roots), and
 /// a flag raised by `notifications/tools/list_changed`.

@@ -2,9 +2,10 @@
 //! definition, its calls through the run's session, its results screened and capped, and one
 //! `mcp.call` event per call keyed by node and tool (rules 7.2–7.6, 9.11).
 
+use super::checks::{ToolDefinition, ToolState};
 use super::error::McpCallError;
 use super::result::{is_error, result_text};
-use super::session::{McpSession, ToolDefinition, ToolState};
+use super::session::McpSession;
 use crate::events::{CallStatus, EventBody};
 use crate::model::ToolSpec;
 use crate::safety::output::{capped, screened};

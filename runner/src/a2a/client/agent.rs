@@ -5,6 +5,7 @@
 use super::card::{TrustedCard, fetch_trusted_card};
 use super::endpoint::A2aEndpoint;
 use super::guard::{CANCEL_TIMEOUT, TaskGuard};
+use super::limits::MAX_REQUEST_CHARS;
 use super::outcome::{CallError, CallResult, CallStatus, ErrorType, display_id, state_name};
 use super::people::{ask_person, confirm};
 use super::reply::{ReplyText, message_reply, task_reply};
@@ -18,11 +19,6 @@ use crate::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
-
-/// The longest request (or answer) sent to a remote, in characters (rule 6.4).
-pub const MAX_REQUEST_CHARS: usize = 8192;
-/// A remote is answered at most this many times per call (rule 4.31).
-pub const MAX_INPUT_ROUNDS: u32 = 3;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -2,7 +2,7 @@
 //! of an acting remote against the exact request, and a remote's question goes to a person,
 //! never the model.
 
-use super::agent::{MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS};
+use super::limits::{MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS};
 use super::reply::question;
 use crate::a2a::types::Task;
 use crate::approval::{AskError, Settled};

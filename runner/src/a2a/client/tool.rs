@@ -1,6 +1,7 @@
 //! A remote agent's skill as a node's model sees it: `a2a_<entry>_<skill>(request)`.
 
-use super::agent::{A2aAgent, MAX_REQUEST_CHARS};
+use super::agent::A2aAgent;
+use super::limits::MAX_REQUEST_CHARS;
 use crate::model::ToolSpec;
 use crate::safety::output::screened;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};

@@ -13,18 +13,20 @@ mod agent;
 mod card;
 mod endpoint;
 mod guard;
+mod limits;
 mod outcome;
 mod people;
 mod reply;
 mod rpc;
 mod tool;
 
-pub use agent::{A2aAgent, MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS, request_text};
+pub use agent::{A2aAgent, request_text};
 pub use card::{TrustedCard, fetch_trusted_card};
 pub use endpoint::{
     A2aEndpoint, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MESSAGE_TIMEOUT,
     EndpointError,
 };
+pub use limits::{MAX_INPUT_ROUNDS, MAX_REQUEST_CHARS};
 pub use outcome::{CallError, CallResult, CallStatus, ErrorType, PartInfo, display_id, state_name};
 pub use reply::{ReplyText, message_reply, question, task_reply};
 pub use rpc::{Exchange, Rpc, apply, settled};
