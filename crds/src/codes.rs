@@ -1,6 +1,6 @@
-//! Every validation code in one place, with its severity, what it means and the seed rule it
-//! carries over (`reference/seed-rules.md`), plus the numeric limits the validator enforces and
-//! the capabilities publish.
+//! Every validation code in one place, with its severity, what it means and the rule it
+//! carries over (numbered in `docs/behaviour.md`), plus the numeric limits the validator
+//! enforces and the capabilities publish.
 //!
 //! The seeds name twelve codes (rule 1.80): `unknown_tool`, `not_supported_yet`,
 //! `pattern_mismatch`, `too_many_branches`, `loop_around_parallel`, `loop_too_deep`,

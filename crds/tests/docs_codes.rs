@@ -31,7 +31,8 @@ fn generate() -> String {
     out.push_str(
         " -->\n# Validation codes\n\nEvery finding `orrery validate` (and, later, the operator's `status.errors`) reports \
 carries one of these codes, at the field (`loc`) that caused it. An error refuses the resource; a \
-warning does not. The rule column points into the seeds' rule checklist (`reference/seed-rules.md`).\n\n\
+warning does not. The rule column gives the number of the rule each code carries over, as numbered in \
+`docs/behaviour.md`.\n\n\
 ## Composition rules\n\nThe composition validator (`orrery_crds::validate::validate`), the same function for the \
 operator, the CLI and the sidecar.\n\n",
     );
