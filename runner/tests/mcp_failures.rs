@@ -97,6 +97,10 @@ async fn a_5xx_reply_to_a_call_is_a_tool_error_naming_the_entry_and_the_status()
             text.contains("'docs'") && text.contains(&status.to_string()),
             "{status}: names the entry and the status: {text}"
         );
+        assert!(
+            !text.contains("rmcp::") && !text.contains("Transport ["),
+            "{status}: no Rust internals before the reason: {text}"
+        );
         assert_eq!(recorded(&t).len(), 1, "{status}: one mcp.call event");
     }
 }
