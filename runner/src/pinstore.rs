@@ -683,23 +683,40 @@ mod tests {
             .or_default()
             .insert("search".into(), "t1".into());
         let pins: &dyn Pins = &fixed;
-        assert_eq!(pins.check_card("card-key", "writer", "AA").unwrap(), PinCheck::Matches);
         assert_eq!(
-            pins.check_card("card-key", "writer", "bb").unwrap(),
-            PinCheck::Changed { pinned: "aa".into() }
-        );
-        assert_eq!(pins.check_card("other", "writer", "aa").unwrap(), PinCheck::Unpinned);
-        assert_eq!(pins.check_card("other", "writer", "aa").unwrap(), PinCheck::Unpinned, "still unpinned");
-        assert_eq!(
-            pins.check_tool("mcp-key", "tools", "search", tool_pin("t1")).unwrap(),
+            pins.check_card("card-key", "writer", "AA").unwrap(),
             PinCheck::Matches
         );
         assert_eq!(
-            pins.check_tool("mcp-key", "tools", "search", tool_pin("t2")).unwrap(),
-            PinCheck::Changed { pinned: "t1".into() }
+            pins.check_card("card-key", "writer", "bb").unwrap(),
+            PinCheck::Changed {
+                pinned: "aa".into()
+            }
         );
         assert_eq!(
-            pins.check_tool("mcp-key", "tools", "other", tool_pin("t1")).unwrap(),
+            pins.check_card("other", "writer", "aa").unwrap(),
+            PinCheck::Unpinned
+        );
+        assert_eq!(
+            pins.check_card("other", "writer", "aa").unwrap(),
+            PinCheck::Unpinned,
+            "still unpinned"
+        );
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "search", tool_pin("t1"))
+                .unwrap(),
+            PinCheck::Matches
+        );
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "search", tool_pin("t2"))
+                .unwrap(),
+            PinCheck::Changed {
+                pinned: "t1".into()
+            }
+        );
+        assert_eq!(
+            pins.check_tool("mcp-key", "tools", "other", tool_pin("t1"))
+                .unwrap(),
             PinCheck::Unpinned
         );
         assert!(pins.stored_tool("mcp-key", "search").is_none());
@@ -709,10 +726,14 @@ mod tests {
     fn the_file_store_behind_the_trait_pins_on_first_use_and_keeps_the_definition() {
         let store = PinStore::in_memory();
         let pins: &dyn Pins = &store;
-        assert_eq!(pins.check_card("k", "writer", "aa").unwrap(), PinCheck::PinnedNow);
+        assert_eq!(
+            pins.check_card("k", "writer", "aa").unwrap(),
+            PinCheck::PinnedNow
+        );
         assert_eq!(store.card_pin("k").unwrap().source, PinSource::FirstUse);
         assert_eq!(
-            pins.check_tool("m", "tools", "search", tool_pin("t1")).unwrap(),
+            pins.check_tool("m", "tools", "search", tool_pin("t1"))
+                .unwrap(),
             PinCheck::PinnedNow
         );
         assert_eq!(

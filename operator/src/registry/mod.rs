@@ -1,0 +1,1 @@
+//! RegistryEntry controller (pure parts).

@@ -1,0 +1,1 @@
+//! StudioRun controller (pure parts).
