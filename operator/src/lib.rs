@@ -14,6 +14,7 @@ pub mod composition;
 pub mod config;
 pub mod error;
 pub mod kstatus;
+pub mod names;
 pub mod registry;
 pub mod run;
 

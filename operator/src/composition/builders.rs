@@ -8,7 +8,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kube::Resource;
 use orrery_crds::{Composition, CompositionSpec};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Revisions kept per Composition (the seeds keep the latest 50 versions).
@@ -18,25 +17,11 @@ pub const REVISION_HISTORY_LIMIT: usize = 50;
 pub const COMPOSITION_UID_LABEL: &str = "studio.orrery.dev/composition-uid";
 /// Annotation on every revision: its Composition's name, for people.
 pub const COMPOSITION_NAME_ANNOTATION: &str = "studio.orrery.dev/composition";
-/// Object names hold at most this many characters (DNS subdomain).
-const MAX_NAME: usize = 253;
 
-/// The name of revision `revision` of Composition `composition`: `<composition>-r<revision>`,
-/// with the composition part shortened and tagged with a hash of the full name when the whole
-/// would be longer than an object name may be.
+/// The name of revision `revision` of Composition `composition`: `<composition>-r<revision>`
+/// (shortened and tagged with a hash when too long for an object name).
 pub fn revision_name(composition: &str, revision: i64) -> String {
-    let suffix = format!("-r{revision}");
-    if composition.len() + suffix.len() <= MAX_NAME {
-        return format!("{composition}{suffix}");
-    }
-    let hash = hex::encode(Sha256::digest(composition.as_bytes()));
-    let tag = hash.get(..8).unwrap_or(&hash);
-    let room = MAX_NAME - suffix.len() - tag.len() - 1;
-    let mut prefix: String = composition.chars().take(room).collect();
-    while prefix.ends_with(['-', '.']) {
-        prefix.pop();
-    }
-    format!("{prefix}-{tag}{suffix}")
+    crate::names::suffixed(composition, &format!("-r{revision}"))
 }
 
 /// The revision the Composition's current generation is recorded as (its generation).
