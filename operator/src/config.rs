@@ -399,7 +399,10 @@ impl Config {
     pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         let de = serde_yaml::Deserializer::from_str(text);
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
+            let field = match e.path().to_string() {
+                top if top == "." => "(top level)".to_owned(),
+                path => path,
+            };
             ConfigError::Parse {
                 path: path.to_owned(),
                 field,
@@ -837,7 +840,10 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(err.contains("runToken"), "{err}");
+        assert!(
+            err.contains("field (top level): missing field `runToken`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use orrery_operator::Config;
+use orrery_operator::run::token::RunTokenSigner;
 use std::process::ExitCode;
 
 /// Orrery Studio operator: reconciles Compositions, RegistryEntries and StudioRuns and runs each
@@ -30,7 +31,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Controller { config } => match Config::load(&config) {
+        Command::Controller { config } => match Config::load(&config).and_then(|c| {
+            RunTokenSigner::from_config(&config, &c.run_token).map(|signer| (c, signer))
+        }) {
             Ok(_) => {
                 eprintln!(
                     "orrery-operator: {config} is a valid config; the reconcilers are not part \

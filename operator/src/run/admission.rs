@@ -4,11 +4,15 @@
 //! store).
 
 use crate::config::RunLimits;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::jiff::tz::TimeZone;
 use orrery_crds::budget::{BudgetKey, BudgetLimits, Budgets};
+use orrery_crds::common::ConditionStatus;
 use orrery_crds::composition::NodeKind;
+use orrery_crds::conditions::READY;
 use orrery_crds::plan::Plan;
+use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RunPhase;
 use orrery_crds::{CompositionSpec, StudioRun};
 use std::collections::BTreeMap;
@@ -78,6 +82,50 @@ pub fn needs_relay(plan: &Plan) -> Option<String> {
             why.join(" and ")
         )
     })
+}
+
+/// Refuses a plan using an entry that is not `Ready` (not probed yet, refused, or its pin
+/// changed and nobody accepted the new one); `Err` names each entry and why.
+pub fn check_entries_ready(plan: &Plan, entries: &[RegistryEntry]) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for name in super::builders::plan_entry_names(plan) {
+        let entry = entries
+            .iter()
+            .find(|e| e.metadata.name.as_deref() == Some(name.as_str()));
+        let ready = entry.and_then(|e| {
+            e.status
+                .as_ref()
+                .and_then(|s| crate::kstatus::find(&s.conditions, READY))
+        });
+        match (entry, ready) {
+            (None, _) => problems.push(format!("RegistryEntry {name} does not exist")),
+            (Some(_), Some(c)) if c.status == ConditionStatus::True => {}
+            (Some(_), Some(c)) => problems.push(format!(
+                "RegistryEntry {name} is not Ready ({}: {})",
+                c.reason, c.message
+            )),
+            (Some(_), None) => problems.push(format!("RegistryEntry {name} is not Ready yet")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The Pod Security level a namespace enforces (`pod-security.kubernetes.io/enforce`).
+pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+
+/// Whether a namespace enforces Pod Security `restricted` (if not, the operator says so once
+/// in an Event: the runner pod is restricted either way).
+pub fn enforces_restricted(namespace: &Namespace) -> bool {
+    namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(POD_SECURITY_ENFORCE_LABEL))
+        .is_some_and(|level| level == "restricted")
 }
 
 /// Where a run stands in the queue.
@@ -424,6 +472,90 @@ mod tests {
             apply_budget_overrides(&spec, None, &ceilings).expect("no overrides"),
             spec
         );
+    }
+
+    #[test]
+    fn a_plan_runs_only_on_ready_entries() {
+        use crate::kstatus::{Health, set_health};
+        let config = config("");
+        let doc = document(&config);
+        let mut entries = crate::run::builders::tests::entries();
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "RegistryEntry gpt is not Ready yet; RegistryEntry tools is not Ready yet"
+        );
+        for e in entries.iter_mut() {
+            let status = e.status.get_or_insert_with(Default::default);
+            set_health(
+                &mut status.conditions,
+                &Health::Ready {
+                    reason: "Probed",
+                    message: String::new(),
+                },
+                None,
+                at(0),
+            );
+        }
+        assert_eq!(check_entries_ready(&doc.plan, &entries), Ok(()));
+        if let Some(status) = entries
+            .iter_mut()
+            .find(|e| e.metadata.name.as_deref() == Some("tools"))
+            .and_then(|e| e.status.as_mut())
+        {
+            set_health(
+                &mut status.conditions,
+                &Health::Stalled {
+                    reason: "PinChanged",
+                    message: "the card changed".into(),
+                },
+                None,
+                at(1),
+            );
+        }
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "RegistryEntry tools is not Ready (PinChanged: the card changed)"
+        );
+        entries.retain(|e| e.metadata.name.as_deref() != Some("gpt"));
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert!(err.starts_with("RegistryEntry gpt does not exist"), "{err}");
+    }
+
+    #[test]
+    fn only_an_enforced_restricted_label_counts_as_restricted() {
+        let ns = |labels: &[(&str, &str)]| Namespace {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Namespace::default()
+        };
+        assert!(enforces_restricted(&ns(&[(
+            POD_SECURITY_ENFORCE_LABEL,
+            "restricted"
+        )])));
+        assert!(!enforces_restricted(&ns(&[(
+            POD_SECURITY_ENFORCE_LABEL,
+            "baseline"
+        )])));
+        assert!(!enforces_restricted(&ns(&[(
+            "pod-security.kubernetes.io/warn",
+            "restricted"
+        )])));
+        assert!(!enforces_restricted(&Namespace::default()));
     }
 
     #[test]

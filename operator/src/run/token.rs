@@ -50,6 +50,32 @@ impl RunTokenSigner {
         Ok(RunTokenSigner { key })
     }
 
+    /// The signer of the config's `runToken.signingKeyFile`: read at start-up, so a missing or
+    /// wrong key stops the operator with the field and the fix.
+    pub fn from_config(
+        path: &str,
+        config: &crate::config::RunTokenConfig,
+    ) -> Result<RunTokenSigner, crate::config::ConfigError> {
+        let invalid = |problem: String| {
+            crate::config::ConfigError::Invalid {
+            path: path.to_owned(),
+            problems: vec![crate::config::ConfigProblem {
+                field: "runToken.signingKeyFile".into(),
+                problem,
+                fix: "mount an Ed25519 private key in PEM (PKCS#8) there; make one with `openssl genpkey -algorithm ed25519 -out key.pem`".into(),
+            }],
+        }
+        };
+        let pem = std::fs::read(&config.signing_key_file)
+            .map_err(|e| invalid(format!("cannot read {}: {e}", config.signing_key_file)))?;
+        RunTokenSigner::from_ed_pem(&pem).map_err(|_| {
+            invalid(format!(
+                "{} is not an Ed25519 private key in PEM (PKCS#8)",
+                config.signing_key_file
+            ))
+        })
+    }
+
     /// Signs `claims` (EdDSA).
     pub fn sign(&self, claims: &RunClaims) -> Result<String> {
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.key).map_err(|e| {
@@ -171,6 +197,33 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
             verify(&parts.join("."), PUBLIC.as_bytes(), "orrery-sidecar").is_err(),
             "signature"
         );
+    }
+
+    #[test]
+    fn the_configured_key_file_is_read_or_refused_at_its_field() {
+        let dir =
+            std::env::temp_dir().join(format!("orrery-operator-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let good = dir.join("key.pem");
+        std::fs::write(&good, PRIVATE).expect("write key");
+        let bad = dir.join("bad.pem");
+        std::fs::write(&bad, PUBLIC).expect("write public key");
+        let config = |file: &std::path::Path| crate::config::RunTokenConfig {
+            signing_key_file: file.display().to_string(),
+            audience: "orrery-sidecar".into(),
+        };
+        assert!(RunTokenSigner::from_config("c.yaml", &config(&good)).is_ok());
+        for file in [bad, dir.join("missing.pem")] {
+            let err = RunTokenSigner::from_config("c.yaml", &config(&file))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("runToken.signingKeyFile") && err.contains("openssl genpkey"),
+                "{err}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
