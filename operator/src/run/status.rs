@@ -227,43 +227,40 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
         return status;
     }
     let cancelled = run.spec.cancel || run.metadata.deletion_timestamp.is_some();
-    match pod_state(pod) {
+    // How the run ended, when it did: (phase, reason, error, when).
+    type End = (RunPhase, &'static str, Option<RunError>, Option<String>);
+    let cancel = |at: Option<String>| -> End {
+        (RunPhase::Cancelled, Outcome::Cancelled.as_str(), None, at)
+    };
+    let end: Option<End> = match pod_state(pod) {
         PodState::Absent => {
             let Some(name) = status.runner_pod.clone() else {
                 return status;
             };
-            if cancelled {
-                finish(
-                    &mut status,
-                    RunPhase::Cancelled,
-                    Outcome::Cancelled.as_str(),
-                    None,
-                    None,
-                    generation,
-                    now,
-                );
+            Some(if cancelled {
+                cancel(None)
             } else {
-                finish(
-                    &mut status,
+                (
                     RunPhase::Failed,
                     reasons::POD_DELETED,
                     failure(format!(
                         "the runner pod {name} was deleted before the run ended"
                     )),
                     None,
-                    generation,
-                    now,
-                );
-            }
+                )
+            })
         }
-        PodState::Starting => set_phase(
-            &mut status,
-            RunPhase::Pending,
-            reasons::STARTING,
-            "the runner pod is starting".into(),
-            generation,
-            now,
-        ),
+        PodState::Starting => {
+            set_phase(
+                &mut status,
+                RunPhase::Pending,
+                reasons::STARTING,
+                "the runner pod is starting".into(),
+                generation,
+                now,
+            );
+            None
+        }
         PodState::Running { started_at } => {
             status.start_time = status.start_time.or(started_at);
             // The sidecar sets AwaitingApproval; the pod alone cannot tell, so keep it.
@@ -277,6 +274,7 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                     now,
                 );
             }
+            None
         }
         PodState::Terminated {
             exit_code,
@@ -286,87 +284,61 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
             finished_at,
         } => {
             status.start_time = status.start_time.or(started_at);
-            match message.as_deref().and_then(parse_summary) {
+            Some(match message.as_deref().and_then(parse_summary) {
                 Some(summary) => {
                     status.totals = Some(summary.totals);
                     status.events_dropped = i64::try_from(summary.dropped).ok();
-                    let phase = phase_of(summary.outcome);
-                    finish(
-                        &mut status,
-                        phase,
+                    (
+                        phase_of(summary.outcome),
                         summary.outcome.as_str(),
                         summary.error,
                         finished_at,
-                        generation,
-                        now,
-                    );
+                    )
                 }
-                None if cancelled => finish(
-                    &mut status,
-                    RunPhase::Cancelled,
-                    Outcome::Cancelled.as_str(),
-                    None,
-                    finished_at,
-                    generation,
-                    now,
-                ),
+                None if cancelled => cancel(finished_at),
                 None => {
                     let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
                     let said = message
                         .filter(|m| !m.trim().is_empty())
                         .map(|m| format!(": {}", m.trim()))
                         .unwrap_or_default();
-                    finish(
-                        &mut status,
+                    (
                         RunPhase::Failed,
                         reasons::RUNNER_CRASHED,
                         failure(format!(
                             "the runner exited with code {exit_code}{why} without a summary{said}"
                         )),
                         finished_at,
-                        generation,
-                        now,
-                    );
+                    )
                 }
-            }
+            })
         }
         PodState::Killed { reason, message } => {
             let said = message.map(|m| format!(": {m}")).unwrap_or_default();
-            if cancelled {
-                finish(
-                    &mut status,
-                    RunPhase::Cancelled,
-                    Outcome::Cancelled.as_str(),
-                    None,
-                    None,
-                    generation,
-                    now,
-                );
+            Some(if cancelled {
+                cancel(None)
             } else if reason.as_deref() == Some("DeadlineExceeded") {
-                finish(
-                    &mut status,
+                (
                     RunPhase::Failed,
                     reasons::DEADLINE_EXCEEDED,
                     failure(format!(
                         "the kubelet stopped the runner pod past its deadline{said}"
                     )),
                     None,
-                    generation,
-                    now,
-                );
+                )
             } else {
                 let why = reason.unwrap_or_else(|| "no reason given".into());
-                finish(
-                    &mut status,
+                (
                     RunPhase::Failed,
                     reasons::RUNNER_CRASHED,
                     failure(format!("the runner pod failed ({why}){said}")),
                     None,
-                    generation,
-                    now,
-                );
-            }
+                )
+            })
         }
+    };
+    if let Some((phase, reason, error, at)) = end {
+        finish(&mut status, phase, reason, error, at, generation, now);
     }
     status
 }
