@@ -176,6 +176,9 @@ fn queue_key(run: &StudioRun) -> (Option<Timestamp>, String) {
 /// (`runs` may include `run` itself). Waiting runs are admitted in creation order: one that a
 /// limit holds does not keep a later run of another owner from a free namespace slot.
 pub fn queue_decision(run: &StudioRun, runs: &[StudioRun], limits: &RunLimits) -> QueueDecision {
+    if holds_slot(run) {
+        return QueueDecision::Start;
+    }
     let per_owner = limits.max_concurrent_runs_per_owner.map(|n| n as usize);
     let per_namespace = limits.max_concurrent_runs_per_namespace.map(|n| n as usize);
     let others = runs
@@ -379,6 +382,11 @@ mod tests {
         for (me, limits, want) in cases {
             assert_eq!(decide(me, &runs, &limits), want, "{me} under {limits:?}");
         }
+        // A run that already has its pod keeps its slot whatever the limits.
+        assert_eq!(
+            decide("a-running", &runs, &limits(Some(1), Some(1))),
+            QueueDecision::Start
+        );
     }
 
     #[test]
