@@ -36,6 +36,24 @@ pub mod reasons {
     pub const PROBE_FAILED: &str = "ProbeFailed";
     /// The remote now serves something other than what was pinned; a person must accept it.
     pub const PIN_CHANGED: &str = "PinChanged";
+    /// The entry passed its static checks; its probe (card, tools, addresses) has not
+    /// reported yet.
+    pub const PROBING: &str = "Probing";
+    /// The entry reaches no network (a Scripted model): nothing to probe or pin.
+    pub const NOTHING_TO_PROBE: &str = "NothingToProbe";
+    /// A run's pod is created and not running yet.
+    pub const STARTING: &str = "Starting";
+    /// The runner exited without a readable summary (a crash, OOM kill, a bad exit).
+    pub const RUNNER_CRASHED: &str = "RunnerCrashed";
+    /// The runner pod disappeared before the run ended.
+    pub const POD_DELETED: &str = "PodDeleted";
+    /// The kubelet killed the runner pod past its `activeDeadlineSeconds`.
+    pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+    /// A run was refused: its owner's runs used the daily token budget.
+    pub const DAILY_BUDGET_EXCEEDED: &str = "DailyBudgetExceeded";
+    /// A run needs the sidecar's relay (human approval, acting remotes), which this deployment
+    /// does not have.
+    pub const NEEDS_SIDECAR: &str = "NeedsSidecar";
     /// A run waits for a free slot under a concurrency limit.
     pub const QUEUED: &str = "Queued";
     /// A run is executing in its runner pod.

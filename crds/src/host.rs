@@ -220,6 +220,49 @@ pub fn is_loopback_url(text: &str) -> bool {
         .is_some_and(|u| u.host().is_some_and(|h| is_loopback_host(&h)))
 }
 
+/// The hosts plain http may reach, written exactly so (the CRD's CEL rule).
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The scheme (lower-case) and the host of a URL as it is written, the way the apiserver's URL
+/// library reads it: after any `user@`, before any `:port`, IPv6 without its brackets. `None`
+/// when the text is not a URL with a host.
+pub fn scheme_and_host(text: &str) -> Option<(String, String)> {
+    url::Url::parse(text).ok()?;
+    let (scheme, rest) = text.split_once(':')?;
+    let after_slashes = rest.strip_prefix("//")?;
+    let authority = after_slashes
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host_port)| host_port);
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split_once(']').map_or("", |(host, _)| host)
+    } else {
+        host_port
+            .rsplit_once(':')
+            .map_or(host_port, |(host, _)| host)
+    };
+    (!host.is_empty()).then(|| (scheme.to_ascii_lowercase(), host.to_owned()))
+}
+
+/// The CRD's URL rule, mirrored, on the runtime's reading of the host: a URL whose scheme is
+/// https, or http to a host that is loopback to the runtime's guard ([`is_loopback_url`]) and
+/// written exactly as one of [`LOOPBACK_HOSTS`], as the CEL rule requires. So
+/// `http://localhost.evil.example/` and `http://localhost@evil.example/` are not loopback, and
+/// plain http passes only where both the apiserver and the guard accept it. The one check
+/// `orrery validate` and the operator's RegistryEntry controller apply.
+pub fn is_secure_url(text: &str) -> bool {
+    match scheme_and_host(text) {
+        Some((scheme, _)) if scheme == "https" => true,
+        Some((scheme, host)) if scheme == "http" => {
+            LOOPBACK_HOSTS.contains(&host.as_str()) && is_loopback_url(text)
+        }
+        _ => false,
+    }
+}
+
 /// Whether `net` covers an address that can never be allowlisted (link-local, metadata,
 /// unspecified), or is too broad to be an allowlist entry (anchor 4): IPv4 shorter than /8,
 /// IPv6 shorter than /32.

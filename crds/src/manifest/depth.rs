@@ -195,11 +195,17 @@ mod tests {
     #[test]
     fn every_example_manifest_is_far_under_the_limit() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-        for dir in std::fs::read_dir(&root).unwrap() {
-            for file in std::fs::read_dir(dir.unwrap().path()).unwrap() {
-                let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
-                assert_eq!(too_deep_at(&text, Format::Yaml), None);
+        let mut pending = vec![root];
+        let mut files = 0;
+        while let Some(path) = pending.pop() {
+            if path.is_dir() {
+                pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
             }
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(too_deep_at(&text, Format::Yaml), None, "{}", path.display());
+            files += 1;
         }
+        assert!(files > 10, "the examples were found ({files} files)");
     }
 }

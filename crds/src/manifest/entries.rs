@@ -135,7 +135,7 @@ pub(super) fn entry_problems(
 /// ([`crate::host::is_loopback_url`], e.g. `http://127.1/`) but that is not written as the
 /// apiserver's rule reads it is named as such, so the message says why a loopback URL fails.
 fn url_problem(text: &str) -> Option<String> {
-    if is_secure_url(text) {
+    if crate::host::is_secure_url(text) {
         return None;
     }
     let plain_http = text
@@ -147,49 +147,6 @@ fn url_problem(text: &str) -> Option<String> {
         ));
     }
     Some(format!("{text:?} is not"))
-}
-
-/// The CRD's CEL rule, mirrored, on the runtime's reading of the host: a URL (it parses, with a
-/// host) whose scheme is https, or http to a host that is loopback to the runtime's guard
-/// ([`crate::host::is_loopback_url`], the one classifier both use) and written exactly
-/// `localhost`, `127.0.0.1` or `::1`, as the CEL rule requires. The written host is read the
-/// way the apiserver's URL library reads it: after any `user@`, before any `:port`, so
-/// `http://localhost.evil.example/` and `http://localhost@evil.example/` are not loopback.
-/// Plain http thus passes only where both the apiserver and the guard accept it.
-pub(crate) fn is_secure_url(text: &str) -> bool {
-    if url::Url::parse(text).is_err() {
-        return false;
-    }
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let Some(after_slashes) = rest.strip_prefix("//") else {
-        return false;
-    };
-    let authority = after_slashes
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default();
-    let host_port = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host_port)| host_port);
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split_once(']').map_or("", |(host, _)| host)
-    } else {
-        host_port
-            .rsplit_once(':')
-            .map_or(host_port, |(host, _)| host)
-    };
-    if host.is_empty() {
-        return false;
-    }
-    match scheme.to_ascii_lowercase().as_str() {
-        "https" => true,
-        "http" => {
-            ["localhost", "127.0.0.1", "::1"].contains(&host) && crate::host::is_loopback_url(text)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]
@@ -296,7 +253,7 @@ mod tests {
             ("ftp://example.com/", false),
         ];
         for (url, secure) in cases {
-            assert_eq!(is_secure_url(url), secure, "{url}");
+            assert_eq!(crate::host::is_secure_url(url), secure, "{url}");
         }
     }
 

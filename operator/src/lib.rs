@@ -1,0 +1,25 @@
+//! The Orrery Studio operator: one controller per resource (Compositions, RegistryEntries,
+//! StudioRuns), each a thin reconciler over the pure builders of its module (object
+//! construction and status computation are plain functions, tested without a cluster).
+//!
+//! - [`config`]: the deployment config (`--config FILE`).
+//! - [`composition`]: status from the validator, the spec digest, ControllerRevisions.
+//! - [`registry`]: a RegistryEntry's static checks and their conditions.
+//! - [`run`]: a StudioRun's Secret, NetworkPolicy and runner Pod; its phase from the pod; the
+//!   queue and the daily token budget.
+//! - [`kstatus`]: the `Ready`/`Reconciling`/`Stalled` conditions every kind carries.
+//! - [`error`]: the error type, whose variants are metric labels.
+
+pub mod composition;
+pub mod config;
+pub mod error;
+pub mod kstatus;
+pub mod names;
+pub mod registry;
+pub mod run;
+
+pub use config::Config;
+pub use error::{Error, Result};
+
+/// The field manager of every server-side apply the operator makes.
+pub const FIELD_MANAGER: &str = "orrery-operator";

@@ -1,0 +1,200 @@
+//! What a RegistryEntry reaches, read from its spec: its URLs (each at its field) and its
+//! secret references. The static checks ([`super::status`]) and the runner's NetworkPolicy
+//! ([`crate::run::builders`]) read entries through these.
+
+use orrery_crds::common::SecretKeyRef;
+pub use orrery_crds::host::{LOOPBACK_HOSTS, is_secure_url, scheme_and_host};
+use orrery_crds::registry::{ModelProvider, RegistryEntrySpec};
+
+/// One URL of an entry, at its field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryUrl {
+    /// The field, e.g. `spec.a2a.serviceOrigins[1]`.
+    pub field: String,
+    /// The URL as written.
+    pub url: String,
+}
+
+/// The public endpoint a model provider uses when its entry sets no `baseUrl`.
+pub fn default_base_url(provider: ModelProvider) -> Option<&'static str> {
+    match provider {
+        ModelProvider::OpenAi => Some("https://api.openai.com/v1"),
+        ModelProvider::Anthropic => Some("https://api.anthropic.com"),
+        ModelProvider::Gemini => Some("https://generativelanguage.googleapis.com"),
+        ModelProvider::Scripted => None,
+    }
+}
+
+/// Every URL the entry reaches: an MCP server's `url`; an agent's `cardUrl` and
+/// `serviceOrigins`; a model's `baseUrl` or its provider's default. A Scripted model reaches
+/// none.
+pub fn entry_urls(spec: &RegistryEntrySpec) -> Vec<EntryUrl> {
+    let at = |field: String, url: &str| EntryUrl {
+        field,
+        url: url.to_owned(),
+    };
+    let mut out = Vec::new();
+    if let Some(mcp) = &spec.mcp {
+        out.push(at("spec.mcp.url".into(), &mcp.url));
+    }
+    if let Some(a2a) = &spec.a2a {
+        out.push(at("spec.a2a.cardUrl".into(), &a2a.card_url));
+        for (i, origin) in a2a.service_origins.iter().enumerate() {
+            out.push(at(format!("spec.a2a.serviceOrigins[{i}]"), origin));
+        }
+    }
+    if let Some(model) = &spec.model {
+        match (&model.base_url, default_base_url(model.provider)) {
+            (Some(url), _) => out.push(at("spec.model.baseUrl".into(), url)),
+            (None, Some(url)) if model.provider != ModelProvider::Scripted => {
+                out.push(at("spec.model.provider".into(), url));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether the entry is on a private network (`privateNetwork: true` of its kind).
+pub fn is_private(spec: &RegistryEntrySpec) -> bool {
+    spec.mcp.as_ref().is_some_and(|m| m.private_network)
+        || spec.a2a.as_ref().is_some_and(|a| a.private_network)
+        || spec.model.as_ref().is_some_and(|m| m.private_network)
+}
+
+/// Every Secret key the entry references, at its field.
+pub fn secret_refs(spec: &RegistryEntrySpec) -> Vec<(String, &SecretKeyRef)> {
+    let mut out = Vec::new();
+    if let Some(auth) = spec.mcp.as_ref().and_then(|m| m.auth.as_ref()) {
+        out.push((
+            "spec.mcp.auth.secretKeyRef".to_owned(),
+            &auth.secret_key_ref,
+        ));
+    }
+    if let Some(auth) = spec.a2a.as_ref().and_then(|a| a.auth.as_ref()) {
+        out.push((
+            "spec.a2a.auth.secretKeyRef".to_owned(),
+            &auth.secret_key_ref,
+        ));
+    }
+    if let Some(key) = spec.model.as_ref().and_then(|m| m.api_key.as_ref()) {
+        out.push((
+            "spec.model.apiKey.secretKeyRef".to_owned(),
+            &key.secret_key_ref,
+        ));
+    }
+    out
+}
+
+/// The TCP port a URL reaches: its own, or its scheme's default.
+pub fn url_port(text: &str) -> Option<u16> {
+    url::Url::parse(text).ok()?.port_or_known_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+    use super::*;
+    use orrery_crds::common::BearerAuth;
+    use orrery_crds::registry::{A2aEntry, McpEntry, McpTransport, RegistryEntry};
+
+    #[test]
+    fn the_url_rule_gives_the_apiservers_verdicts() {
+        let cases = [
+            ("https://tools.example.com/mcp", true),
+            ("HTTPS://tools.example.com/mcp", true),
+            ("http://localhost:8080/mcp", true),
+            ("http://127.0.0.1:7801/mcp", true),
+            ("http://[::1]:9/x", true),
+            ("http://localhost.evil.example/mcp", false),
+            ("http://localhost@evil.example/", false),
+            ("http://127.0.0.2/", false),
+            ("http://LOCALHOST/", false),
+            ("http://tools.example.com/mcp", false),
+            ("https://", false),
+            ("https://:443/", false),
+            ("not a url", false),
+            ("ftp://example.com/", false),
+        ];
+        for (url, secure) in cases {
+            assert_eq!(is_secure_url(url), secure, "{url}");
+        }
+    }
+
+    #[test]
+    fn an_entrys_urls_and_secrets_are_listed_at_their_fields() {
+        let mut a2a = A2aEntry::new("https://w.example/card", &["draft"]);
+        a2a.service_origins = vec!["https://rpc.example".into()];
+        a2a.auth = Some(BearerAuth::from_secret("w-token", "token"));
+        let agent = RegistryEntry::from_a2a("w", a2a);
+        let urls: Vec<(String, String)> = entry_urls(&agent.spec)
+            .into_iter()
+            .map(|u| (u.field, u.url))
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                (
+                    "spec.a2a.cardUrl".to_owned(),
+                    "https://w.example/card".to_owned()
+                ),
+                (
+                    "spec.a2a.serviceOrigins[0]".to_owned(),
+                    "https://rpc.example".to_owned()
+                ),
+            ]
+        );
+        let refs: Vec<(String, String)> = secret_refs(&agent.spec)
+            .into_iter()
+            .map(|(f, r)| (f, format!("{}/{}", r.name, r.key)))
+            .collect();
+        assert_eq!(
+            refs,
+            [(
+                "spec.a2a.auth.secretKeyRef".to_owned(),
+                "w-token/token".to_owned()
+            )]
+        );
+        let mcp = RegistryEntry::from_mcp(
+            "t",
+            McpEntry::new(
+                "http://127.0.0.1:7801/mcp",
+                McpTransport::StreamableHttp,
+                &["a"],
+                &[],
+            ),
+        );
+        assert_eq!(entry_urls(&mcp.spec).len(), 1);
+        assert!(secret_refs(&mcp.spec).is_empty());
+        assert!(!is_private(&mcp.spec));
+    }
+
+    #[test]
+    fn a_model_without_base_url_reaches_its_providers_endpoint_and_scripted_reaches_none() {
+        let model = |yaml: &str| -> RegistryEntrySpec { serde_yaml::from_str(yaml).expect("spec") };
+        let openai = model(
+            "{model: {provider: OpenAI, model: gpt, apiKey: {secretKeyRef: {name: k, key: v}}}}",
+        );
+        assert_eq!(
+            entry_urls(&openai)
+                .into_iter()
+                .map(|u| u.url)
+                .collect::<Vec<_>>(),
+            ["https://api.openai.com/v1"]
+        );
+        let scripted = model("{model: {provider: Scripted, model: s, script: {}}}");
+        assert!(entry_urls(&scripted).is_empty());
+    }
+
+    #[test]
+    fn ports_come_from_the_url_or_its_scheme() {
+        for (url, port) in [
+            ("https://x.example/mcp", Some(443)),
+            ("http://127.0.0.1:7801/mcp", Some(7801)),
+            ("https://x.example:8443/", Some(8443)),
+            ("nonsense", None),
+        ] {
+            assert_eq!(url_port(url), port, "{url}");
+        }
+    }
+}

@@ -1,0 +1,582 @@
+//! Whether a StudioRun may start: its budget overrides within the composition's, the relay it
+//! would need, the concurrency limits (over one it waits in a queue, first come first served)
+//! and its owner's daily token budget (the sum of the owner's runs' totals today: no second
+//! store).
+
+use crate::config::RunLimits;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::tz::TimeZone;
+use orrery_crds::budget::{BudgetKey, BudgetLimits, Budgets};
+use orrery_crds::common::ConditionStatus;
+use orrery_crds::composition::NodeKind;
+use orrery_crds::conditions::READY;
+use orrery_crds::plan::Plan;
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::run::RunPhase;
+use orrery_crds::{CompositionSpec, StudioRun};
+use std::collections::BTreeMap;
+
+/// Applies a run's budget overrides to the composition's spec. Each override must be at most
+/// the composition's own budget (the ceiling where the composition sets none); `Err` says
+/// which one is over.
+pub fn apply_budget_overrides(
+    spec: &CompositionSpec,
+    overrides: Option<&Budgets>,
+    ceilings: &BudgetLimits,
+) -> Result<CompositionSpec, String> {
+    let mut out = spec.clone();
+    let Some(overrides) = overrides else {
+        return Ok(out);
+    };
+    let allowed = ceilings.effective(&spec.budgets);
+    for key in BudgetKey::ALL {
+        let Some(wanted) = overrides.get(key) else {
+            continue;
+        };
+        let limit = allowed.get(key);
+        if wanted > limit {
+            return Err(format!(
+                "spec.budgets.{key} is {wanted}, over the composition's {limit}: a run may only lower a budget"
+            ));
+        }
+        let slot = match key {
+            BudgetKey::Tokens => &mut out.budgets.max_tokens,
+            BudgetKey::ToolCalls => &mut out.budgets.max_tool_calls,
+            BudgetKey::Delegations => &mut out.budgets.max_delegations,
+            BudgetKey::RemoteCalls => &mut out.budgets.max_remote_calls,
+            BudgetKey::Timeout => &mut out.budgets.timeout_seconds,
+        };
+        *slot = Some(wanted);
+    }
+    Ok(out)
+}
+
+/// Why a plan needs the sidecar's relay (a person deciding: HumanApproval nodes, acting
+/// remotes), or `None`. Until the sidecar exists such runs are refused at once, never left
+/// hanging.
+pub fn needs_relay(plan: &Plan) -> Option<String> {
+    let approvals: Vec<&str> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::HumanApproval)
+        .map(|n| n.id.as_str())
+        .collect();
+    let acting: Vec<&str> = plan
+        .nodes
+        .iter()
+        .flat_map(|n| n.tools.iter())
+        .filter(|t| t.acting)
+        .map(|t| t.reference.as_str())
+        .collect();
+    let mut why = Vec::new();
+    if !approvals.is_empty() {
+        why.push(format!("HumanApproval node(s) {}", approvals.join(", ")));
+    }
+    if !acting.is_empty() {
+        why.push(format!("acting tool(s) {}", acting.join(", ")));
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "the composition has {}, which need a person's decision through the sidecar; this deployment runs no sidecar yet",
+            why.join(" and ")
+        )
+    })
+}
+
+/// Refuses a plan using an entry that is not `Ready` (not probed yet, refused, or its pin
+/// changed and nobody accepted the new one); `Err` names each entry and why.
+pub fn check_entries_ready(plan: &Plan, entries: &[RegistryEntry]) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for name in super::builders::plan_entry_names(plan) {
+        let entry = entries
+            .iter()
+            .find(|e| e.metadata.name.as_deref() == Some(name.as_str()));
+        let ready = entry.and_then(|e| {
+            e.status
+                .as_ref()
+                .and_then(|s| crate::kstatus::find(&s.conditions, READY))
+        });
+        match (entry, ready) {
+            (None, _) => problems.push(format!("RegistryEntry {name} does not exist")),
+            (Some(_), Some(c)) if c.status == ConditionStatus::True => {}
+            (Some(_), Some(c)) => problems.push(format!(
+                "RegistryEntry {name} is not Ready ({}: {})",
+                c.reason, c.message
+            )),
+            (Some(_), None) => problems.push(format!("RegistryEntry {name} is not Ready yet")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The Pod Security level a namespace enforces (`pod-security.kubernetes.io/enforce`).
+pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+
+/// Whether a namespace enforces Pod Security `restricted` (if not, the operator says so once
+/// in an Event: the runner pod is restricted either way).
+pub fn enforces_restricted(namespace: &Namespace) -> bool {
+    namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(POD_SECURITY_ENFORCE_LABEL))
+        .is_some_and(|level| level == "restricted")
+}
+
+/// Where a run stands in the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueDecision {
+    /// A slot is free: create its pod.
+    Start,
+    /// Over a limit: it waits.
+    Queued {
+        /// 1-based position among the namespace's waiting runs.
+        position: usize,
+        /// Which limit holds it, for the message.
+        why: String,
+    },
+}
+
+/// Whether a run holds a slot: it has a pod and has not ended.
+fn holds_slot(run: &StudioRun) -> bool {
+    run.status.as_ref().is_some_and(|s| {
+        !s.phase.is_some_and(RunPhase::is_terminal)
+            && (s.runner_pod.is_some()
+                || matches!(
+                    s.phase,
+                    Some(RunPhase::Running | RunPhase::AwaitingApproval)
+                ))
+    })
+}
+
+/// Whether a run waits for a slot: not ended, no pod, not cancelled or being deleted.
+fn waits(run: &StudioRun) -> bool {
+    !run.spec.cancel
+        && run.metadata.deletion_timestamp.is_none()
+        && !holds_slot(run)
+        && !run
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(RunPhase::is_terminal))
+}
+
+fn queue_key(run: &StudioRun) -> (Option<Timestamp>, String) {
+    (
+        run.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        run.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Whether `run` may start under the concurrency limits, given every run of its namespace
+/// (`runs` may include `run` itself). Waiting runs are admitted in creation order: one that a
+/// limit holds does not keep a later run of another owner from a free namespace slot.
+pub fn queue_decision(run: &StudioRun, runs: &[StudioRun], limits: &RunLimits) -> QueueDecision {
+    if holds_slot(run) {
+        return QueueDecision::Start;
+    }
+    let per_owner = limits.max_concurrent_runs_per_owner.map(|n| n as usize);
+    let per_namespace = limits.max_concurrent_runs_per_namespace.map(|n| n as usize);
+    let others = runs
+        .iter()
+        .filter(|r| !std::ptr::eq(*r, run) && r.metadata.name != run.metadata.name);
+    let mut namespace_active = 0;
+    let mut owner_active: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut waiting: Vec<&StudioRun> = vec![run];
+    for other in others {
+        if holds_slot(other) {
+            namespace_active += 1;
+            *owner_active.entry(other.spec.owner.as_str()).or_default() += 1;
+        } else if waits(other) {
+            waiting.push(other);
+        }
+    }
+    waiting.sort_by_key(|r| queue_key(r));
+    let mut position = 0;
+    for candidate in waiting {
+        let owner = candidate.spec.owner.as_str();
+        let owned = owner_active.get(owner).copied().unwrap_or(0);
+        let owner_full = per_owner.is_some_and(|limit| owned >= limit);
+        let namespace_full = per_namespace.is_some_and(|limit| namespace_active >= limit);
+        let is_me = std::ptr::eq(candidate, run);
+        if !owner_full && !namespace_full {
+            if is_me {
+                return QueueDecision::Start;
+            }
+            namespace_active += 1;
+            *owner_active.entry(owner).or_default() += 1;
+            continue;
+        }
+        position += 1;
+        if is_me {
+            let why = if owner_full {
+                format!(
+                    "owner {owner} has {owned} of {} runs executing (runLimits.maxConcurrentRunsPerOwner)",
+                    per_owner.unwrap_or(0)
+                )
+            } else {
+                format!(
+                    "the namespace has {namespace_active} of {} runs executing (runLimits.maxConcurrentRunsPerNamespace)",
+                    per_namespace.unwrap_or(0)
+                )
+            };
+            return QueueDecision::Queued { position, why };
+        }
+    }
+    QueueDecision::Start
+}
+
+/// The model tokens `owner`'s runs created on `now`'s UTC day used (their status totals).
+pub fn tokens_used_today(owner: &str, runs: &[StudioRun], now: Timestamp) -> u64 {
+    let today = now.to_zoned(TimeZone::UTC).date();
+    runs.iter()
+        .filter(|r| r.spec.owner == owner)
+        .filter(|r| {
+            r.metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| t.0.to_zoned(TimeZone::UTC).date() == today)
+        })
+        .filter_map(|r| r.status.as_ref().and_then(|s| s.totals.as_ref()))
+        .map(|t| t.tokens)
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Refuses a run whose owner's runs already used the daily token budget today; `Err` is the
+/// message for the run's status.
+pub fn check_daily_budget(
+    run: &StudioRun,
+    runs: &[StudioRun],
+    limits: &RunLimits,
+    now: Timestamp,
+) -> Result<(), String> {
+    let Some(limit) = limits.daily_token_budget_per_owner else {
+        return Ok(());
+    };
+    let owner = run.spec.owner.as_str();
+    let used = tokens_used_today(owner, runs, now);
+    if used >= limit {
+        return Err(format!(
+            "owner {owner}'s runs used {used} of {limit} tokens today (UTC; runLimits.dailyTokenBudgetPerOwner): start the run tomorrow or ask the platform team to raise the budget"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+    use super::*;
+    use crate::run::builders::tests::{config, document, run};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use orrery_crds::StudioRunStatus;
+    use orrery_crds::run::RunTotals;
+
+    fn at(seconds: i64) -> Timestamp {
+        // 2027-01-15T08:00:00Z
+        Timestamp::from_second(1_800_000_000 + seconds).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    /// A run `name` of `owner` created at `created`, in `state`: "wait", "run" (has a pod),
+    /// "done" (finished with `tokens`), "cancel" (waiting but cancelled).
+    fn r(name: &str, owner: &str, created: i64, state: &str, tokens: u64) -> StudioRun {
+        let mut run = run(name);
+        run.spec.owner = owner.into();
+        run.metadata.creation_timestamp = Some(Time(at(created)));
+        match state {
+            "run" => {
+                run.status = Some(StudioRunStatus {
+                    phase: Some(RunPhase::Running),
+                    runner_pod: Some(format!("{name}-runner")),
+                    ..StudioRunStatus::default()
+                })
+            }
+            "done" => {
+                run.status = Some(StudioRunStatus {
+                    phase: Some(RunPhase::Succeeded),
+                    runner_pod: Some(format!("{name}-runner")),
+                    totals: Some(RunTotals {
+                        tokens,
+                        ..RunTotals::default()
+                    }),
+                    ..StudioRunStatus::default()
+                })
+            }
+            "cancel" => run.spec.cancel = true,
+            _ => {}
+        }
+        run
+    }
+
+    fn limits(owner: Option<u32>, namespace: Option<u32>) -> RunLimits {
+        RunLimits {
+            max_concurrent_runs_per_owner: owner,
+            max_concurrent_runs_per_namespace: namespace,
+            daily_token_budget_per_owner: None,
+        }
+    }
+
+    fn decide(me: &str, runs: &[StudioRun], limits: &RunLimits) -> QueueDecision {
+        let run = runs
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(me))
+            .expect("the run is in the list");
+        queue_decision(run, runs, limits)
+    }
+
+    #[test]
+    fn the_queue_admits_in_creation_order_under_each_limit() {
+        let runs = vec![
+            r("a-running", "ann", 0, "run", 0),
+            r("a-done", "ann", 1, "done", 10),
+            r("a-wait-1", "ann", 2, "wait", 0),
+            r("b-wait-1", "bob", 3, "wait", 0),
+            r("a-wait-2", "ann", 4, "wait", 0),
+            r("b-cancelled", "bob", 1, "cancel", 0),
+            r("b-wait-2", "bob", 5, "wait", 0),
+        ];
+        let queued = |position, why: &str| QueueDecision::Queued {
+            position,
+            why: why.into(),
+        };
+        let owner1 = "owner ann has 1 of 1 runs executing (runLimits.maxConcurrentRunsPerOwner)";
+        let cases: Vec<(&str, RunLimits, QueueDecision)> = vec![
+            ("a-wait-1", limits(None, None), QueueDecision::Start),
+            // ann holds her one slot: her runs wait, bob's start.
+            ("a-wait-1", limits(Some(1), None), queued(1, owner1)),
+            ("a-wait-2", limits(Some(1), None), queued(2, owner1)),
+            ("b-wait-1", limits(Some(1), None), QueueDecision::Start),
+            (
+                "b-wait-2",
+                limits(Some(1), None),
+                queued(
+                    3,
+                    "owner bob has 1 of 1 runs executing (runLimits.maxConcurrentRunsPerOwner)",
+                ),
+            ),
+            // two namespace slots: one taken, the oldest waiting run gets the other.
+            ("a-wait-1", limits(None, Some(2)), QueueDecision::Start),
+            (
+                "b-wait-1",
+                limits(None, Some(2)),
+                queued(
+                    1,
+                    "the namespace has 2 of 2 runs executing (runLimits.maxConcurrentRunsPerNamespace)",
+                ),
+            ),
+            // ann's waiting run is held by her own limit, so it does not take bob's namespace slot.
+            ("b-wait-1", limits(Some(1), Some(2)), QueueDecision::Start),
+            (
+                "b-wait-2",
+                limits(Some(1), Some(2)),
+                queued(
+                    3,
+                    "owner bob has 1 of 1 runs executing (runLimits.maxConcurrentRunsPerOwner)",
+                ),
+            ),
+        ];
+        for (me, limits, want) in cases {
+            assert_eq!(decide(me, &runs, &limits), want, "{me} under {limits:?}");
+        }
+        // A run that already has its pod keeps its slot whatever the limits.
+        assert_eq!(
+            decide("a-running", &runs, &limits(Some(1), Some(1))),
+            QueueDecision::Start
+        );
+    }
+
+    #[test]
+    fn a_freed_slot_lets_the_first_waiting_run_start() {
+        let mut runs = vec![
+            r("a-running", "ann", 0, "run", 0),
+            r("a-wait-1", "ann", 2, "wait", 0),
+            r("a-wait-2", "ann", 3, "wait", 0),
+        ];
+        assert!(matches!(
+            decide("a-wait-1", &runs, &limits(Some(1), None)),
+            QueueDecision::Queued { position: 1, .. }
+        ));
+        runs[0] = r("a-running", "ann", 0, "done", 5);
+        assert_eq!(
+            decide("a-wait-1", &runs, &limits(Some(1), None)),
+            QueueDecision::Start
+        );
+        assert!(matches!(
+            decide("a-wait-2", &runs, &limits(Some(1), None)),
+            QueueDecision::Queued { position: 1, .. }
+        ));
+    }
+
+    #[test]
+    fn the_daily_budget_sums_the_owners_runs_of_the_utc_day() {
+        let day = 24 * 3600;
+        let runs = vec![
+            r("ann-1", "ann", 0, "done", 600),
+            r("ann-2", "ann", 60, "done", 300),
+            r("ann-yesterday", "ann", -day, "done", 10_000),
+            r("bob-1", "bob", 0, "done", 5_000),
+            r("ann-running", "ann", 120, "run", 0),
+        ];
+        assert_eq!(tokens_used_today("ann", &runs, at(3600)), 900);
+        assert_eq!(tokens_used_today("bob", &runs, at(3600)), 5_000);
+        let me = r("ann-new", "ann", 3600, "wait", 0);
+        let budget = |n| RunLimits {
+            daily_token_budget_per_owner: Some(n),
+            ..RunLimits::default()
+        };
+        assert_eq!(
+            check_daily_budget(&me, &runs, &budget(1000), at(3600)),
+            Ok(())
+        );
+        let err = check_daily_budget(&me, &runs, &budget(900), at(3600))
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("used 900 of 900 tokens today"), "{err}");
+        assert_eq!(
+            check_daily_budget(&me, &runs, &RunLimits::default(), at(3600)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_run_may_lower_a_budget_but_never_raise_it() {
+        let spec: CompositionSpec = serde_yaml::from_str(
+            "{pattern: Pipeline, budgets: {maxTokens: 1000}, nodes: [{id: a, kind: LLMAgent, model: m, instruction: do}]}",
+        )
+        .expect("spec");
+        let ceilings = BudgetLimits::DEFAULT_CEILINGS;
+        let lower = Budgets {
+            max_tokens: Some(500),
+            timeout_seconds: Some(60),
+            ..Budgets::default()
+        };
+        let out = apply_budget_overrides(&spec, Some(&lower), &ceilings).expect("lower is fine");
+        assert_eq!(
+            (out.budgets.max_tokens, out.budgets.timeout_seconds),
+            (Some(500), Some(60))
+        );
+        let raise = Budgets {
+            max_tokens: Some(1001),
+            ..Budgets::default()
+        };
+        let err = apply_budget_overrides(&spec, Some(&raise), &ceilings)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.contains("spec.budgets.maxTokens is 1001, over the composition's 1000"),
+            "{err}"
+        );
+        // Where the composition sets none, the ceiling is its budget.
+        let over_ceiling = Budgets {
+            max_tool_calls: Some(ceilings.max_tool_calls + 1),
+            ..Budgets::default()
+        };
+        assert!(apply_budget_overrides(&spec, Some(&over_ceiling), &ceilings).is_err());
+        assert_eq!(
+            apply_budget_overrides(&spec, None, &ceilings).expect("no overrides"),
+            spec
+        );
+    }
+
+    #[test]
+    fn a_plan_runs_only_on_ready_entries() {
+        use crate::kstatus::{Health, set_health};
+        let config = config("");
+        let doc = document(&config);
+        let mut entries = crate::run::builders::tests::entries();
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "RegistryEntry gpt is not Ready yet; RegistryEntry tools is not Ready yet"
+        );
+        for e in entries.iter_mut() {
+            let status = e.status.get_or_insert_with(Default::default);
+            set_health(
+                &mut status.conditions,
+                &Health::Ready {
+                    reason: "Probed",
+                    message: String::new(),
+                },
+                None,
+                at(0),
+            );
+        }
+        assert_eq!(check_entries_ready(&doc.plan, &entries), Ok(()));
+        if let Some(status) = entries
+            .iter_mut()
+            .find(|e| e.metadata.name.as_deref() == Some("tools"))
+            .and_then(|e| e.status.as_mut())
+        {
+            set_health(
+                &mut status.conditions,
+                &Health::Stalled {
+                    reason: "PinChanged",
+                    message: "the card changed".into(),
+                },
+                None,
+                at(1),
+            );
+        }
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "RegistryEntry tools is not Ready (PinChanged: the card changed)"
+        );
+        entries.retain(|e| e.metadata.name.as_deref() != Some("gpt"));
+        let err = check_entries_ready(&doc.plan, &entries)
+            .err()
+            .unwrap_or_default();
+        assert!(err.starts_with("RegistryEntry gpt does not exist"), "{err}");
+    }
+
+    #[test]
+    fn only_an_enforced_restricted_label_counts_as_restricted() {
+        let ns = |labels: &[(&str, &str)]| Namespace {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Namespace::default()
+        };
+        assert!(enforces_restricted(&ns(&[(
+            POD_SECURITY_ENFORCE_LABEL,
+            "restricted"
+        )])));
+        assert!(!enforces_restricted(&ns(&[(
+            POD_SECURITY_ENFORCE_LABEL,
+            "baseline"
+        )])));
+        assert!(!enforces_restricted(&ns(&[(
+            "pod-security.kubernetes.io/warn",
+            "restricted"
+        )])));
+        assert!(!enforces_restricted(&Namespace::default()));
+    }
+
+    #[test]
+    fn approvals_and_acting_tools_need_the_relay_and_plain_graphs_do_not() {
+        let config = config("");
+        let mut doc = document(&config);
+        assert_eq!(needs_relay(&doc.plan), None);
+        doc.plan.nodes[0].kind = NodeKind::HumanApproval;
+        if let Some(tool) = doc.plan.nodes[0].tools.first_mut() {
+            tool.acting = true;
+        }
+        let why = needs_relay(&doc.plan).unwrap_or_default();
+        assert!(why.contains("HumanApproval node(s) research"), "{why}");
+        assert!(why.contains("acting tool(s) mcp:tools.search"), "{why}");
+    }
+}

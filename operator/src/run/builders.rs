@@ -1,0 +1,808 @@
+//! The children of a StudioRun, all owned by it (deleting the run deletes them): the plan
+//! Secret (the compiled plan, the input, the run token), the runner Pod (Pod Security
+//! `restricted`), and the NetworkPolicy ([`super::network`]).
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod, PodSecurityContext,
+    PodSpec, ResourceRequirements, SeccompProfile, Secret, SecretVolumeSource, SecurityContext,
+    Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
+use orrery_crds::budget::BudgetLimits;
+use orrery_crds::plan::Plan;
+use orrery_crds::registry::{PinnedTool, RegistryEntry, RegistryEntrySpec};
+use orrery_crds::run::RanComposition;
+use orrery_crds::validate::DeploymentLimits;
+use orrery_crds::{CompositionSpec, StudioRun};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Label on every child: the run's UID (a name may be longer than a label value may be).
+pub const RUN_UID_LABEL: &str = "studio.orrery.dev/run-uid";
+/// Annotation on every child: the run's name, for people.
+pub const RUN_NAME_ANNOTATION: &str = "studio.orrery.dev/run";
+/// `app.kubernetes.io/name` of runner pods.
+pub const RUNNER_APP: &str = "orrery-runner";
+/// The runner container's name.
+pub const RUNNER_CONTAINER: &str = "runner";
+/// The user and group the runner runs as (not root).
+pub const RUNNER_UID: i64 = 65532;
+/// Where the plan Secret is mounted (read-only).
+pub const PLAN_DIR: &str = "/etc/orrery/run";
+/// Key of the compiled plan in the plan Secret.
+pub const PLAN_KEY: &str = "plan.json";
+/// Key of the run's input in the plan Secret.
+pub const INPUT_KEY: &str = "input";
+/// Key of the run token in the plan Secret.
+pub const TOKEN_KEY: &str = "token";
+/// Where the entries' Secrets are mounted (`<dir>/<secret>/<key>`, `ORRERY_SECRETS_DIR`).
+pub const SECRETS_DIR: &str = "/var/run/orrery/secrets";
+/// The termination message file the runner writes its summary to.
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+/// Version of [`PlanDocument`].
+pub const PLAN_DOCUMENT_VERSION: u32 = 1;
+
+/// Who a run is: what every child names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunIdentity {
+    /// The run's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its UID.
+    pub uid: String,
+}
+
+/// The identity of a run read from the cluster.
+pub fn identity(run: &StudioRun) -> Result<RunIdentity> {
+    let missing = |field| Error::MissingMetadata {
+        kind: "StudioRun",
+        name: run.metadata.name.clone().unwrap_or_default(),
+        field,
+    };
+    Ok(RunIdentity {
+        name: run.metadata.name.clone().ok_or_else(|| missing("name"))?,
+        namespace: run
+            .metadata
+            .namespace
+            .clone()
+            .ok_or_else(|| missing("namespace"))?,
+        uid: run.metadata.uid.clone().ok_or_else(|| missing("uid"))?,
+    })
+}
+
+/// The names of a run's children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildNames {
+    /// The runner Pod: `<run>-runner`.
+    pub pod: String,
+    /// The plan Secret: `<run>-plan`.
+    pub secret: String,
+    /// The NetworkPolicy: `<run>-egress`.
+    pub network_policy: String,
+}
+
+/// The names of the children of run `run`.
+pub fn child_names(run: &str) -> ChildNames {
+    ChildNames {
+        pod: crate::names::suffixed(run, "-runner"),
+        secret: crate::names::suffixed(run, "-plan"),
+        network_policy: crate::names::suffixed(run, "-egress"),
+    }
+}
+
+/// The labels of a run's children (the NetworkPolicy selects the pod by the UID label).
+pub fn child_labels(id: &RunIdentity) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (RUN_UID_LABEL.to_owned(), id.uid.clone()),
+        ("app.kubernetes.io/name".to_owned(), RUNNER_APP.to_owned()),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            crate::FIELD_MANAGER.to_owned(),
+        ),
+    ])
+}
+
+/// The owner reference every child carries: the run, as controller.
+pub fn owner(run: &StudioRun) -> Result<OwnerReference> {
+    run.controller_owner_ref(&())
+        .ok_or_else(|| Error::MissingMetadata {
+            kind: "StudioRun",
+            name: run.metadata.name.clone().unwrap_or_default(),
+            field: "uid",
+        })
+}
+
+fn child_meta(run: &StudioRun, id: &RunIdentity, name: String) -> Result<ObjectMeta> {
+    Ok(ObjectMeta {
+        name: Some(name),
+        namespace: Some(id.namespace.clone()),
+        labels: Some(child_labels(id)),
+        annotations: Some(BTreeMap::from([(
+            RUN_NAME_ANNOTATION.to_owned(),
+            id.name.clone(),
+        )])),
+        owner_references: Some(vec![owner(run)?]),
+        ..ObjectMeta::default()
+    })
+}
+
+/// What the probe pinned for an entry, carried to the runner (which checks what the remote
+/// serves against it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryPins {
+    /// The pinned card digest (A2A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "cardSHA256")]
+    pub card_sha256: Option<String>,
+    /// The pinned skills (A2A).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// The pinned tools (MCP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<PinnedTool>,
+    /// The addresses the host resolved to (the NetworkPolicy opens exactly these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved_addresses: Vec<String>,
+}
+
+/// One entry a plan uses: its spec and its pins.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedEntry {
+    /// The RegistryEntry's name.
+    pub name: String,
+    /// Its spec.
+    pub spec: RegistryEntrySpec,
+    /// Its pins.
+    pub pins: EntryPins,
+}
+
+impl PlannedEntry {
+    /// The entry as the plan carries it.
+    pub fn from_entry(entry: &RegistryEntry) -> PlannedEntry {
+        let status = entry.status.clone().unwrap_or_default();
+        PlannedEntry {
+            name: entry.metadata.name.clone().unwrap_or_default(),
+            spec: entry.spec.clone(),
+            pins: EntryPins {
+                card_sha256: status.card_sha256,
+                skills: status.skills,
+                tools: status.tools,
+                resolved_addresses: status.resolved_addresses,
+            },
+        }
+    }
+}
+
+/// The compiled plan a runner pod executes (`plan.json` of the plan Secret): the composition
+/// snapshot at its revision and its plan, the entries it uses with their pins, the deployment's
+/// limits, and where the sidecar is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDocument {
+    /// [`PLAN_DOCUMENT_VERSION`].
+    pub version: u32,
+    /// The run.
+    pub run: RunIdentity,
+    /// Which composition, revision and digest this is.
+    pub composition: RanComposition,
+    /// The composition spec (run budget overrides applied).
+    pub spec: CompositionSpec,
+    /// Its plan (`crds::plan::plan` of the spec, the entries and the limits).
+    pub plan: Plan,
+    /// The entries the plan uses, by name order.
+    pub entries: Vec<PlannedEntry>,
+    /// The deployment's limits the plan was built under.
+    pub limits: DeploymentLimits,
+    /// Whether content is captured in trace events.
+    pub capture_content: bool,
+    /// Where the runner posts trace events.
+    pub sidecar_url: String,
+    /// Seconds an approval may wait.
+    pub approval_timeout_seconds: u64,
+}
+
+/// The entries a plan uses: every node's model and every tool's entry.
+pub fn plan_entry_names(plan: &Plan) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for node in &plan.nodes {
+        names.extend(node.model.iter().cloned());
+        names.extend(node.tools.iter().map(|t| t.entry.clone()));
+    }
+    names
+}
+
+/// The plan document for a run. `entries` may hold the whole namespace's; only those the plan
+/// uses go in.
+pub fn plan_document(
+    run: &StudioRun,
+    composition: RanComposition,
+    spec: CompositionSpec,
+    plan: Plan,
+    entries: &[RegistryEntry],
+    config: &Config,
+) -> Result<PlanDocument> {
+    let used = plan_entry_names(&plan);
+    let mut entries: Vec<PlannedEntry> = entries
+        .iter()
+        .filter(|e| e.metadata.name.as_ref().is_some_and(|n| used.contains(n)))
+        .map(PlannedEntry::from_entry)
+        .collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(PlanDocument {
+        version: PLAN_DOCUMENT_VERSION,
+        run: identity(run)?,
+        composition,
+        spec,
+        plan,
+        entries,
+        limits: config.deployment_limits(),
+        capture_content: run.spec.capture_content,
+        sidecar_url: config.sidecar.url(),
+        approval_timeout_seconds: config.approval_timeout_seconds,
+    })
+}
+
+/// The plan Secret: `plan.json`, `input` and `token`, owned by the run, immutable.
+pub fn plan_secret(run: &StudioRun, document: &PlanDocument, token: &str) -> Result<Secret> {
+    let id = identity(run)?;
+    let plan = serde_json::to_vec(document).map_err(|e| Error::json("plan document", e))?;
+    Ok(Secret {
+        metadata: child_meta(run, &id, child_names(&id.name).secret)?,
+        type_: Some("Opaque".to_owned()),
+        immutable: Some(true),
+        data: Some(BTreeMap::from([
+            (PLAN_KEY.to_owned(), ByteString(plan)),
+            (
+                INPUT_KEY.to_owned(),
+                ByteString(run.spec.input.clone().into_bytes()),
+            ),
+            (TOKEN_KEY.to_owned(), ByteString(token.as_bytes().to_vec())),
+        ])),
+        string_data: None,
+    })
+}
+
+/// `activeDeadlineSeconds` of a run's pod: the run's deadline plus the configured margin, a
+/// backstop that fires only when the runner's own deadline did not.
+pub fn active_deadline_seconds(budgets: &BudgetLimits, config: &Config) -> i64 {
+    let total = budgets
+        .timeout_seconds
+        .saturating_add(config.runner.deadline_margin_seconds);
+    i64::try_from(total).unwrap_or(i64::MAX)
+}
+
+fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
+    (!map.is_empty()).then(|| {
+        map.iter()
+            .map(|(k, v)| (k.clone(), Quantity(v.clone())))
+            .collect()
+    })
+}
+
+/// The Secret keys the entries reference, by Secret: what the pod mounts under
+/// [`SECRETS_DIR`].
+fn entry_secrets(document: &PlanDocument) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for entry in &document.entries {
+        for (_, reference) in crate::registry::builders::secret_refs(&entry.spec) {
+            out.entry(reference.name.clone())
+                .or_default()
+                .insert(reference.key.clone());
+        }
+    }
+    out
+}
+
+/// The runner Pod. Pod Security `restricted` whatever the config says: not root, read-only
+/// root filesystem, every capability dropped, no privilege escalation, seccomp
+/// RuntimeDefault, no service-account token, no service links, resources, a deadline backstop,
+/// the plan Secret and the entries' Secrets mounted read-only, `/tmp` an emptyDir, the summary
+/// in the termination message (`File`). Never restarted: a run runs once.
+pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> Result<Pod> {
+    let id = identity(run)?;
+    let names = child_names(&id.name);
+    let read_only = |name: &str, path: &str| VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    let mut volumes = vec![
+        Volume {
+            name: "plan".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(names.secret.clone()),
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                size_limit: Some(Quantity("64Mi".into())),
+                ..EmptyDirVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    let mut mounts = vec![
+        read_only("plan", PLAN_DIR),
+        VolumeMount {
+            name: "tmp".into(),
+            mount_path: "/tmp".into(),
+            ..VolumeMount::default()
+        },
+    ];
+    for (i, (secret, keys)) in entry_secrets(document).into_iter().enumerate() {
+        let volume = format!("secret-{i}");
+        mounts.push(read_only(&volume, &format!("{SECRETS_DIR}/{secret}")));
+        volumes.push(Volume {
+            name: volume,
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret),
+                default_mode: Some(0o440),
+                items: Some(
+                    keys.into_iter()
+                        .map(|key| KeyToPath {
+                            path: key.clone(),
+                            key,
+                            mode: None,
+                        })
+                        .collect(),
+                ),
+                optional: Some(false),
+            }),
+            ..Volume::default()
+        });
+    }
+    let env = |name: &str, value: String| EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
+    let mut envs = vec![
+        env("ORRERY_SECRETS_DIR", SECRETS_DIR.to_owned()),
+        env("HOME", "/tmp".to_owned()),
+    ];
+    if !config.private_network_allowlist.is_empty() {
+        envs.push(env(
+            "ORRERY_A2A_PRIVATE_ALLOW",
+            config.private_network_allowlist.join(","),
+        ));
+    }
+    if let Some(proxy) = &config.egress_proxy {
+        envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
+    }
+    let container = Container {
+        name: RUNNER_CONTAINER.to_owned(),
+        image: Some(config.runner.image.clone()),
+        image_pull_policy: Some(config.runner.image_pull_policy.clone()),
+        args: Some(vec![
+            "run".to_owned(),
+            "--plan".to_owned(),
+            format!("{PLAN_DIR}/{PLAN_KEY}"),
+        ]),
+        env: Some(envs),
+        resources: Some(ResourceRequirements {
+            requests: quantities(&config.runner.resources.requests),
+            limits: quantities(&config.runner.resources.limits),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            privileged: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            run_as_user: Some(RUNNER_UID),
+            run_as_group: Some(RUNNER_UID),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_owned()]),
+                add: None,
+            }),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                localhost_profile: None,
+            }),
+            ..SecurityContext::default()
+        }),
+        termination_message_path: Some(TERMINATION_MESSAGE_PATH.to_owned()),
+        termination_message_policy: Some("File".to_owned()),
+        volume_mounts: Some(mounts),
+        ..Container::default()
+    };
+    Ok(Pod {
+        metadata: child_meta(run, &id, names.pod)?,
+        spec: Some(PodSpec {
+            containers: vec![container],
+            restart_policy: Some("Never".to_owned()),
+            active_deadline_seconds: Some(active_deadline_seconds(&document.plan.budgets, config)),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            runtime_class_name: config.runner.runtime_class_name.clone(),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(RUNNER_UID),
+                run_as_group: Some(RUNNER_UID),
+                fs_group: Some(RUNNER_UID),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".to_owned(),
+                    localhost_profile: None,
+                }),
+                ..PodSecurityContext::default()
+            }),
+            volumes: Some(volumes),
+            ..PodSpec::default()
+        }),
+        status: None,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    #![allow(clippy::expect_used, clippy::panic)]
+    use super::*;
+    use orrery_crds::registry::RegistryEntryStatus;
+    use orrery_crds::validate::RegistryView;
+
+    pub(crate) fn config(extra: &str) -> Config {
+        Config::parse(
+            "t.yaml",
+            &format!(
+                "apiVersion: config.studio.orrery.dev/v1alpha1\nkind: OperatorConfig\n\
+                 runner: {{image: 'ghcr.io/example/orrery:0.1.0'}}\n\
+                 sidecar: {{namespace: orrery-system, serviceName: orrery-sidecar, port: 8080}}\n\
+                 runToken: {{signingKeyFile: k}}\n{extra}\n"
+            ),
+        )
+        .expect("config")
+    }
+
+    pub(crate) fn run(name: &str) -> StudioRun {
+        let mut run: StudioRun = serde_yaml::from_str(&format!(
+            "apiVersion: studio.orrery.dev/v1alpha1\nkind: StudioRun\n\
+             metadata: {{name: {name}, namespace: team, uid: uid-{name}}}\n\
+             spec: {{compositionRef: {{name: notes}}, input: hello, owner: jane}}"
+        ))
+        .expect("run");
+        run.metadata.generation = Some(1);
+        run
+    }
+
+    pub(crate) fn entries() -> Vec<RegistryEntry> {
+        let yaml = [
+            "metadata: {name: tools}\nspec: {mcp: {url: 'https://tools.example:8443/mcp', tools: [search], readOnly: [search], auth: {secretKeyRef: {name: tools-token, key: token}}}}",
+            "metadata: {name: gpt}\nspec: {model: {provider: OpenAI, model: gpt-5-mini, apiKey: {secretKeyRef: {name: model-keys, key: openai}}}}",
+            "metadata: {name: unused}\nspec: {model: {provider: OpenAI, model: x, apiKey: {secretKeyRef: {name: other, key: k}}}}",
+        ];
+        yaml.iter()
+            .map(|y| {
+                let mut e: RegistryEntry = serde_yaml::from_str(&format!(
+                    "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\n{y}"
+                ))
+                .expect("entry");
+                e.status = Some(RegistryEntryStatus {
+                    resolved_addresses: match e.metadata.name.as_deref() {
+                        Some("tools") => vec!["203.0.113.7".into(), "2001:db8::7".into()],
+                        _ => vec!["198.51.100.9".into()],
+                    },
+                    ..RegistryEntryStatus::default()
+                });
+                e
+            })
+            .collect()
+    }
+
+    pub(crate) fn document(config: &Config) -> PlanDocument {
+        let spec: CompositionSpec = serde_yaml::from_str(
+            "pattern: Pipeline\nbudgets: {timeoutSeconds: 300}\nnodes:\n\
+             - {id: research, kind: LLMAgent, model: gpt, instruction: look, tools: ['mcp:tools.search']}\n\
+             - {id: write, kind: LLMAgent, model: gpt, instruction: write}\n\
+             edges: [{from: research, to: write}]",
+        )
+        .expect("spec");
+        let entries = entries();
+        let view = RegistryView::from_entries(&entries);
+        let plan = orrery_crds::plan::plan(&spec, &view, &config.deployment_limits())
+            .unwrap_or_else(|v| panic!("the test composition plans: {v:?}"));
+        plan_document(
+            &run("notes-1"),
+            RanComposition {
+                name: "notes".into(),
+                revision: Some(3),
+                digest: "d".repeat(64),
+            },
+            spec,
+            plan,
+            &entries,
+            config,
+        )
+        .expect("document")
+    }
+
+    fn pod(config: &Config) -> Pod {
+        runner_pod(&run("notes-1"), &document(config), config).expect("pod")
+    }
+
+    #[test]
+    fn the_plan_document_carries_only_the_entries_the_plan_uses_with_their_pins() {
+        let doc = document(&config(""));
+        let names: Vec<&str> = doc.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["gpt", "tools"]);
+        assert_eq!(
+            doc.entries[1].pins.resolved_addresses,
+            ["203.0.113.7", "2001:db8::7"]
+        );
+        assert_eq!(
+            doc.run,
+            RunIdentity {
+                name: "notes-1".into(),
+                namespace: "team".into(),
+                uid: "uid-notes-1".into()
+            }
+        );
+        assert_eq!(doc.composition.revision, Some(3));
+        assert_eq!(
+            doc.sidecar_url,
+            "http://orrery-sidecar.orrery-system.svc:8080"
+        );
+        assert_eq!(doc.plan.budgets.timeout_seconds, 300);
+        assert_eq!(doc.version, PLAN_DOCUMENT_VERSION);
+    }
+
+    #[test]
+    fn the_plan_secret_holds_plan_input_and_token_and_is_owned_and_immutable() {
+        let doc = document(&config(""));
+        let secret = plan_secret(&run("notes-1"), &doc, "tok.en.sig").expect("secret");
+        assert_eq!(secret.metadata.name.as_deref(), Some("notes-1-plan"));
+        assert_eq!(secret.metadata.namespace.as_deref(), Some("team"));
+        assert_eq!(secret.immutable, Some(true));
+        let data = secret.data.expect("data");
+        let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+        assert_eq!(keys, [INPUT_KEY, PLAN_KEY, TOKEN_KEY]);
+        assert_eq!(data[INPUT_KEY].0, b"hello");
+        assert_eq!(data[TOKEN_KEY].0, b"tok.en.sig");
+        let back: PlanDocument =
+            serde_json::from_slice(&data[PLAN_KEY].0).expect("plan.json reads back");
+        assert_eq!(back, doc);
+        let owner = secret
+            .metadata
+            .owner_references
+            .as_deref()
+            .and_then(<[_]>::first)
+            .expect("owner");
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.name.as_str(),
+                owner.uid.as_str(),
+                owner.controller
+            ),
+            ("StudioRun", "notes-1", "uid-notes-1", Some(true))
+        );
+    }
+
+    /// Every check of Pod Security `restricted` (and the baseline it includes), on the pod as
+    /// built, field by field.
+    #[test]
+    fn the_runner_pod_meets_every_restricted_requirement() {
+        for extra in ["", "runner: {image: 'o:1', runtimeClassName: gvisor}"] {
+            let config = if extra.is_empty() {
+                config("")
+            } else {
+                Config::parse("t.yaml", &format!(
+                    "apiVersion: config.studio.orrery.dev/v1alpha1\nkind: OperatorConfig\n{extra}\n\
+                     sidecar: {{namespace: s, serviceName: s, port: 1}}\nrunToken: {{signingKeyFile: k}}\n"
+                )).expect("config")
+            };
+            let pod = pod(&config);
+            let spec = pod.spec.as_ref().expect("spec");
+            // baseline: host namespaces, hostPath, hostPorts, privileged, sysctls, SELinux, procMount
+            assert_ne!(spec.host_network, Some(true));
+            assert_ne!(spec.host_pid, Some(true));
+            assert_ne!(spec.host_ipc, Some(true));
+            let psc = spec.security_context.as_ref().expect("pod securityContext");
+            assert!(psc.sysctls.is_none() && psc.se_linux_options.is_none());
+            // restricted, pod level
+            assert_eq!(psc.run_as_non_root, Some(true));
+            assert_ne!(psc.run_as_user, Some(0));
+            assert_eq!(
+                psc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
+                Some("RuntimeDefault")
+            );
+            let allowed_volumes = spec.volumes.iter().flatten().all(|v| {
+                v.host_path.is_none()
+                    && (v.secret.is_some()
+                        || v.empty_dir.is_some()
+                        || v.config_map.is_some()
+                        || v.projected.is_some()
+                        || v.downward_api.is_some())
+            });
+            assert!(allowed_volumes, "only restricted volume types");
+            assert!(spec.init_containers.is_none() && spec.ephemeral_containers.is_none());
+            for c in &spec.containers {
+                let sc = c
+                    .security_context
+                    .as_ref()
+                    .expect("container securityContext");
+                assert_eq!(
+                    sc.allow_privilege_escalation,
+                    Some(false),
+                    "allowPrivilegeEscalation"
+                );
+                assert_ne!(sc.privileged, Some(true));
+                assert_eq!(
+                    sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+                    Some(vec!["ALL".to_owned()])
+                );
+                assert!(
+                    sc.capabilities
+                        .as_ref()
+                        .and_then(|c| c.add.as_ref())
+                        .is_none_or(|a| a.is_empty())
+                );
+                assert_eq!(sc.run_as_non_root, Some(true));
+                assert_ne!(sc.run_as_user, Some(0));
+                assert_eq!(
+                    sc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
+                    Some("RuntimeDefault")
+                );
+                assert!(sc.proc_mount.is_none() || sc.proc_mount.as_deref() == Some("Default"));
+                assert!(sc.se_linux_options.is_none());
+                assert_eq!(sc.read_only_root_filesystem, Some(true));
+                assert!(
+                    c.ports
+                        .as_ref()
+                        .is_none_or(|ports| ports.iter().all(|p| p.host_port.is_none()))
+                );
+            }
+            // the rest of the sandbox
+            assert_eq!(spec.automount_service_account_token, Some(false));
+            assert_eq!(spec.enable_service_links, Some(false));
+            assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+            assert_eq!(spec.runtime_class_name, config.runner.runtime_class_name);
+        }
+    }
+
+    #[test]
+    fn the_runner_pod_runs_the_plan_with_its_secrets_resources_and_deadline() {
+        let config = config(
+            "privateNetworkAllowlist: [vllm.ml.svc, 10.0.0.0/8]\negressProxy: {url: 'http://proxy:3128', addresses: [203.0.113.1]}",
+        );
+        let pod = pod(&config);
+        assert_eq!(pod.metadata.name.as_deref(), Some("notes-1-runner"));
+        assert_eq!(
+            pod.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(RUN_UID_LABEL))
+                .map(String::as_str),
+            Some("uid-notes-1")
+        );
+        let owner = pod
+            .metadata
+            .owner_references
+            .as_deref()
+            .and_then(<[_]>::first)
+            .expect("owner");
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("StudioRun", "uid-notes-1")
+        );
+        let spec = pod.spec.expect("spec");
+        assert_eq!(
+            spec.active_deadline_seconds,
+            Some(300 + 120),
+            "deadline + margin"
+        );
+        let c = &spec.containers[0];
+        assert_eq!(c.image.as_deref(), Some("ghcr.io/example/orrery:0.1.0"));
+        assert_eq!(
+            c.args.as_deref(),
+            Some(
+                &[
+                    "run".to_owned(),
+                    "--plan".to_owned(),
+                    "/etc/orrery/run/plan.json".to_owned()
+                ][..]
+            )
+        );
+        assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
+        assert_eq!(
+            c.termination_message_path.as_deref(),
+            Some(TERMINATION_MESSAGE_PATH)
+        );
+        let resources = c.resources.as_ref().expect("resources");
+        assert_eq!(
+            resources
+                .limits
+                .as_ref()
+                .and_then(|l| l.get("memory"))
+                .map(|q| q.0.as_str()),
+            Some("512Mi")
+        );
+        assert_eq!(
+            resources
+                .requests
+                .as_ref()
+                .and_then(|l| l.get("cpu"))
+                .map(|q| q.0.as_str()),
+            Some("100m")
+        );
+        let env: BTreeMap<&str, &str> = c
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            env.get("ORRERY_A2A_PRIVATE_ALLOW"),
+            Some(&"vllm.ml.svc,10.0.0.0/8")
+        );
+        assert_eq!(
+            env.get("ORRERY_STUDIO_EGRESS_PROXY"),
+            Some(&"http://proxy:3128")
+        );
+        assert_eq!(env.get("ORRERY_SECRETS_DIR"), Some(&SECRETS_DIR));
+        // every mount but /tmp is read-only; the plan Secret and exactly the used entries' Secrets
+        let mounts: Vec<(&str, bool)> = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| (m.mount_path.as_str(), m.read_only == Some(true)))
+            .collect();
+        assert_eq!(
+            mounts,
+            [
+                ("/etc/orrery/run", true),
+                ("/tmp", false),
+                ("/var/run/orrery/secrets/model-keys", true),
+                ("/var/run/orrery/secrets/tools-token", true),
+            ]
+        );
+        let secrets: Vec<(String, Vec<String>)> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.secret.as_ref())
+            .map(|s| {
+                (
+                    s.secret_name.clone().unwrap_or_default(),
+                    s.items.iter().flatten().map(|i| i.key.clone()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            secrets,
+            [
+                ("notes-1-plan".to_owned(), vec![]),
+                ("model-keys".to_owned(), vec!["openai".to_owned()]),
+                ("tools-token".to_owned(), vec!["token".to_owned()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_run_not_read_from_the_cluster_cannot_get_children() {
+        let mut r = run("notes-1");
+        r.metadata.uid = None;
+        let doc = document(&config(""));
+        assert!(matches!(
+            runner_pod(&r, &doc, &config("")),
+            Err(Error::MissingMetadata { field: "uid", .. })
+        ));
+        assert!(matches!(
+            plan_secret(&r, &doc, "t"),
+            Err(Error::MissingMetadata { field: "uid", .. })
+        ));
+    }
+}

@@ -1,0 +1,12 @@
+//! The StudioRun controller's pure parts:
+//! - [`builders`]: the plan document, the plan Secret and the runner Pod;
+//! - [`network`]: the run's NetworkPolicy;
+//! - [`token`]: the run-scoped JWT;
+//! - [`status`]: phase and conditions from the pod and the runner's summary;
+//! - [`admission`]: budget overrides, the relay check, the queue, the daily token budget.
+
+pub mod admission;
+pub mod builders;
+pub mod network;
+pub mod status;
+pub mod token;

@@ -1,0 +1,405 @@
+//! The NetworkPolicy of a run: its runner pod only; no ingress; egress to DNS, the sidecar, and
+//! exactly the endpoints the plan uses (their resolved addresses as `/32` or `/128` ipBlocks,
+//! with their ports), or, with an egress proxy, the proxy instead of the public endpoints.
+
+use super::builders::{PlanDocument, RUN_UID_LABEL, child_labels, child_names, identity, owner};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::registry::builders::{
+    LOOPBACK_HOSTS, entry_urls, is_private, scheme_and_host, url_port,
+};
+use ipnet::IpNet;
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use orrery_crds::StudioRun;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+
+/// The namespace of the cluster DNS.
+pub const DNS_NAMESPACE: &str = "kube-system";
+/// The conventional label of the cluster DNS pods (CoreDNS keeps it).
+pub const DNS_POD_LABEL: (&str, &str) = ("k8s-app", "kube-dns");
+/// The immutable label every namespace carries with its own name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// One endpoint a plan reaches: an entry's addresses and ports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The entry's name.
+    pub entry: String,
+    /// The addresses its hosts resolved to (or address literals in its URLs).
+    pub addresses: BTreeSet<IpAddr>,
+    /// The TCP ports its URLs name.
+    pub ports: BTreeSet<u16>,
+    /// Whether the entry is `privateNetwork` (reached directly even with an egress proxy).
+    pub private: bool,
+}
+
+/// Reads a resolved address as the probe writes it: `203.0.113.7`, `2001:db8::7`, or with a
+/// port (`203.0.113.7:443`, `[2001:db8::7]:443`).
+fn parse_address(text: &str) -> Option<IpAddr> {
+    let text = text.trim();
+    text.parse::<IpAddr>()
+        .ok()
+        .or_else(|| text.parse::<SocketAddr>().ok().map(|s| s.ip()))
+}
+
+/// The endpoints of the entries a plan uses. An entry reaching only loopback (inside the pod)
+/// or no network (a Scripted model) has none. An entry whose hosts have no resolved address
+/// yet is an error: its NetworkPolicy cannot be exact.
+pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
+    let mut out = Vec::new();
+    for entry in &document.entries {
+        let mut ports = BTreeSet::new();
+        let mut addresses = BTreeSet::new();
+        let mut needs_resolution = false;
+        for url in entry_urls(&entry.spec) {
+            let Some((_, host)) = scheme_and_host(&url.url) else {
+                return Err(Error::Endpoint {
+                    entry: entry.name.clone(),
+                    problem: format!("{} {:?} is not a URL", url.field, url.url),
+                    fix: "correct the URL in the RegistryEntry".into(),
+                });
+            };
+            if LOOPBACK_HOSTS.contains(&host.as_str()) {
+                continue;
+            }
+            let port = url_port(&url.url).ok_or_else(|| Error::Endpoint {
+                entry: entry.name.clone(),
+                problem: format!("{} {:?} has no port", url.field, url.url),
+                fix: "write the URL with https:// or an explicit port".into(),
+            })?;
+            ports.insert(port);
+            match host.parse::<IpAddr>() {
+                Ok(addr) => {
+                    addresses.insert(addr);
+                }
+                Err(_) => needs_resolution = true,
+            }
+        }
+        if ports.is_empty() {
+            continue;
+        }
+        if needs_resolution {
+            let mut resolved = 0;
+            for text in &entry.pins.resolved_addresses {
+                let addr = parse_address(text).ok_or_else(|| Error::Endpoint {
+                    entry: entry.name.clone(),
+                    problem: format!("status.resolvedAddresses holds {text:?}, not an address"),
+                    fix: "let the probe run again (it rewrites the status)".into(),
+                })?;
+                addresses.insert(addr);
+                resolved += 1;
+            }
+            if resolved == 0 {
+                return Err(Error::Endpoint {
+                    entry: entry.name.clone(),
+                    problem: "its host has no resolved address yet".into(),
+                    fix:
+                        "wait until the entry is Ready (the probe records status.resolvedAddresses)"
+                            .into(),
+                });
+            }
+        }
+        out.push(Endpoint {
+            entry: entry.name.clone(),
+            addresses,
+            ports,
+            private: is_private(&entry.spec),
+        });
+    }
+    Ok(out)
+}
+
+fn tcp(port: u16) -> NetworkPolicyPort {
+    NetworkPolicyPort {
+        protocol: Some("TCP".to_owned()),
+        port: Some(IntOrString::Int(i32::from(port))),
+        end_port: None,
+    }
+}
+
+fn host_block(addr: IpAddr) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: IpNet::from(addr).to_string(),
+            except: None,
+        }),
+        ..NetworkPolicyPeer::default()
+    }
+}
+
+fn labels(pairs: impl IntoIterator<Item = (String, String)>) -> Option<LabelSelector> {
+    Some(LabelSelector {
+        match_labels: Some(pairs.into_iter().collect()),
+        match_expressions: None,
+    })
+}
+
+/// Pods with `pod_labels` in namespace `namespace`: ONE peer holding both selectors (both must
+/// match; two peers would mean either).
+fn pods_in(namespace: &str, pod_labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        namespace_selector: labels([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]),
+        pod_selector: labels(pod_labels.clone()),
+        ip_block: None,
+    }
+}
+
+fn endpoint_rule(endpoint: &Endpoint) -> NetworkPolicyEgressRule {
+    NetworkPolicyEgressRule {
+        to: Some(endpoint.addresses.iter().copied().map(host_block).collect()),
+        ports: Some(endpoint.ports.iter().copied().map(tcp).collect()),
+    }
+}
+
+/// The run's NetworkPolicy, owned by the run: selects its runner pod by the run's UID;
+/// `policyTypes: [Ingress, Egress]` with no ingress rule (nothing reaches the pod); egress to
+/// the cluster DNS (53 UDP/TCP), the sidecar's pods on their port, and the plan's endpoints:
+/// each entry's addresses as `/32` or `/128` with its ports. With an egress proxy, public
+/// endpoints are replaced by the proxy (private, allowlisted ones are still reached directly,
+/// as the runner's guard does).
+pub fn network_policy(
+    run: &StudioRun,
+    document: &PlanDocument,
+    config: &Config,
+) -> Result<NetworkPolicy> {
+    let id = identity(run)?;
+    let endpoints = plan_endpoints(document)?;
+    let dns = NetworkPolicyEgressRule {
+        to: Some(vec![pods_in(
+            DNS_NAMESPACE,
+            &BTreeMap::from([(DNS_POD_LABEL.0.to_owned(), DNS_POD_LABEL.1.to_owned())]),
+        )]),
+        ports: Some(vec![
+            NetworkPolicyPort {
+                protocol: Some("UDP".to_owned()),
+                port: Some(IntOrString::Int(53)),
+                end_port: None,
+            },
+            tcp(53),
+        ]),
+    };
+    let sidecar = NetworkPolicyEgressRule {
+        to: Some(vec![pods_in(
+            &config.sidecar.namespace,
+            &config.sidecar.pod_labels,
+        )]),
+        ports: Some(vec![tcp(config.sidecar.pod_port())]),
+    };
+    let mut egress = vec![dns, sidecar];
+    match &config.egress_proxy {
+        Some(proxy) => {
+            let port = url_port(&proxy.url).ok_or_else(|| Error::Endpoint {
+                entry: "egressProxy".into(),
+                problem: format!("the proxy URL {:?} has no port", proxy.url),
+                fix: "write egressProxy.url as http://host:port".into(),
+            })?;
+            let mut to: Vec<NetworkPolicyPeer> = proxy
+                .addresses
+                .iter()
+                .filter_map(|a| {
+                    a.parse::<IpNet>()
+                        .ok()
+                        .or_else(|| a.parse::<IpAddr>().ok().map(IpNet::from))
+                })
+                .map(|net| NetworkPolicyPeer {
+                    ip_block: Some(IPBlock {
+                        cidr: net.to_string(),
+                        except: None,
+                    }),
+                    ..NetworkPolicyPeer::default()
+                })
+                .collect();
+            if let Some(pods) = &proxy.pods {
+                to.push(pods_in(&pods.namespace, &pods.match_labels));
+            }
+            egress.push(NetworkPolicyEgressRule {
+                to: Some(to),
+                ports: Some(vec![tcp(port)]),
+            });
+            egress.extend(endpoints.iter().filter(|e| e.private).map(endpoint_rule));
+        }
+        None => egress.extend(endpoints.iter().map(endpoint_rule)),
+    }
+    Ok(NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(child_names(&id.name).network_policy),
+            namespace: Some(id.namespace.clone()),
+            labels: Some(child_labels(&id)),
+            annotations: Some(BTreeMap::from([(
+                super::builders::RUN_NAME_ANNOTATION.to_owned(),
+                id.name.clone(),
+            )])),
+            owner_references: Some(vec![owner(run)?]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NetworkPolicySpec {
+            pod_selector: labels([(RUN_UID_LABEL.to_owned(), id.uid.clone())]),
+            policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
+            ingress: None,
+            egress: Some(egress),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::run::builders::tests::{config, document, run};
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn policy_json(extra: &str) -> serde_json::Value {
+        let config = config(extra);
+        let doc = document(&config);
+        let np = network_policy(&run("notes-1"), &doc, &config).expect("policy");
+        serde_json::to_value(&np).expect("json")
+    }
+
+    fn dns_and_sidecar() -> Vec<serde_json::Value> {
+        vec![
+            json!({"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                           "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                   "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}),
+            json!({"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "orrery-system"}},
+                           "podSelector": {"matchLabels": {"app.kubernetes.io/name": "orrery-sidecar"}}}],
+                   "ports": [{"protocol": "TCP", "port": 8080}]}),
+        ]
+    }
+
+    #[test]
+    fn the_policy_selects_only_the_runs_pod_and_denies_all_ingress() {
+        let np = policy_json("");
+        assert_eq!(np["metadata"]["name"], "notes-1-egress");
+        assert_eq!(np["metadata"]["namespace"], "team");
+        assert_eq!(np["metadata"]["ownerReferences"][0]["kind"], "StudioRun");
+        assert_eq!(np["metadata"]["ownerReferences"][0]["uid"], "uid-notes-1");
+        assert_eq!(
+            np["spec"]["podSelector"],
+            json!({"matchLabels": {"studio.orrery.dev/run-uid": "uid-notes-1"}})
+        );
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert!(
+            np["spec"].get("ingress").is_none(),
+            "no ingress rule at all: {np}"
+        );
+    }
+
+    #[test]
+    fn egress_is_dns_the_sidecar_and_exactly_the_plans_endpoints() {
+        let np = policy_json("");
+        let mut want = dns_and_sidecar();
+        // gpt: api.openai.com:443 resolved to 198.51.100.9; tools: 8443 on v4 and v6; the unused
+        // entry is not there.
+        want.push(json!({"to": [{"ipBlock": {"cidr": "198.51.100.9/32"}}], "ports": [{"protocol": "TCP", "port": 443}]}));
+        want.push(json!({"to": [{"ipBlock": {"cidr": "203.0.113.7/32"}}, {"ipBlock": {"cidr": "2001:db8::7/128"}}],
+                         "ports": [{"protocol": "TCP", "port": 8443}]}));
+        assert_eq!(np["spec"]["egress"], serde_json::Value::Array(want));
+    }
+
+    #[test]
+    fn with_an_egress_proxy_only_the_proxy_is_reached_for_public_endpoints() {
+        let mut config = config(
+            "egressProxy: {url: 'http://proxy.net.svc:3128', addresses: [203.0.113.1], pods: {namespace: net, matchLabels: {app: proxy}}}",
+        );
+        // The Service listens on 80 and the sidecar pods on 8080: the policy opens the pod port.
+        config.sidecar.port = 80;
+        config.sidecar.target_port = Some(8080);
+        let doc = document(&config);
+        let np =
+            serde_json::to_value(network_policy(&run("notes-1"), &doc, &config).expect("policy"))
+                .expect("json");
+        let mut want = dns_and_sidecar();
+        want.push(json!({"to": [{"ipBlock": {"cidr": "203.0.113.1/32"}},
+                                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "net"}},
+                                 "podSelector": {"matchLabels": {"app": "proxy"}}}],
+                         "ports": [{"protocol": "TCP", "port": 3128}]}));
+        assert_eq!(np["spec"]["egress"], serde_json::Value::Array(want));
+    }
+
+    #[test]
+    fn a_private_endpoint_is_reached_directly_even_with_a_proxy() {
+        let config = config(
+            "privateNetworkAllowlist: [vllm.ml.svc]\negressProxy: {url: 'http://proxy:3128', addresses: [203.0.113.1]}",
+        );
+        let mut doc = document(&config);
+        if let Some(model) = doc
+            .entries
+            .iter_mut()
+            .find(|e| e.name == "gpt")
+            .and_then(|e| e.spec.model.as_mut())
+        {
+            model.base_url = Some("https://vllm.ml.svc:8443/v1".into());
+            model.private_network = true;
+        }
+        let np =
+            serde_json::to_value(network_policy(&run("notes-1"), &doc, &config).expect("policy"))
+                .expect("json");
+        let egress = np["spec"]["egress"].as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            egress.len(),
+            4,
+            "dns, sidecar, proxy, the private model: {egress:?}"
+        );
+        assert_eq!(
+            egress[3],
+            json!({"to": [{"ipBlock": {"cidr": "198.51.100.9/32"}}], "ports": [{"protocol": "TCP", "port": 8443}]})
+        );
+    }
+
+    #[test]
+    fn endpoints_skip_loopback_and_need_resolved_addresses_for_names() {
+        let config = config("");
+        let mut doc = document(&config);
+        // A literal address needs no resolution; loopback is inside the pod.
+        if let Some(mcp) = doc
+            .entries
+            .iter_mut()
+            .find(|e| e.name == "tools")
+            .and_then(|e| e.spec.mcp.as_mut())
+        {
+            mcp.url = "http://127.0.0.1:7801/mcp".into();
+        }
+        let endpoints = plan_endpoints(&doc).expect("endpoints");
+        assert_eq!(
+            endpoints
+                .iter()
+                .map(|e| e.entry.as_str())
+                .collect::<Vec<_>>(),
+            ["gpt"]
+        );
+        for e in doc.entries.iter_mut() {
+            e.pins.resolved_addresses.clear();
+        }
+        match plan_endpoints(&doc) {
+            Err(Error::Endpoint { entry, problem, .. }) => {
+                assert_eq!(entry, "gpt");
+                assert!(problem.contains("no resolved address"), "{problem}");
+            }
+            other => panic!("expected an endpoint error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn resolved_addresses_are_read_with_or_without_a_port() {
+        for (text, want) in [
+            ("203.0.113.7", Some("203.0.113.7")),
+            ("203.0.113.7:443", Some("203.0.113.7")),
+            ("[2001:db8::7]:443", Some("2001:db8::7")),
+            ("2001:db8::7", Some("2001:db8::7")),
+            ("example.com", None),
+        ] {
+            assert_eq!(
+                parse_address(text).map(|a| a.to_string()),
+                want.map(str::to_owned),
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The run-scoped token: a JWT the operator signs (EdDSA, Ed25519) for one run; audience the
+//! sidecar, subject the run's UID, expiring after the run's deadline. The runner sends it to
+//! the sidecar; the sidecar verifies it with the public key ([`verify`]).
+
+use crate::error::{Error, Result};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+/// The claims of a run token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunClaims {
+    /// Issuer: `orrery-operator`.
+    pub iss: String,
+    /// Audience: the sidecar.
+    pub aud: String,
+    /// Subject: the run's UID.
+    pub sub: String,
+    /// Issued at (Unix seconds).
+    pub iat: i64,
+    /// Not before (Unix seconds).
+    pub nbf: i64,
+    /// Expiry (Unix seconds): after the run's deadline.
+    pub exp: i64,
+    /// The run's namespace.
+    pub ns: String,
+    /// The run's name.
+    pub run: String,
+}
+
+/// The key run tokens are signed with.
+pub struct RunTokenSigner {
+    key: EncodingKey,
+}
+
+impl std::fmt::Debug for RunTokenSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunTokenSigner(Ed25519, key hidden)")
+    }
+}
+
+impl RunTokenSigner {
+    /// A signer from an Ed25519 private key in PEM (PKCS#8), as `openssl genpkey -algorithm
+    /// ed25519` writes it.
+    pub fn from_ed_pem(pem: &[u8]) -> Result<RunTokenSigner> {
+        let key = EncodingKey::from_ed_pem(pem).map_err(|e| Error::RunToken {
+            message: format!(
+                "the signing key is not an Ed25519 private key in PEM (PKCS#8): {e}; make one with `openssl genpkey -algorithm ed25519`"
+            ),
+        })?;
+        Ok(RunTokenSigner { key })
+    }
+
+    /// The signer of the config's `runToken.signingKeyFile`: read at start-up, so a missing or
+    /// wrong key stops the operator with the field and the fix.
+    pub fn from_config(
+        path: &str,
+        config: &crate::config::RunTokenConfig,
+    ) -> Result<RunTokenSigner, crate::config::ConfigError> {
+        let invalid = |problem: String| {
+            crate::config::ConfigError::Invalid {
+            path: path.to_owned(),
+            problems: vec![crate::config::ConfigProblem {
+                field: "runToken.signingKeyFile".into(),
+                problem,
+                fix: "mount an Ed25519 private key in PEM (PKCS#8) there; make one with `openssl genpkey -algorithm ed25519 -out key.pem`".into(),
+            }],
+        }
+        };
+        let pem = std::fs::read(&config.signing_key_file)
+            .map_err(|e| invalid(format!("cannot read {}: {e}", config.signing_key_file)))?;
+        RunTokenSigner::from_ed_pem(&pem).map_err(|_| {
+            invalid(format!(
+                "{} is not an Ed25519 private key in PEM (PKCS#8)",
+                config.signing_key_file
+            ))
+        })
+    }
+
+    /// Signs `claims` (EdDSA).
+    pub fn sign(&self, claims: &RunClaims) -> Result<String> {
+        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.key).map_err(|e| {
+            Error::RunToken {
+                message: format!("signing failed: {e}"),
+            }
+        })
+    }
+}
+
+/// The claims for a run: valid from `now` for `lifetime_seconds` (the run's deadline plus the
+/// pod's margin, so the token outlives the run but not by much).
+pub fn run_claims(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    audience: &str,
+    now_unix: i64,
+    lifetime_seconds: u64,
+) -> RunClaims {
+    let lifetime = i64::try_from(lifetime_seconds).unwrap_or(i64::MAX);
+    RunClaims {
+        iss: crate::config::RUN_TOKEN_ISSUER.to_owned(),
+        aud: audience.to_owned(),
+        sub: uid.to_owned(),
+        iat: now_unix,
+        nbf: now_unix,
+        exp: now_unix.saturating_add(lifetime),
+        ns: namespace.to_owned(),
+        run: name.to_owned(),
+    }
+}
+
+/// Verifies a run token with the operator's public key (PEM): signature, algorithm, issuer,
+/// audience, expiry and not-before. What the sidecar does with every request a runner makes.
+pub fn verify(token: &str, public_pem: &[u8], audience: &str) -> Result<RunClaims> {
+    let key = DecodingKey::from_ed_pem(public_pem).map_err(|e| Error::RunToken {
+        message: format!("the verifying key is not an Ed25519 public key in PEM: {e}"),
+    })?;
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.set_audience(&[audience]);
+    validation.set_issuer(&[crate::config::RUN_TOKEN_ISSUER]);
+    validation.set_required_spec_claims(&["exp", "nbf", "aud", "iss", "sub"]);
+    validation.validate_nbf = true;
+    validation.leeway = 5;
+    jsonwebtoken::decode::<RunClaims>(token, &key, &validation)
+        .map(|data| data.claims)
+        .map_err(|e| Error::RunToken {
+            message: format!("the token is refused: {e}"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+    use super::*;
+
+    /// A key made for these tests only (`openssl genpkey -algorithm ed25519`).
+    const PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIJFsMCDY7n2ZvsfrK8nmpZUA0JQnU0Q3YI6biGiPXvhi
+-----END PRIVATE KEY-----
+";
+    const PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
+-----END PUBLIC KEY-----
+";
+
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_signed_token_verifies_with_its_claims() {
+        let signer = RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+        let claims = run_claims("team", "notes-1", "uid-1", "orrery-sidecar", now(), 600);
+        assert_eq!(claims.exp - claims.iat, 600);
+        let token = signer.sign(&claims).expect("signed");
+        let back = verify(&token, PUBLIC.as_bytes(), "orrery-sidecar").expect("verifies");
+        assert_eq!(back, claims);
+        assert_eq!(
+            (back.sub.as_str(), back.aud.as_str(), back.iss.as_str()),
+            ("uid-1", "orrery-sidecar", "orrery-operator")
+        );
+    }
+
+    #[test]
+    fn a_token_for_another_audience_expired_or_tampered_is_refused() {
+        let signer = RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+        let good = signer
+            .sign(&run_claims("team", "r", "u", "orrery-sidecar", now(), 600))
+            .expect("signed");
+        assert!(
+            verify(&good, PUBLIC.as_bytes(), "someone-else").is_err(),
+            "audience"
+        );
+        let expired = signer
+            .sign(&run_claims(
+                "team",
+                "r",
+                "u",
+                "orrery-sidecar",
+                now() - 3600,
+                60,
+            ))
+            .expect("signed");
+        assert!(
+            verify(&expired, PUBLIC.as_bytes(), "orrery-sidecar").is_err(),
+            "expiry"
+        );
+        let mut parts: Vec<String> = good.split('.').map(str::to_owned).collect();
+        if let Some(sig) = parts.get_mut(2) {
+            let flipped = if sig.starts_with('A') { 'B' } else { 'A' };
+            sig.replace_range(0..1, &flipped.to_string());
+        }
+        assert!(
+            verify(&parts.join("."), PUBLIC.as_bytes(), "orrery-sidecar").is_err(),
+            "signature"
+        );
+    }
+
+    #[test]
+    fn the_configured_key_file_is_read_or_refused_at_its_field() {
+        let dir =
+            std::env::temp_dir().join(format!("orrery-operator-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let good = dir.join("key.pem");
+        std::fs::write(&good, PRIVATE).expect("write key");
+        let bad = dir.join("bad.pem");
+        std::fs::write(&bad, PUBLIC).expect("write public key");
+        let config = |file: &std::path::Path| crate::config::RunTokenConfig {
+            signing_key_file: file.display().to_string(),
+            audience: "orrery-sidecar".into(),
+        };
+        assert!(RunTokenSigner::from_config("c.yaml", &config(&good)).is_ok());
+        for file in [bad, dir.join("missing.pem")] {
+            let err = RunTokenSigner::from_config("c.yaml", &config(&file))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("runToken.signingKeyFile") && err.contains("openssl genpkey"),
+                "{err}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_key_that_is_not_ed25519_pem_is_refused_with_the_fix() {
+        let err = RunTokenSigner::from_ed_pem(b"not a key")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("openssl genpkey -algorithm ed25519"), "{err}");
+    }
+}
