@@ -263,6 +263,41 @@ pub fn is_secure_url(text: &str) -> bool {
     }
 }
 
+/// Why the guard will never connect to the literal address in the URL `text`, for an entry
+/// with `private_network` as its flag: `None` when the host is a name (only its resolved
+/// addresses can tell), a public address, a loopback address, or a private one on a
+/// `privateNetwork` entry (the deployment's allowlist decides that at run time). The same
+/// table as the guard's connect-time check, so `orrery validate` refuses before a run what
+/// the guard would refuse during it.
+pub fn literal_address_refusal(text: &str, private_network: bool) -> Option<String> {
+    let url = url::Url::parse(text).ok()?;
+    let ip = match url.host()? {
+        Host::Domain(_) => return None,
+        Host::Ipv4(ip) => IpAddr::V4(ip),
+        Host::Ipv6(ip) => IpAddr::V6(ip),
+    };
+    let classified = classify(ip);
+    if let Some(v4) = classified.embedded
+        && classified.class != AddrClass::Public
+    {
+        return Some(format!(
+            "{ip} embeds the {} address {v4}, which the network guard never connects to",
+            classified.class.describe()
+        ));
+    }
+    match classified.class {
+        AddrClass::Public | AddrClass::Loopback => None,
+        AddrClass::Private if private_network => None,
+        AddrClass::Private => Some(format!(
+            "{ip} is a private address, which only a privateNetwork entry on the deployment's allowlist may reach; set privateNetwork: true (and ask for the host to be allowlisted) or use a public address"
+        )),
+        class => Some(format!(
+            "{ip} is a {} address, which the network guard never connects to",
+            class.describe()
+        )),
+    }
+}
+
 /// Whether `net` covers an address that can never be allowlisted (link-local, metadata,
 /// unspecified), or is too broad to be an allowlist entry (anchor 4): IPv4 shorter than /8,
 /// IPv6 shorter than /32.

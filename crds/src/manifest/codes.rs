@@ -29,6 +29,8 @@ pub const EXACTLY_ONE_OF: &str = "exactly_one_of";
 pub const INVALID_NAME: &str = "invalid_name";
 /// An entry URL that is plain http to a non-loopback host.
 pub const INSECURE_URL: &str = "insecure_url";
+/// An entry URL whose host is an address the network guard never connects to.
+pub const UNREACHABLE_ADDRESS: &str = "unreachable_address";
 /// An MCP tool listed read-only but not in the entry's tools.
 pub const READ_ONLY_NOT_LISTED: &str = "read_only_not_listed";
 /// A Scripted model entry without a script.
@@ -114,6 +116,12 @@ pub const MANIFEST_CODES: &[CodeInfo] = &[
         Severity::Error,
         "plain http to a host other than loopback",
         "5.6, 6.18",
+    ),
+    (
+        UNREACHABLE_ADDRESS,
+        Severity::Error,
+        "an entry URL whose host is an address the network guard never connects to (link-local, cloud metadata, unspecified, multicast, documentation, reserved, a tunnel, an IPv6 form embedding a non-public IPv4, or a private address on an entry without privateNetwork)",
+        "5.22, 5.27",
     ),
     (
         READ_ONLY_NOT_LISTED,

@@ -56,6 +56,12 @@ pub(super) fn entry_problems(
         ));
     }
     if let Some(mcp) = &spec.mcp {
+        address_problem(
+            &mut out,
+            loc!["spec", "mcp", "url"],
+            &mcp.url,
+            mcp.private_network,
+        );
         if let Some(why) = url_problem(&mcp.url) {
             out.push(issue(
                 loc!["spec", "mcp", "url"],
@@ -74,6 +80,20 @@ pub(super) fn entry_problems(
         }
     }
     if let Some(a2a) = &spec.a2a {
+        address_problem(
+            &mut out,
+            loc!["spec", "a2a", "cardUrl"],
+            &a2a.card_url,
+            a2a.private_network,
+        );
+        for (i, origin) in a2a.service_origins.iter().enumerate() {
+            address_problem(
+                &mut out,
+                loc!["spec", "a2a", "serviceOrigins", i],
+                origin,
+                a2a.private_network,
+            );
+        }
         if let Some(why) = url_problem(&a2a.card_url) {
             out.push(issue(
                 loc!["spec", "a2a", "cardUrl"],
@@ -100,6 +120,14 @@ pub(super) fn entry_problems(
     }
     if let Some(model) = &spec.model {
         let at: Loc = vec![PathSegment::from("spec"), PathSegment::from("model")];
+        if let Some(base_url) = &model.base_url {
+            address_problem(
+                &mut out,
+                loc!["spec", "model", "baseUrl"],
+                base_url,
+                model.private_network,
+            );
+        }
         if let Some(base_url) = &model.base_url
             && let Some(why) = url_problem(base_url)
         {
@@ -134,6 +162,18 @@ pub(super) fn entry_problems(
 /// [`is_secure_url`] holds; a plain-http URL whose host the runtime reads as loopback
 /// ([`crate::host::is_loopback_url`], e.g. `http://127.1/`) but that is not written as the
 /// apiserver's rule reads it is named as such, so the message says why a loopback URL fails.
+/// Refuses a URL whose literal address the guard never connects to
+/// ([`crate::host::literal_address_refusal`]).
+fn address_problem(out: &mut Vec<ValidationIssue>, at: Loc, text: &str, private_network: bool) {
+    if let Some(why) = crate::host::literal_address_refusal(text, private_network) {
+        out.push(issue(
+            at,
+            codes::UNREACHABLE_ADDRESS,
+            format!("{text:?}: {why}"),
+        ));
+    }
+}
+
 fn url_problem(text: &str) -> Option<String> {
     if crate::host::is_secure_url(text) {
         return None;

@@ -482,3 +482,74 @@ fn the_validator_and_the_guard_read_every_tricky_host_alike() {
         }
     }
 }
+
+/// One address table for both: for https URLs with a literal address, `orrery validate`
+/// refuses exactly the addresses the guard refuses for that entry (rules 5.22, 5.27), except
+/// a private address on a privateNetwork entry, which the deployment's allowlist decides.
+#[test]
+fn the_validator_refuses_exactly_the_literal_addresses_the_guard_refuses() {
+    #[rustfmt::skip]
+    let cases: &[&str] = &[
+        "https://93.184.215.14/mcp",
+        "https://[2606:4700::1111]/mcp",
+        "https://127.0.0.1/mcp",
+        "https://[::1]/mcp",
+        "https://169.254.169.254/mcp",
+        "https://[fd00:ec2::254]/mcp",
+        "https://100.100.100.200/mcp",
+        "https://169.254.1.1/mcp",
+        "https://[fe80::1]/mcp",
+        "https://0.0.0.0/mcp",
+        "https://[::]/mcp",
+        "https://224.0.0.1/mcp",
+        "https://255.255.255.255/mcp",
+        "https://192.0.2.10/mcp",
+        "https://[2001:db8::1]/mcp",
+        "https://240.0.0.1/mcp",
+        "https://[2002:c000:204::1]/mcp",
+        "https://[::ffff:127.0.0.1]/mcp",
+        "https://[::ffff:169.254.169.254]/mcp",
+        "https://[::ffff:10.0.0.1]/mcp",
+        "https://10.0.0.1/mcp",
+        "https://192.168.1.20/mcp",
+        "https://[fd12:3456::1]/mcp",
+        "https://tools.example.com/mcp",
+    ];
+    let deployment = GuardPolicy::default();
+    for text in cases {
+        let parsed = url(text);
+        let entry = GuardPolicy::for_endpoint(&parsed, false, &deployment);
+        let guard_refuses = entry.check_url(&parsed).is_err();
+        let validator_refuses = orrery_crds::host::literal_address_refusal(text, false).is_some();
+        assert_eq!(validator_refuses, guard_refuses, "{text}");
+    }
+    assert!(
+        orrery_crds::host::literal_address_refusal("https://10.0.0.1/mcp", true).is_none(),
+        "a private address on a privateNetwork entry is the allowlist's to decide"
+    );
+    let (refused, message) = {
+        use orrery_crds::manifest::{Format, ManifestSet, check};
+        let yaml = "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata: {name: e}\nspec: {mcp: {url: 'https://169.254.169.254/mcp', tools: [a]}}\n";
+        let mut set = ManifestSet::default();
+        set.add_text(std::path::Path::new("e.yaml"), yaml, Format::Yaml)
+            .unwrap();
+        let report = check(&set, &orrery_crds::validate::DeploymentLimits::default());
+        let found: Vec<String> = report
+            .findings
+            .iter()
+            .filter(|f| f.issue.code == "unreachable_address")
+            .map(|f| {
+                format!(
+                    "{} {}",
+                    orrery_crds::loc_to_string(&f.issue.loc),
+                    f.issue.message
+                )
+            })
+            .collect();
+        (!found.is_empty(), found.join("; "))
+    };
+    assert!(
+        refused && message.contains("spec.mcp.url") && message.contains("cloud metadata"),
+        "{message}"
+    );
+}
