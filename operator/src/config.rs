@@ -1,6 +1,6 @@
 //! The deployment config (`orrery-operator controller --config FILE`, YAML): everything only the
 //! deployment decides. Unknown fields are refused; a bad value stops the process at start-up
-//! with the field path and the fix ([`ConfigError`]). `examples/operator-config.yaml` documents
+//! with the field path and the fix ([`ConfigError`]). `examples/operator/config.yaml` documents
 //! every field.
 
 use ipnet::IpNet;
@@ -271,7 +271,7 @@ pub enum ConfigError {
     },
     /// The YAML does not have the config's shape.
     #[error(
-        "operator config {path}: field {field}: {message}; fix: see examples/operator-config.yaml for every field and its type"
+        "operator config {path}: field {field}: {message}; fix: see examples/operator/config.yaml for every field and its type"
     )]
     Parse {
         /// The file.
@@ -767,9 +767,9 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
     fn the_example_config_in_the_repository_parses_and_checks_clean() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../examples/operator-config.yaml"
+            "/../examples/operator/config.yaml"
         );
-        let config = Config::load(path).expect("examples/operator-config.yaml is a good config");
+        let config = Config::load(path).expect("examples/operator/config.yaml is a good config");
         // The example documents every field: each one the config serializes appears in it.
         let text = std::fs::read_to_string(path).expect("readable");
         let fields = serde_json::to_value(&config).expect("serializes");

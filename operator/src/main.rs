@@ -20,7 +20,7 @@ enum Command {
     /// Run the controllers (Compositions, RegistryEntries, StudioRuns) against the cluster of
     /// KUBECONFIG, or the in-cluster config in a pod.
     Controller {
-        /// The deployment config (YAML); see examples/operator-config.yaml.
+        /// The deployment config (YAML); see examples/operator/config.yaml.
         #[arg(long, value_name = "FILE")]
         config: String,
     },

@@ -107,7 +107,13 @@ async fn the_examples_apply_in_a_namespace() -> Result<()> {
     // created, not applied).
     let mut apply = vec!["apply", "-n", ns.name.as_str()];
     let mut create = Vec::new();
-    let files = yaml_files(&workspace_root().join("examples"))?;
+    // examples/operator/ holds the operator's own config file (read with --config, not an
+    // object of the cluster), so it is the one folder not applied.
+    let operator_files = workspace_root().join("examples").join("operator");
+    let files: Vec<PathBuf> = yaml_files(&workspace_root().join("examples"))?
+        .into_iter()
+        .filter(|p| !p.starts_with(&operator_files))
+        .collect();
     ensure!(!files.is_empty(), "no examples found");
     let names: Vec<String> = files.iter().map(|p| rel(p)).collect();
     for (path, name) in files.iter().zip(&names) {
