@@ -126,12 +126,12 @@ where
         }
     };
     let compositions = crate::composition::reconcile::controller(ctx.clone(), signal(&tx));
-    let trigger = tx.clone();
+    let entries = crate::registry::reconcile::controller(ctx, signal(&tx));
     tokio::spawn(async move {
         shutdown.await;
-        let _ = trigger.send(());
+        let _ = tx.send(());
     });
-    compositions.await;
+    futures::join!(compositions, entries);
 }
 
 #[cfg(test)]
