@@ -111,9 +111,22 @@ where
         .await;
 }
 
-/// Runs the Composition and RegistryEntry controllers until `shutdown` resolves; then each
-/// finishes the reconciles in flight and returns.
-pub async fn run<F>(client: Client, config: Arc<Config>, shutdown: F)
+/// The objects a controller watches: every namespace, or one (tests run one operator per
+/// namespace).
+pub fn scoped<K>(client: Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    }
+}
+
+/// Runs the Composition and RegistryEntry controllers over every namespace (or only
+/// `namespace`) until `shutdown` resolves; then each finishes the reconciles in flight and
+/// returns.
+pub async fn run<F>(client: Client, config: Arc<Config>, namespace: Option<String>, shutdown: F)
 where
     F: Future<Output = ()> + Send + Sync + 'static,
 {
@@ -125,8 +138,9 @@ where
             let _ = rx.recv().await;
         }
     };
-    let compositions = crate::composition::reconcile::controller(ctx.clone(), signal(&tx));
-    let entries = crate::registry::reconcile::controller(ctx, signal(&tx));
+    let compositions =
+        crate::composition::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
+    let entries = crate::registry::reconcile::controller(ctx, namespace.as_deref(), signal(&tx));
     tokio::spawn(async move {
         shutdown.await;
         let _ = tx.send(());

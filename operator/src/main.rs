@@ -82,7 +82,7 @@ fn controller(path: &str, config: Config) -> anyhow::Result<()> {
             }
             eprintln!("orrery-operator: stopping: finishing the reconciles in flight");
         };
-        orrery_operator::controller::run(client, Arc::new(config), shutdown).await;
+        orrery_operator::controller::run(client, Arc::new(config), None, shutdown).await;
         eprintln!("orrery-operator: stopped");
         Ok(())
     })

@@ -9,7 +9,7 @@ use super::builders::{
     revisions_to_prune, same_data,
 };
 use super::status::{composition_status, registry_view};
-use crate::controller::{Context, apply_status, drain};
+use crate::controller::{Context, apply_status, drain, scoped};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
 use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -179,26 +179,27 @@ pub fn error_policy(composition: Arc<Composition>, error: &Error, _ctx: Arc<Cont
     Action::requeue(RETRY)
 }
 
-/// The Composition controller over every namespace, until `shutdown` resolves: it watches
+/// The Composition controller over every namespace (or only `namespace`), until `shutdown` resolves: it watches
 /// Compositions, the ControllerRevisions they own, and RegistryEntries (mapped to the
 /// Compositions that use them).
 pub fn controller(
     ctx: Arc<Context>,
+    namespace: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let client = ctx.client.clone();
     let controller = Controller::new(
-        Api::<Composition>::all(client.clone()),
+        scoped::<Composition>(client.clone(), namespace),
         watcher::Config::default(),
     )
     .owns(
-        Api::<ControllerRevision>::all(client.clone()),
+        scoped::<ControllerRevision>(client.clone(), namespace),
         watcher::Config::default().labels(COMPOSITION_UID_LABEL),
     );
     let store = controller.store();
     let stream = controller
         .watches(
-            Api::<RegistryEntry>::all(client),
+            scoped::<RegistryEntry>(client, namespace),
             watcher::Config::default(),
             move |entry| compositions_using(&store, &entry),
         )

@@ -5,7 +5,7 @@
 
 use super::builders::secret_refs;
 use super::status::{SecretKeys, static_problems, static_status};
-use crate::controller::{Context, apply_status, drain};
+use crate::controller::{Context, apply_status, drain, scoped};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
 use k8s_openapi::api::core::v1::Secret;
@@ -97,13 +97,14 @@ pub fn error_policy(entry: Arc<RegistryEntry>, error: &Error, _ctx: Arc<Context>
     Action::requeue(RETRY)
 }
 
-/// The RegistryEntry controller over every namespace, until `shutdown` resolves.
+/// The RegistryEntry controller over every namespace (or only `namespace`), until `shutdown` resolves.
 pub fn controller(
     ctx: Arc<Context>,
+    namespace: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let stream = Controller::new(
-        Api::<RegistryEntry>::all(ctx.client.clone()),
+        scoped::<RegistryEntry>(ctx.client.clone(), namespace),
         watcher::Config::default(),
     )
     .graceful_shutdown_on(shutdown)
