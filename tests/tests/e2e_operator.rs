@@ -375,3 +375,48 @@ async fn a_second_reconcile_writes_nothing() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn only_the_newest_fifty_revisions_are_kept_and_the_status_names_the_current_one()
+-> Result<()> {
+    let (_env, ns, client) = setup("op-prune").await?;
+    apply_examples(&client, &ns.name, "registry").await?;
+    let pipeline =
+        std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
+    apply_yaml(&client, Some(&ns.name), &pipeline).await?;
+    // No controller runs here: each generation is reconciled directly, so every one of them
+    // is recorded before the next edit.
+    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let api: Api<Composition> = ns.api(&client);
+    let revisions: Api<ControllerRevision> = ns.api(&client);
+    let mut last = 0;
+    for edit in 0..52 {
+        if edit > 0 {
+            let patch = serde_json::json!({"spec": {"description": format!("edit {edit}")}});
+            api.patch(
+                "pipeline",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await?;
+        }
+        let c = api.get("pipeline").await?;
+        last = c.metadata.generation.context("generation")?;
+        orrery_operator::composition::reconcile::reconcile(Arc::new(c), ctx.clone()).await?;
+    }
+    ensure!(last >= 52, "52 generations, got {last}");
+    let mut kept: Vec<i64> = revisions
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(|r| r.revision)
+        .collect();
+    kept.sort_unstable();
+    let want: Vec<i64> = (last - 49..=last).collect();
+    assert_eq!(kept, want, "the newest 50 generations");
+    let c = api.get("pipeline").await?;
+    assert_eq!(status(&c)?.revision, Some(last));
+    assert_eq!(status(&c)?.observed_generation, Some(last));
+    Ok(())
+}
