@@ -175,6 +175,28 @@ async fn every_example_composition_becomes_valid_with_its_revision_and_entries_g
         );
     }
 
+    // Valid was set once per Composition, so each has exactly one Valid Event.
+    let events: Api<Event> = ns.api(&client);
+    let per_composition = eventually(TIMEOUT, || async {
+        let list = events.list(&ListParams::default()).await?;
+        let valid: Vec<String> = list
+            .items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Valid"))
+            .filter_map(|e| e.regarding.as_ref().and_then(|r| r.name.clone()))
+            .collect();
+        ensure!(
+            compositions.iter().all(|c| valid.contains(c)),
+            "Valid Events so far: {valid:?}"
+        );
+        Ok(valid)
+    })
+    .await?;
+    for name in &compositions {
+        let n = per_composition.iter().filter(|v| *v == name).count();
+        assert_eq!(n, 1, "{name}: one Valid Event, got {n}");
+    }
+
     // Static checks only (the probe is not built): the Scripted model needs none and is
     // Ready; gpt names a Secret that does not exist and is refused; the rest wait for a probe.
     let registry: Api<RegistryEntry> = ns.api(&client);

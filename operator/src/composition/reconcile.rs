@@ -126,7 +126,9 @@ async fn record_revision(composition: &Composition, api: &Api<ControllerRevision
 }
 
 /// Reconciles one Composition: validate against the namespace's registry, record the
-/// revision, write the status if it changed, publish an Event if `Valid` flipped.
+/// revision, write the status if it changed (checked on the watched copy, then on the stored
+/// one), publish an Event if `Valid` flipped. A newer generation than the one watched is
+/// left to its own reconcile.
 pub async fn reconcile(composition: Arc<Composition>, ctx: Arc<Context>) -> Result<Action> {
     let namespace = namespace_of(&composition)?;
     let name = composition.name_any();
@@ -143,9 +145,20 @@ pub async fn reconcile(composition: Arc<Composition>, ctx: Arc<Context>) -> Resu
     if composition.status.as_ref() == Some(&status) {
         return Ok(Action::await_change());
     }
+    // The watched copy can lag behind the status this controller just wrote (the revision it
+    // created re-triggers it at once): decide on the stored object, so a repeat writes nothing
+    // and announces nothing.
     let api: Api<Composition> = Api::namespaced(ctx.client.clone(), &namespace);
+    let stored = api.get(&name).await?;
+    if stored.metadata.generation != composition.metadata.generation {
+        return Ok(Action::await_change());
+    }
+    let status = composition_status(&stored, &validation, Some(revision), Timestamp::now())?;
+    if stored.status.as_ref() == Some(&status) {
+        return Ok(Action::await_change());
+    }
     apply_status(&api, &name, &status).await?;
-    let before = composition
+    let before = stored
         .status
         .as_ref()
         .and_then(|s| find(&s.conditions, VALID))

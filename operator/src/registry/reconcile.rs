@@ -66,9 +66,19 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
     if entry.status.as_ref() == Some(&status) {
         return Ok(next);
     }
+    // The watched copy can lag behind the status this controller just wrote: decide on the
+    // stored object, so a repeat writes nothing and announces nothing.
     let api: Api<RegistryEntry> = Api::namespaced(ctx.client.clone(), &namespace);
+    let stored = api.get(&name).await?;
+    if stored.metadata.generation != entry.metadata.generation {
+        return Ok(Action::await_change());
+    }
+    let status = static_status(&stored, &problems, Timestamp::now());
+    if stored.status.as_ref() == Some(&status) {
+        return Ok(next);
+    }
     apply_status(&api, &name, &status).await?;
-    let before = entry
+    let before = stored
         .status
         .as_ref()
         .and_then(|s| find(&s.conditions, READY))
