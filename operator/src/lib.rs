@@ -7,11 +7,13 @@
 //! - [`registry`]: a RegistryEntry's static checks and their conditions.
 //! - [`run`]: a StudioRun's Secret, NetworkPolicy and runner Pod; its phase from the pod; the
 //!   queue and the daily token budget.
+//! - [`controller`]: the context every reconciler shares; running the controllers.
 //! - [`kstatus`]: the `Ready`/`Reconciling`/`Stalled` conditions every kind carries.
 //! - [`error`]: the error type, whose variants are metric labels.
 
 pub mod composition;
 pub mod config;
+pub mod controller;
 pub mod error;
 pub mod kstatus;
 pub mod names;

@@ -1,10 +1,13 @@
 //! `orrery-operator`: the Orrery Studio operator. `controller --config FILE` checks the
-//! deployment config (the reconcilers that run on it come next); `sidecar` is the next issue.
+//! deployment config and runs the Composition and RegistryEntry controllers against the
+//! cluster of `KUBECONFIG` (or the in-cluster config) until SIGTERM/SIGINT; StudioRuns are not
+//! reconciled yet. `sidecar` is the next issue.
 
 use clap::{Parser, Subcommand};
 use orrery_operator::Config;
 use orrery_operator::run::token::RunTokenSigner;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Orrery Studio operator: reconciles Compositions, RegistryEntries and StudioRuns and runs each
 /// StudioRun in its own sandboxed runner pod.
@@ -34,13 +37,13 @@ fn main() -> ExitCode {
         Command::Controller { config } => match Config::load(&config).and_then(|c| {
             RunTokenSigner::from_config(&config, &c.run_token).map(|signer| (c, signer))
         }) {
-            Ok(_) => {
-                eprintln!(
-                    "orrery-operator: {config} is a valid config; the reconcilers are not part \
-                     of this build yet, so nothing runs"
-                );
-                ExitCode::from(2)
-            }
+            Ok((loaded, _signer)) => match controller(&config, loaded) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("orrery-operator: {e:#}");
+                    ExitCode::from(1)
+                }
+            },
             Err(e) => {
                 eprintln!("orrery-operator: {e}");
                 ExitCode::from(1)
@@ -55,4 +58,32 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs the controllers until SIGTERM or SIGINT, then lets the reconciles in flight finish.
+fn controller(path: &str, config: Config) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let client = kube::Client::try_default().await.context(
+            "connecting to the cluster (KUBECONFIG, ~/.kube/config or the in-cluster config): \
+             set KUBECONFIG to a kubeconfig whose current context reaches the cluster",
+        )?;
+        eprintln!(
+            "orrery-operator: config {path}; running the Composition and RegistryEntry \
+             controllers (StudioRuns are not reconciled by this build); SIGTERM or SIGINT stops"
+        );
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("listening for SIGTERM")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            eprintln!("orrery-operator: stopping: finishing the reconciles in flight");
+        };
+        orrery_operator::controller::run(client, Arc::new(config), None, shutdown).await;
+        eprintln!("orrery-operator: stopped");
+        Ok(())
+    })
 }

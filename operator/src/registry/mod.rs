@@ -1,5 +1,7 @@
-//! The RegistryEntry controller's pure parts: what an entry reaches ([`builders`]) and its
-//! static checks with the `Ready`/`Pinned` conditions they set ([`status`]).
+//! The RegistryEntry controller: its pure parts, what an entry reaches ([`builders`]) and its
+//! static checks with the `Ready`/`Pinned` conditions they set ([`status`]); and the thin
+//! reconciler over them ([`reconcile`]).
 
 pub mod builders;
+pub mod reconcile;
 pub mod status;

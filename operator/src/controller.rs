@@ -1,0 +1,162 @@
+//! What every reconciler shares: the client, the deployment config, the Event recorder; the
+//! server-side apply of a status; Events; and running the controllers until a shutdown signal.
+
+use crate::config::Config;
+use crate::error::Result;
+use futures::StreamExt;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Api, Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+/// The controller name Events are reported under.
+pub const REPORTER: &str = "orrery-operator";
+
+/// What a reconciler is given.
+pub struct Context {
+    /// The client of the cluster.
+    pub client: Client,
+    /// The deployment config.
+    pub config: Arc<Config>,
+    /// Publishes Kubernetes Events (`events.k8s.io/v1`).
+    pub recorder: Recorder,
+}
+
+impl Context {
+    /// A context for `client` and `config`; Events are reported by `orrery-operator` with the
+    /// pod's name (`POD_NAME`) or the host name as the instance.
+    pub fn new(client: Client, config: Arc<Config>) -> Self {
+        let reporter = Reporter {
+            controller: REPORTER.into(),
+            instance: std::env::var("POD_NAME")
+                .ok()
+                .or_else(|| Reporter::from(REPORTER).instance),
+        };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Context {
+            client,
+            config,
+            recorder,
+        }
+    }
+
+    /// Publishes an Event about `object`. A failed Event is logged, never a failed reconcile:
+    /// the status carries the same facts.
+    pub async fn event<K>(&self, object: &K, type_: EventType, reason: &str, note: String)
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(truncate(note, 1000)),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &object.object_ref(&())).await {
+            eprintln!(
+                "orrery-operator: could not publish the {reason} Event for {}: {e}",
+                object.meta().name.as_deref().unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max.saturating_sub(3);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// Server-side applies `status` as the status of `name` (field manager `orrery-operator`,
+/// forced: the operator owns the status it writes).
+pub async fn apply_status<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    S: Serialize + Debug,
+{
+    let body = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    let params = PatchParams::apply(crate::FIELD_MANAGER).force();
+    Ok(api
+        .patch_status(name, &params, &Patch::Apply(&body))
+        .await?)
+}
+
+/// Drains a controller's stream, logging each failed reconcile, until the controller stops.
+pub async fn drain<S, T, E>(name: &'static str, stream: S)
+where
+    S: futures::Stream<Item = std::result::Result<T, E>>,
+    E: std::fmt::Display,
+{
+    stream
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                eprintln!("orrery-operator: {name} controller: {e}");
+            }
+        })
+        .await;
+}
+
+/// The objects a controller watches: every namespace, or one (tests run one operator per
+/// namespace).
+pub fn scoped<K>(client: Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    }
+}
+
+/// Runs the Composition and RegistryEntry controllers over every namespace (or only
+/// `namespace`) until `shutdown` resolves; then each finishes the reconciles in flight and
+/// returns.
+pub async fn run<F>(client: Client, config: Arc<Config>, namespace: Option<String>, shutdown: F)
+where
+    F: Future<Output = ()> + Send + Sync + 'static,
+{
+    let ctx = Arc::new(Context::new(client, config));
+    let (tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let signal = |tx: &tokio::sync::broadcast::Sender<()>| {
+        let mut rx = tx.subscribe();
+        async move {
+            let _ = rx.recv().await;
+        }
+    };
+    let compositions =
+        crate::composition::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
+    let entries = crate::registry::reconcile::controller(ctx, namespace.as_deref(), signal(&tx));
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = tx.send(());
+    });
+    futures::join!(compositions, entries);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_note_is_cut_on_a_character_boundary_and_marked() {
+        let note = truncate("é".repeat(800), 1000);
+        assert!(note.len() <= 1000, "{}", note.len());
+        assert!(note.ends_with("..."));
+        assert_eq!(truncate("short".into(), 1000), "short");
+    }
+}

@@ -1,0 +1,444 @@
+//! The operator's Composition and RegistryEntry controllers against the real kube-apiserver:
+//! the examples become `Valid` with a revision each, a broken Composition carries the seeds'
+//! codes, a RegistryEntry change re-validates the Compositions that use it, and a reconcile
+//! that finds nothing to do writes nothing.
+//!
+//! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
+//! test's namespace, with the admin kubeconfig and `examples/operator-config.yaml`.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::{Composition, CompositionStatus};
+use orrery_operator::Config;
+use orrery_operator::controller::Context;
+use orrery_tests::harness::{
+    TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
+    workspace_root,
+};
+use orrery_tests::testenv::{self, TestEnv};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The controllers of one test, stopped (gracefully) by [`Operator::stop`].
+struct Operator {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Operator {
+    async fn start(client: Client, namespace: &str) -> Result<Operator> {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = Arc::new(example_config()?);
+        let task = tokio::spawn(orrery_operator::controller::run(
+            client,
+            config,
+            Some(namespace.to_owned()),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Operator { stop, task })
+    }
+
+    async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        tokio::time::timeout(TIMEOUT, self.task)
+            .await
+            .context("the controllers did not stop after the shutdown signal")?
+            .context("the controllers' task")?;
+        Ok(())
+    }
+}
+
+fn example_config() -> Result<Config> {
+    let path = workspace_root().join("examples/operator-config.yaml");
+    Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    out.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
+    out.sort();
+    Ok(out)
+}
+
+/// Applies every example under `examples/<dir>/` into `namespace`; returns the object names.
+async fn apply_examples(client: &Client, namespace: &str, dir: &str) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for file in yaml_files(&workspace_root().join("examples").join(dir))? {
+        let text = std::fs::read_to_string(&file)?;
+        for obj in apply_yaml(client, Some(namespace), &text)
+            .await
+            .with_context(|| format!("applying {}", file.display()))?
+        {
+            names.push(obj.name_any());
+        }
+    }
+    Ok(names)
+}
+
+async fn setup(prefix: &str) -> Result<(&'static TestEnv, TestNamespace, Client)> {
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, prefix).await?;
+    let client = env.admin().await?;
+    Ok((env, ns, client))
+}
+
+fn status(c: &Composition) -> Result<&CompositionStatus> {
+    c.status
+        .as_ref()
+        .with_context(|| format!("{} has no status", c.name_any()))
+}
+
+fn codes(c: &Composition) -> BTreeSet<String> {
+    c.status
+        .iter()
+        .flat_map(|s| s.errors.iter().map(|e| e.code.clone()))
+        .collect()
+}
+
+async fn wait_valid(api: &Api<Composition>, name: &str, want: &str) -> Result<Composition> {
+    wait_for(
+        api,
+        name,
+        &format!("Valid={want}"),
+        TIMEOUT,
+        has_condition::<Composition>("Valid", want),
+    )
+    .await?
+    .with_context(|| format!("{name} is gone"))
+}
+
+#[tokio::test]
+async fn every_example_composition_becomes_valid_with_its_revision_and_entries_get_their_static_status()
+-> Result<()> {
+    let (_env, ns, client) = setup("op-examples").await?;
+    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let entries = apply_examples(&client, &ns.name, "registry").await?;
+    let compositions = apply_examples(&client, &ns.name, "compositions").await?;
+    ensure!(compositions.len() >= 9, "{compositions:?}");
+    let api: Api<Composition> = ns.api(&client);
+    let revisions: Api<ControllerRevision> = ns.api(&client);
+    for name in &compositions {
+        let c = wait_valid(&api, name, "True").await?;
+        let generation = c.metadata.generation;
+        let s = status(&c)?;
+        assert_eq!(s.observed_generation, generation, "{name}");
+        assert!(s.errors.is_empty(), "{name}: {:?}", s.errors);
+        assert_eq!(
+            s.revision, generation,
+            "{name}: the revision is the generation"
+        );
+        assert_eq!(s.spec_digest.as_ref().map(String::len), Some(64), "{name}");
+        assert!(
+            has_condition::<Composition>("Ready", "True")(Some(&c)),
+            "{name}: {s:?}"
+        );
+        let revision = revisions
+            .get(&format!("{name}-r{}", generation.unwrap_or_default()))
+            .await
+            .with_context(|| format!("the ControllerRevision of {name}"))?;
+        let owner = revision
+            .metadata
+            .owner_references
+            .as_deref()
+            .and_then(<[_]>::first)
+            .context("the revision has an owner")?;
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.name.as_str(),
+                Some(owner.uid.clone())
+            ),
+            ("Composition", name.as_str(), c.uid()),
+            "{name}"
+        );
+        assert_eq!(
+            revision.data.map(|d| d.0),
+            Some(serde_json::to_value(&c.spec)?),
+            "{name}: the revision holds the spec"
+        );
+    }
+
+    // Valid was set once per Composition, so each has exactly one Valid Event.
+    let events: Api<Event> = ns.api(&client);
+    let per_composition = eventually(TIMEOUT, || async {
+        let list = events.list(&ListParams::default()).await?;
+        let valid: Vec<String> = list
+            .items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Valid"))
+            .filter_map(|e| e.regarding.as_ref().and_then(|r| r.name.clone()))
+            .collect();
+        ensure!(
+            compositions.iter().all(|c| valid.contains(c)),
+            "Valid Events so far: {valid:?}"
+        );
+        Ok(valid)
+    })
+    .await?;
+    for name in &compositions {
+        let n = per_composition.iter().filter(|v| *v == name).count();
+        assert_eq!(n, 1, "{name}: one Valid Event, got {n}");
+    }
+
+    // Static checks only (the probe is not built): the Scripted model needs none and is
+    // Ready; gpt names a Secret that does not exist and is refused; the rest wait for a probe.
+    let registry: Api<RegistryEntry> = ns.api(&client);
+    assert!(entries.contains(&"scripted".to_owned()), "{entries:?}");
+    wait_for(
+        &registry,
+        "scripted",
+        "Ready=True",
+        TIMEOUT,
+        has_condition::<RegistryEntry>("Ready", "True"),
+    )
+    .await?;
+    let gpt = wait_for(
+        &registry,
+        "gpt",
+        "Ready=False",
+        TIMEOUT,
+        has_condition::<RegistryEntry>("Ready", "False"),
+    )
+    .await?
+    .context("gpt")?;
+    let ready = gpt
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .find(|c| c.r#type == "Ready")
+        .context("gpt has Ready")?;
+    assert_eq!(ready.reason, "SpecRefused");
+    assert!(
+        ready.message.contains("spec.model.apiKey.secretKeyRef")
+            && ready.message.contains("openai"),
+        "{}",
+        ready.message
+    );
+    wait_for(
+        &registry,
+        "demo-tools",
+        "Ready=Unknown (waiting for the probe)",
+        TIMEOUT,
+        has_condition::<RegistryEntry>("Ready", "Unknown"),
+    )
+    .await?;
+    operator.stop().await
+}
+
+const BROKEN: &str = r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: Composition
+metadata:
+  name: broken
+spec:
+  pattern: Pipeline
+  nodes:
+    - {id: a, kind: LLMAgent, model: scripted, instruction: do, tools: ["mcp:demo-tools.no_such_tool"]}
+    - {id: b, kind: LLMAgent, model: not-a-model, instruction: do}
+  edges:
+    - {from: a, to: b}
+"#;
+
+#[tokio::test]
+async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -> Result<()> {
+    let (_env, ns, client) = setup("op-broken").await?;
+    let operator = Operator::start(client.clone(), &ns.name).await?;
+    apply_examples(&client, &ns.name, "registry").await?;
+    apply_yaml(&client, Some(&ns.name), BROKEN).await?;
+    let api: Api<Composition> = ns.api(&client);
+    let c = wait_valid(&api, "broken", "False").await?;
+    let s = status(&c)?;
+    let found = codes(&c);
+    for code in ["unknown_tool", "model_not_allowed"] {
+        assert!(found.contains(code), "{code} in {:?}", s.errors);
+    }
+    let tool = s
+        .errors
+        .iter()
+        .find(|e| e.code == "unknown_tool")
+        .context("unknown_tool")?;
+    assert!(tool.field.starts_with("spec.nodes[0].tools"), "{tool:?}");
+    assert_eq!(s.observed_generation, c.metadata.generation);
+    assert!(
+        has_condition::<Composition>("Stalled", "True")(Some(&c)),
+        "{s:?}"
+    );
+    assert!(
+        has_condition::<Composition>("Ready", "False")(Some(&c)),
+        "{s:?}"
+    );
+    operator.stop().await
+}
+
+#[tokio::test]
+async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_touching_it()
+-> Result<()> {
+    let (_env, ns, client) = setup("op-entry").await?;
+    let operator = Operator::start(client.clone(), &ns.name).await?;
+    apply_examples(&client, &ns.name, "registry").await?;
+    let pipeline =
+        std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
+    apply_yaml(&client, Some(&ns.name), &pipeline).await?;
+    let api: Api<Composition> = ns.api(&client);
+    let valid = wait_valid(&api, "pipeline", "True").await?;
+
+    let registry: Api<RegistryEntry> = ns.api(&client);
+    registry
+        .delete("scripted", &DeleteParams::default())
+        .await?;
+    let invalid = wait_valid(&api, "pipeline", "False").await?;
+    assert_eq!(
+        invalid.metadata.generation, valid.metadata.generation,
+        "the Composition's spec was not touched"
+    );
+    let s = status(&invalid)?;
+    assert!(
+        s.errors.iter().any(|e| e.field.contains(".model")),
+        "an error at a node's model: {:?}",
+        s.errors
+    );
+
+    // The flip is announced once, as a Warning Event on the Composition.
+    let events: Api<Event> = ns.api(&client);
+    let invalid_events = eventually(TIMEOUT, || async {
+        let list = events.list(&ListParams::default()).await?;
+        let found: Vec<Event> = list
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("pipeline")
+                    && e.reason.as_deref() == Some("Invalid")
+            })
+            .collect();
+        ensure!(!found.is_empty(), "no Invalid Event for pipeline yet");
+        Ok(found)
+    })
+    .await?;
+    assert_eq!(invalid_events.len(), 1, "{invalid_events:#?}");
+    assert_eq!(invalid_events[0].type_.as_deref(), Some("Warning"));
+
+    // Putting the entry back makes it valid again, still without touching it.
+    let scripted =
+        std::fs::read_to_string(workspace_root().join("examples/registry/scripted.yaml"))?;
+    apply_yaml(&client, Some(&ns.name), &scripted).await?;
+    let again = wait_valid(&api, "pipeline", "True").await?;
+    assert_eq!(again.metadata.generation, valid.metadata.generation);
+    operator.stop().await
+}
+
+#[tokio::test]
+async fn a_second_reconcile_writes_nothing() -> Result<()> {
+    let (_env, ns, client) = setup("op-idem").await?;
+    apply_examples(&client, &ns.name, "registry").await?;
+    let pipeline =
+        std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
+    apply_yaml(&client, Some(&ns.name), &pipeline).await?;
+    // No controller runs here: the reconcilers are called directly.
+    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let api: Api<Composition> = ns.api(&client);
+    let registry: Api<RegistryEntry> = ns.api(&client);
+    let revisions: Api<ControllerRevision> = ns.api(&client);
+
+    orrery_operator::composition::reconcile::reconcile(
+        Arc::new(api.get("pipeline").await?),
+        ctx.clone(),
+    )
+    .await?;
+    let first = api.get("pipeline").await?;
+    ensure!(
+        has_condition::<Composition>("Valid", "True")(Some(&first)),
+        "{:?}",
+        first.status
+    );
+    let revisions_after_first = revisions.list(&ListParams::default()).await?.items.len();
+    orrery_operator::composition::reconcile::reconcile(Arc::new(first.clone()), ctx.clone())
+        .await?;
+    let second = api.get("pipeline").await?;
+    assert_eq!(second.resource_version(), first.resource_version());
+    assert_eq!(
+        revisions.list(&ListParams::default()).await?.items.len(),
+        revisions_after_first
+    );
+    assert_eq!(revisions_after_first, 1);
+
+    for entry in ["scripted", "gpt"] {
+        orrery_operator::registry::reconcile::reconcile(
+            Arc::new(registry.get(entry).await?),
+            ctx.clone(),
+        )
+        .await?;
+        let first = registry.get(entry).await?;
+        assert!(first.status.is_some(), "{entry} has a status");
+        orrery_operator::registry::reconcile::reconcile(Arc::new(first.clone()), ctx.clone())
+            .await?;
+        let second = registry.get(entry).await?;
+        assert_eq!(
+            second.resource_version(),
+            first.resource_version(),
+            "{entry}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_the_newest_fifty_revisions_are_kept_and_the_status_names_the_current_one()
+-> Result<()> {
+    let (_env, ns, client) = setup("op-prune").await?;
+    apply_examples(&client, &ns.name, "registry").await?;
+    let pipeline =
+        std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
+    apply_yaml(&client, Some(&ns.name), &pipeline).await?;
+    // No controller runs here: each generation is reconciled directly, so every one of them
+    // is recorded before the next edit.
+    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let api: Api<Composition> = ns.api(&client);
+    let revisions: Api<ControllerRevision> = ns.api(&client);
+    let mut last = 0;
+    for edit in 0..52 {
+        if edit > 0 {
+            let patch = serde_json::json!({"spec": {"description": format!("edit {edit}")}});
+            api.patch(
+                "pipeline",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await?;
+        }
+        let c = api.get("pipeline").await?;
+        last = c.metadata.generation.context("generation")?;
+        orrery_operator::composition::reconcile::reconcile(Arc::new(c), ctx.clone()).await?;
+    }
+    ensure!(last >= 52, "52 generations, got {last}");
+    let mut kept: Vec<i64> = revisions
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(|r| r.revision)
+        .collect();
+    kept.sort_unstable();
+    let want: Vec<i64> = (last - 49..=last).collect();
+    assert_eq!(kept, want, "the newest 50 generations");
+    let c = api.get("pipeline").await?;
+    assert_eq!(status(&c)?.revision, Some(last));
+    assert_eq!(status(&c)?.observed_generation, Some(last));
+    Ok(())
+}
