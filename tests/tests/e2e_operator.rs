@@ -4,7 +4,7 @@
 //! that finds nothing to do writes nothing.
 //!
 //! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
-//! test's namespace, with the admin kubeconfig and `examples/operator-config.yaml`.
+//! test's namespace, with the admin kubeconfig and `examples/operator/config.yaml`.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -62,7 +62,7 @@ impl Operator {
 }
 
 fn example_config() -> Result<Config> {
-    let path = workspace_root().join("examples/operator-config.yaml");
+    let path = workspace_root().join("examples/operator/config.yaml");
     Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
