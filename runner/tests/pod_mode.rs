@@ -257,3 +257,104 @@ fn sigterm_mid_run_ends_cancelled_with_the_summary_written() {
         "{rest:?}"
     );
 }
+
+/// A one-node plan whose research node calls demo-tools' `search_articles` on a live fleet,
+/// with `pins` as the entry's status pins.
+fn search_plan(tools_url: &str, pins: Vec<orrery_crds::registry::PinnedTool>) -> PlanDocument {
+    let spec: CompositionSpec = serde_yaml::from_str(
+        "pattern: Pipeline\nnodes:\n\
+         - {id: research, kind: LLMAgent, model: scripted, instruction: look, tools: ['mcp:demo-tools.search_articles']}\n",
+    )
+    .expect("spec");
+    let mut entries = registry();
+    entries[1].spec.mcp.as_mut().expect("mcp").url = tools_url.to_owned();
+    entries[1].status = Some(orrery_crds::RegistryEntryStatus {
+        tools: pins,
+        ..Default::default()
+    });
+    document(spec, &entries)
+}
+
+/// What demo-tools lists, pinned as the probe pins it.
+async fn listed_pins(url: &str) -> Vec<orrery_crds::registry::PinnedTool> {
+    use rmcp::ServiceExt;
+    let client = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.to_owned(),
+        ))
+        .await
+        .expect("an MCP session");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    tools
+        .iter()
+        .map(|t| {
+            let schema = serde_json::Value::Object((*t.input_schema).clone());
+            let annotations = t
+                .annotations
+                .as_ref()
+                .map(|a| serde_json::to_value(a).expect("annotations"));
+            orrery_runner::pin::pinned_tool(
+                &t.name,
+                t.description.as_deref(),
+                &schema,
+                annotations.as_ref(),
+            )
+            .expect("pins")
+        })
+        .collect()
+}
+
+async fn run_plan(name: &str, doc: &PlanDocument) -> (Option<i32>, String) {
+    let mount = Mount::of(name, doc);
+    let mut command = mount.command();
+    command.arg("--tools").arg("real");
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("orrery runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[tokio::test]
+async fn a_tool_is_used_only_when_the_plan_carries_its_pin_and_it_matches() {
+    let fleet = orrery_runner::demo::start_fleet(orrery_runner::demo::FleetConfig::ephemeral())
+        .await
+        .expect("the demo fleet starts");
+    let url = fleet.tools_url();
+    let pins = listed_pins(&url).await;
+    assert!(pins.iter().any(|p| p.name == "search_articles"));
+
+    let (code, text) = run_plan("pinned", &search_plan(&url, pins.clone())).await;
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("\"mcp.call\""),
+        "the pinned tool was called: {text}"
+    );
+    assert!(
+        !text.contains("since it was pinned") && !text.contains("has no pin"),
+        "{text}"
+    );
+
+    let mut changed = pins.clone();
+    for p in &mut changed {
+        p.description_sha256 = "0".repeat(64);
+    }
+    let (_, text) = run_plan("changed", &search_plan(&url, changed)).await;
+    assert!(
+        text.contains(
+            "tool 'search_articles' of MCP entry 'demo-tools' changed since it was pinned"
+        ),
+        "{text}"
+    );
+
+    let (_, text) = run_plan("unpinned", &search_plan(&url, Vec::new())).await;
+    assert!(
+        text.contains("tool 'search_articles' of MCP entry 'demo-tools' has no pin in the pins the run was given"),
+        "{text}"
+    );
+}
