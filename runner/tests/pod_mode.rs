@@ -358,3 +358,24 @@ async fn a_tool_is_used_only_when_the_plan_carries_its_pin_and_it_matches() {
         "{text}"
     );
 }
+
+#[test]
+fn a_plan_whose_composition_does_not_validate_against_its_entries_exits_1_naming_the_entry() {
+    let mut doc = document(
+        composition(&examples().join("compositions/critic-loop.yaml")),
+        &registry(),
+    );
+    doc.entries.retain(|e| e.name != "demo-writer");
+    let mount = Mount::of("invalid", &doc);
+    let out = mount.command().output().expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let summary = parse_summary(&mount.summary()).expect("a summary");
+    assert_eq!(summary.outcome, Outcome::Failed);
+    let message = summary.error.expect("a reason").message;
+    assert!(
+        message.starts_with("the plan's composition does not validate")
+            && message.contains("demo-writer"),
+        "{message}"
+    );
+}
