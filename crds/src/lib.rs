@@ -22,6 +22,7 @@ pub mod import;
 #[cfg(feature = "files")]
 pub mod manifest;
 pub mod plan;
+pub mod plan_document;
 pub mod registry;
 pub mod run;
 pub mod schema;

@@ -325,6 +325,35 @@ pub fn mcp_tool_pin_digest(
     canonical_sha256(&Value::Object(pin))
 }
 
+/// A listed MCP tool as a RegistryEntry's status pins it (what the probe writes and a runner
+/// pod checks against): lowercase hex SHA-256 of the description's UTF-8 (of `""` when it has
+/// none), of the canonical JSON of the input schema and of the annotations (`""` when it has
+/// none), and the `readOnlyHint`.
+pub fn pinned_tool(
+    name: &str,
+    description: Option<&str>,
+    input_schema: &Value,
+    annotations: Option<&Value>,
+) -> Result<orrery_crds::registry::PinnedTool, PinError> {
+    check_safe_integers(input_schema, "inputSchema")?;
+    let annotations_sha256 = match annotations {
+        Some(a) => {
+            check_safe_integers(a, "annotations")?;
+            canonical_sha256(a)?
+        }
+        None => String::new(),
+    };
+    Ok(orrery_crds::registry::PinnedTool {
+        name: name.to_owned(),
+        description_sha256: hex::encode(Sha256::digest(description.unwrap_or("").as_bytes())),
+        schema_sha256: canonical_sha256(input_schema)?,
+        annotations_sha256,
+        read_only_hint: annotations
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool),
+    })
+}
+
 #[cfg(test)]
 #[path = "pin_tests.rs"]
 mod tests;

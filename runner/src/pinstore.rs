@@ -15,6 +15,8 @@
 //! file under an exclusive lock of `<file>.lock`, so that runs in other processes do not lose
 //! each other's pins.
 
+use orrery_crds::plan_document::PlannedEntry;
+use orrery_crds::registry::PinnedTool;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,33 +199,102 @@ pub struct FixedPins {
     pub cards: BTreeMap<String, String>,
     /// Tool pin digests by endpoint key, then tool name.
     pub tools: BTreeMap<String, BTreeMap<String, String>>,
+    /// Card digests by registry entry (a plan's pins: the entry's spec travels with them).
+    pub entry_cards: BTreeMap<String, String>,
+    /// Tools as a RegistryEntry's status pins them ([`crate::pin::pinned_tool`]), by registry
+    /// entry, then tool name.
+    pub entry_tools: BTreeMap<String, BTreeMap<String, PinnedTool>>,
+}
+
+impl FixedPins {
+    /// The pins a plan carries for its entries (from their RegistryEntry status).
+    pub fn from_plan_entries(entries: &[PlannedEntry]) -> Self {
+        let mut fixed = FixedPins::default();
+        for entry in entries {
+            if let Some(card) = &entry.pins.card_sha256 {
+                fixed
+                    .entry_cards
+                    .insert(entry.name.clone(), card.to_ascii_lowercase());
+            }
+            if !entry.pins.tools.is_empty() {
+                fixed.entry_tools.insert(
+                    entry.name.clone(),
+                    entry
+                        .pins
+                        .tools
+                        .iter()
+                        .map(|t| (t.name.clone(), t.clone()))
+                        .collect(),
+                );
+            }
+        }
+        fixed
+    }
+
+    /// A tool listed as `pin` against its entry's pinned tool: the digests of the description,
+    /// schema and annotations must all match.
+    fn check_entry_tool(pinned: &PinnedTool, tool: &str, pin: &ToolPin) -> PinCheck {
+        let listed = crate::pin::pinned_tool(
+            tool,
+            pin.description.as_deref(),
+            &pin.input_schema,
+            pin.annotations.as_ref(),
+        );
+        let same = listed.as_ref().is_ok_and(|l| {
+            l.description_sha256
+                .eq_ignore_ascii_case(&pinned.description_sha256)
+                && l.schema_sha256.eq_ignore_ascii_case(&pinned.schema_sha256)
+                && l.annotations_sha256
+                    .eq_ignore_ascii_case(&pinned.annotations_sha256)
+        });
+        if same {
+            PinCheck::Matches
+        } else {
+            PinCheck::Changed {
+                pinned: format!(
+                    "description {}, schema {}, annotations {}",
+                    pinned.description_sha256, pinned.schema_sha256, pinned.annotations_sha256
+                ),
+            }
+        }
+    }
 }
 
 impl Pins for FixedPins {
-    fn check_card(&self, key: &str, _entry: &str, digest: &str) -> Result<PinCheck, PinStoreError> {
-        Ok(match self.cards.get(key) {
-            Some(pinned) if pinned.eq_ignore_ascii_case(digest) => PinCheck::Matches,
-            Some(pinned) => PinCheck::Changed {
-                pinned: pinned.clone(),
+    fn check_card(&self, key: &str, entry: &str, digest: &str) -> Result<PinCheck, PinStoreError> {
+        Ok(
+            match self.cards.get(key).or_else(|| self.entry_cards.get(entry)) {
+                Some(pinned) if pinned.eq_ignore_ascii_case(digest) => PinCheck::Matches,
+                Some(pinned) => PinCheck::Changed {
+                    pinned: pinned.clone(),
+                },
+                None => PinCheck::Unpinned,
             },
-            None => PinCheck::Unpinned,
-        })
+        )
     }
 
     fn check_tool(
         &self,
         key: &str,
-        _entry: &str,
+        entry: &str,
         tool: &str,
         pin: ToolPin,
     ) -> Result<PinCheck, PinStoreError> {
-        Ok(match self.tools.get(key).and_then(|t| t.get(tool)) {
-            Some(pinned) if *pinned == pin.digest => PinCheck::Matches,
-            Some(pinned) => PinCheck::Changed {
-                pinned: pinned.clone(),
+        if let Some(pinned) = self.tools.get(key).and_then(|t| t.get(tool)) {
+            return Ok(if *pinned == pin.digest {
+                PinCheck::Matches
+            } else {
+                PinCheck::Changed {
+                    pinned: pinned.clone(),
+                }
+            });
+        }
+        Ok(
+            match self.entry_tools.get(entry).and_then(|t| t.get(tool)) {
+                Some(pinned) => FixedPins::check_entry_tool(pinned, tool, &pin),
+                None => PinCheck::Unpinned,
             },
-            None => PinCheck::Unpinned,
-        })
+        )
     }
 
     fn stored_tool(&self, _key: &str, _tool: &str) -> Option<ToolPin> {
@@ -720,6 +791,88 @@ mod tests {
             PinCheck::Unpinned
         );
         assert!(pins.stored_tool("mcp-key", "search").is_none());
+    }
+
+    #[test]
+    fn a_plans_pins_refuse_a_changed_or_missing_tool_and_card_and_accept_the_pinned_ones() {
+        let schema = serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let annotations = serde_json::json!({"readOnlyHint": true});
+        let pinned =
+            crate::pin::pinned_tool("search", Some("Search."), &schema, Some(&annotations))
+                .unwrap();
+        assert_eq!(pinned.read_only_hint, Some(true));
+        let entries: Vec<PlannedEntry> = serde_json::from_value(serde_json::json!([
+            {"name": "tools", "spec": {"mcp": {"url": "https://t.example/mcp", "tools": ["search"]}},
+             "pins": {"tools": [pinned]}},
+            {"name": "writer", "spec": {"a2a": {"cardUrl": "https://w.example/card", "skills": ["draft"]}},
+             "pins": {"cardSHA256": "AA"}},
+        ]))
+        .unwrap();
+        let fixed = FixedPins::from_plan_entries(&entries);
+        let pins: &dyn Pins = &fixed;
+        let listed = |description: &str, annotations: Option<serde_json::Value>| ToolPin {
+            digest: "d".into(),
+            description: Some(description.into()),
+            input_schema: schema.clone(),
+            annotations,
+            pinned_at: String::new(),
+        };
+        assert_eq!(
+            pins.check_tool(
+                "any-key",
+                "tools",
+                "search",
+                listed("Search.", Some(annotations.clone()))
+            )
+            .unwrap(),
+            PinCheck::Matches
+        );
+        assert!(matches!(
+            pins.check_tool(
+                "any-key",
+                "tools",
+                "search",
+                listed("Search, then mail it.", Some(annotations.clone()))
+            )
+            .unwrap(),
+            PinCheck::Changed { .. }
+        ));
+        assert!(
+            matches!(
+                pins.check_tool("any-key", "tools", "search", listed("Search.", None))
+                    .unwrap(),
+                PinCheck::Changed { .. }
+            ),
+            "a dropped readOnlyHint is a change"
+        );
+        assert_eq!(
+            pins.check_tool("any-key", "tools", "delete", listed("Search.", None))
+                .unwrap(),
+            PinCheck::Unpinned
+        );
+        assert_eq!(
+            pins.check_tool(
+                "any-key",
+                "other",
+                "search",
+                listed("Search.", Some(annotations))
+            )
+            .unwrap(),
+            PinCheck::Unpinned,
+            "an entry the plan carries no pins for"
+        );
+        assert_eq!(
+            pins.check_card("k", "writer", "aa").unwrap(),
+            PinCheck::Matches
+        );
+        assert!(matches!(
+            pins.check_card("k", "writer", "bb").unwrap(),
+            PinCheck::Changed { .. }
+        ));
+        assert_eq!(
+            pins.check_card("k", "tools", "aa").unwrap(),
+            PinCheck::Unpinned
+        );
     }
 
     #[test]

@@ -15,11 +15,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::Resource;
 use orrery_crds::budget::BudgetLimits;
 use orrery_crds::plan::Plan;
-use orrery_crds::registry::{PinnedTool, RegistryEntry, RegistryEntrySpec};
+pub use orrery_crds::plan_document::{
+    EntryPins, PLAN_DOCUMENT_VERSION, PlanDocument, PlannedEntry, RunIdentity, plan_entry_names,
+};
+use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RanComposition;
-use orrery_crds::validate::DeploymentLimits;
 use orrery_crds::{CompositionSpec, StudioRun};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Label on every child: the run's UID (a name may be longer than a label value may be).
@@ -37,28 +38,13 @@ pub const PLAN_DIR: &str = "/etc/orrery/run";
 /// Key of the compiled plan in the plan Secret.
 pub const PLAN_KEY: &str = "plan.json";
 /// Key of the run's input in the plan Secret.
-pub const INPUT_KEY: &str = "input";
+pub const INPUT_KEY: &str = orrery_crds::plan_document::INPUT_FILE;
 /// Key of the run token in the plan Secret.
 pub const TOKEN_KEY: &str = "token";
 /// Where the entries' Secrets are mounted (`<dir>/<secret>/<key>`, `ORRERY_SECRETS_DIR`).
 pub const SECRETS_DIR: &str = "/var/run/orrery/secrets";
 /// The termination message file the runner writes its summary to.
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
-/// Version of [`PlanDocument`].
-pub const PLAN_DOCUMENT_VERSION: u32 = 1;
-
-/// Who a run is: what every child names.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunIdentity {
-    /// The run's name.
-    pub name: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// Its UID.
-    pub uid: String,
-}
-
 /// The identity of a run read from the cluster.
 pub fn identity(run: &StudioRun) -> Result<RunIdentity> {
     let missing = |field| Error::MissingMetadata {
@@ -131,93 +117,6 @@ fn child_meta(run: &StudioRun, id: &RunIdentity, name: String) -> Result<ObjectM
         owner_references: Some(vec![owner(run)?]),
         ..ObjectMeta::default()
     })
-}
-
-/// What the probe pinned for an entry, carried to the runner (which checks what the remote
-/// serves against it).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EntryPins {
-    /// The pinned card digest (A2A).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(rename = "cardSHA256")]
-    pub card_sha256: Option<String>,
-    /// The pinned skills (A2A).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skills: Vec<String>,
-    /// The pinned tools (MCP).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<PinnedTool>,
-    /// The addresses the host resolved to (the NetworkPolicy opens exactly these).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resolved_addresses: Vec<String>,
-}
-
-/// One entry a plan uses: its spec and its pins.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlannedEntry {
-    /// The RegistryEntry's name.
-    pub name: String,
-    /// Its spec.
-    pub spec: RegistryEntrySpec,
-    /// Its pins.
-    pub pins: EntryPins,
-}
-
-impl PlannedEntry {
-    /// The entry as the plan carries it.
-    pub fn from_entry(entry: &RegistryEntry) -> PlannedEntry {
-        let status = entry.status.clone().unwrap_or_default();
-        PlannedEntry {
-            name: entry.metadata.name.clone().unwrap_or_default(),
-            spec: entry.spec.clone(),
-            pins: EntryPins {
-                card_sha256: status.card_sha256,
-                skills: status.skills,
-                tools: status.tools,
-                resolved_addresses: status.resolved_addresses,
-            },
-        }
-    }
-}
-
-/// The compiled plan a runner pod executes (`plan.json` of the plan Secret): the composition
-/// snapshot at its revision and its plan, the entries it uses with their pins, the deployment's
-/// limits, and where the sidecar is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDocument {
-    /// [`PLAN_DOCUMENT_VERSION`].
-    pub version: u32,
-    /// The run.
-    pub run: RunIdentity,
-    /// Which composition, revision and digest this is.
-    pub composition: RanComposition,
-    /// The composition spec (run budget overrides applied).
-    pub spec: CompositionSpec,
-    /// Its plan (`crds::plan::plan` of the spec, the entries and the limits).
-    pub plan: Plan,
-    /// The entries the plan uses, by name order.
-    pub entries: Vec<PlannedEntry>,
-    /// The deployment's limits the plan was built under.
-    pub limits: DeploymentLimits,
-    /// Whether content is captured in trace events.
-    pub capture_content: bool,
-    /// Where the runner posts trace events.
-    pub sidecar_url: String,
-    /// Seconds an approval may wait.
-    pub approval_timeout_seconds: u64,
-}
-
-/// The entries a plan uses: every node's model and every tool's entry.
-pub fn plan_entry_names(plan: &Plan) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for node in &plan.nodes {
-        names.extend(node.model.iter().cloned());
-        names.extend(node.tools.iter().map(|t| t.entry.clone()));
-    }
-    names
 }
 
 /// The plan document for a run. `entries` may hold the whole namespace's; only those the plan

@@ -8,53 +8,15 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, set_condition};
 use orrery_crds::conditions::{SUCCEEDED, reasons};
-use orrery_crds::events::{EventBody, Outcome};
-use orrery_crds::run::{RanComposition, RunError, RunPhase, RunTotals};
+use orrery_crds::events::Outcome;
+use orrery_crds::run::{RanComposition, RunError, RunPhase};
 use orrery_crds::{StudioRun, StudioRunStatus};
 
 /// An error message in a status is cut to this many bytes, so the status stays small whatever
 /// the runner printed.
 pub const MAX_ERROR_BYTES: usize = 1024;
 
-/// The summary a runner writes as its pod's termination message: the `run.end` event (as a
-/// whole trace event or its body alone, one JSON line, without the output text so it stays
-/// under the kubelet's 4096-byte cap).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunSummary {
-    /// How the run ended.
-    pub outcome: Outcome,
-    /// Why, when it did not succeed.
-    pub error: Option<RunError>,
-    /// What it used.
-    pub totals: RunTotals,
-    /// Trace events dropped past the per-run cap.
-    pub dropped: u64,
-}
-
-/// Reads a termination message: the last non-empty line that is a `run.end` event. `None`
-/// for anything else (an empty file, a crash's stack trace, a message cut by the kubelet).
-pub fn parse_summary(message: &str) -> Option<RunSummary> {
-    message
-        .lines()
-        .rev()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .find_map(|line| match serde_json::from_str::<EventBody>(line).ok()? {
-            EventBody::RunEnd {
-                outcome,
-                error,
-                totals,
-                dropped,
-                ..
-            } => Some(RunSummary {
-                outcome,
-                error,
-                totals,
-                dropped,
-            }),
-            _ => None,
-        })
-}
+pub use orrery_crds::plan_document::{RunSummary, parse_summary};
 
 /// What the runner pod says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,5 @@
-//! `orrery run`: run a composition locally from files, with a live trace.
+//! `orrery run`: run a composition locally from files, with a live trace; or, with `--plan`, the
+//! plan document of a runner pod (JSON-line events, the summary as the termination message).
 //!
 //! Exit codes: 0 Succeeded, 1 the composition is invalid (nothing ran), 2 unreadable input or a
 //! wrong command line, 3 Failed, 4 BudgetExhausted, 5 Rejected, 130 Cancelled.
@@ -7,7 +8,10 @@ use super::deployment::DeploymentArgs;
 use super::style::Style;
 use super::{EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, ValueEnum};
+use orrery_crds::plan_document::RunSummary;
+use orrery_crds::run::{RunError, RunTotals};
 use orrery_runner::approval::DecisionSource;
+use orrery_runner::approval::Nobody;
 use orrery_runner::approval::{DEFAULT_APPROVAL_TIMEOUT, MAX_APPROVAL_TIMEOUT, TerminalPrompt};
 use orrery_runner::engine::RunOptions;
 use orrery_runner::events::{
@@ -17,7 +21,7 @@ use orrery_runner::launch::{self, Factories, Launch, PrepareError, Prepared, Rem
 use orrery_runner::pinstore::PinStore;
 use orrery_runner::secrets::LocalSecrets;
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +34,9 @@ pub const EXIT_REJECTED: u8 = 5;
 /// Exit code: cancelled (SIGINT/SIGTERM), as a shell reports Ctrl-C.
 pub const EXIT_CANCELLED: u8 = 130;
 
+/// Where a runner pod writes its summary (the container's `terminationMessagePath`).
+pub const TERMINATION_LOG: &str = "/dev/termination-log";
+
 /// Arguments of `orrery run`.
 #[derive(Debug, Args)]
 #[command(
@@ -39,8 +46,24 @@ pub const EXIT_CANCELLED: u8 = 130;
 pub struct RunArgs {
     /// Manifests: the Composition and its RegistryEntries (files or folders of YAML/JSON;
     /// repeat -f).
-    #[arg(short = 'f', long = "file", value_name = "PATH", required = true)]
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "PATH",
+        required_unless_present = "plan"
+    )]
     pub files: Vec<PathBuf>,
+    /// Pod mode: run the plan document the operator wrote (the run's input is the `input` file
+    /// next to it); events as JSON lines on standard output, the summary in --termination-log.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["files", "composition", "input", "input_file", "pin_store", "output", "capture_content", "approval_timeout"]
+    )]
+    pub plan: Option<PathBuf>,
+    /// Pod mode: where the run's summary (its `run.end` line) is written.
+    #[arg(long, value_name = "FILE", requires = "plan", default_value = TERMINATION_LOG)]
+    pub termination_log: PathBuf,
     /// The Composition to run when the files hold several.
     #[arg(long, value_name = "NAME")]
     pub composition: Option<String>,
@@ -251,6 +274,9 @@ pub(super) fn output_block(text: &str, style: Style) -> (String, Option<String>)
 
 /// Runs `orrery run`.
 pub fn run(args: &RunArgs) -> u8 {
+    if let Some(plan) = &args.plan {
+        return run_plan(args, plan);
+    }
     let deployment = match args.deployment.deployment() {
         Ok(d) => d,
         Err(e) => {
@@ -305,6 +331,116 @@ pub fn run(args: &RunArgs) -> u8 {
     // A stdin reader may still be blocked; never wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
+}
+
+/// Writes a pod run's summary as its termination message (a warning when it cannot: the
+/// operator then reports the exit code alone).
+fn write_summary(path: &Path, summary: &RunSummary, output_size: usize) {
+    let line = summary.to_line(output_size);
+    if let Err(e) = std::fs::write(path, format!("{line}\n")) {
+        error(&format!(
+            "{}: cannot write the run's summary: {e}",
+            path.display()
+        ));
+    }
+}
+
+/// A pod run that ended before it started: the `run.end` line on standard output (the trace)
+/// and in the termination message, the reason on standard error; `code`.
+fn end_before_start(args: &RunArgs, message: String, code: u8) -> u8 {
+    error(&message);
+    let summary = RunSummary {
+        outcome: Outcome::Failed,
+        error: Some(RunError {
+            node: None,
+            message,
+        }),
+        totals: RunTotals::default(),
+        dropped: 0,
+    };
+    println!("{}", summary.to_line(0));
+    write_summary(&args.termination_log, &summary, 0);
+    code
+}
+
+/// `orrery run --plan FILE`: a run in a runner pod.
+fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
+    let mut deployment = match args.deployment.deployment() {
+        Ok(d) => d,
+        Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
+    };
+    let document = match launch::read_plan_document(plan) {
+        Ok(d) => d,
+        Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
+    };
+    deployment.limits = document.limits.clone();
+    let prepared = match launch::prepare_document(&document) {
+        Ok(p) => p,
+        Err(e) => return end_before_start(args, e.to_string(), EXIT_INVALID),
+    };
+    if let Some(reason) = launch::needs_relay(&prepared) {
+        return end_before_start(args, reason, EXIT_FAILED);
+    }
+    let input = match launch::read_plan_input(plan) {
+        Ok(i) => i,
+        Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
+    };
+    if let Err(too_long) = orrery_crds::run::check_input(&input) {
+        return end_before_start(args, too_long.to_string(), EXIT_UNREADABLE);
+    }
+    let dry_run = match (args.dry_run_tools, args.tools) {
+        (true, _) | (false, ToolsMode::DryRun) => true,
+        (false, ToolsMode::Real) => false,
+        (false, ToolsMode::Auto) => launch::all_models_scripted(&prepared),
+    };
+    let tools = if dry_run {
+        RemoteTools::DryRun
+    } else {
+        RemoteTools::Real {
+            pins: Arc::new(launch::document_pins(&document)),
+        }
+    };
+    let factories =
+        Factories::for_deployment(&deployment, tools, Arc::new(LocalSecrets::from_env()));
+    let mut options = RunOptions::new(document.run.uid.clone());
+    options.capture_content = document.capture_content;
+    options.approval_timeout = Duration::from_secs(
+        document
+            .approval_timeout_seconds
+            .clamp(1, MAX_APPROVAL_TIMEOUT.as_secs()),
+    );
+    let stdout: Box<dyn Write + Send> = Box::new(std::io::stdout());
+    let launch = Launch {
+        deployment,
+        factories,
+        // Remote questions expire at once (a rejection) until the relay can ask a person.
+        decisions: Arc::new(Nobody::new()),
+        sinks: vec![Arc::new(JsonLinesSink::new(stdout))],
+        options,
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return end_before_start(args, "cannot start the async runtime".into(), code),
+    };
+    let result = runtime.block_on(launch::launch(&prepared, input, launch));
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(result) => {
+            let summary = RunSummary {
+                outcome: result.outcome,
+                error: result.error,
+                totals: result.totals,
+                dropped: result.dropped,
+            };
+            write_summary(
+                &args.termination_log,
+                &summary,
+                result.output.as_ref().map_or(0, String::len),
+            );
+            exit_code(result.outcome)
+        }
+        Err(e) => end_before_start(args, format!("cannot start the run: {e}"), EXIT_FAILED),
+    }
 }
 
 #[cfg(test)]

@@ -7,18 +7,26 @@
 //! builds the real MCP and A2A clients), then [`launch`]: build, run, and cancel on SIGINT or
 //! SIGTERM ([`shutdown_signal`], the one signal handler).
 //!
+//! A runner pod reads its plan document instead of manifests ([`read_plan_document`],
+//! [`prepare_document`]) and checks pins against the ones it carries ([`document_pins`]).
+//!
 //! [`build`] and [`run`] are the two steps of [`launch`], for callers that bring their own
 //! factories or cancel token (tests).
 
 mod build;
 mod deployment;
 mod models;
+mod pod;
 mod prepare;
 
 pub use crate::tools::{DryRunTools, ToolBuildError, ToolFactory};
 pub use build::{BuildError, Built, build};
 pub use deployment::{Deployment, DeploymentError, REDACT_IPS_ENV};
 pub use models::{GuardedModels, ModelFactory};
+pub use pod::{
+    MAX_PLAN_BYTES, PlanFileError, document_pins, needs_relay, prepare_document,
+    read_plan_document, read_plan_input,
+};
 pub use prepare::{PrepareError, Prepared, all_models_scripted, prepare, prepare_set};
 
 use crate::approval::DecisionSource;

@@ -1,0 +1,186 @@
+//! A run in a runner pod: the plan document the operator wrote (`plan.json` of the plan
+//! Secret, with the run's input next to it), read with a size cap and duplicate keys refused,
+//! the composition snapshot validated again with the one validator against the entries the
+//! document carries, the pins it carries as the run's only pins ([`FixedPins`]), and what such
+//! a run cannot do yet without the sidecar's relay (approvals, acting remotes).
+
+use super::Prepared;
+use crate::pinstore::FixedPins;
+use orrery_crds::NodeKind;
+use orrery_crds::plan_document::{INPUT_FILE, PLAN_DOCUMENT_VERSION, PlanDocument};
+use orrery_crds::registry::{Effect, RegistryEntry};
+use orrery_crds::validate::{RegistryView, validate};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The largest plan document read (a Secret holds at most 1 MiB).
+pub const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+
+/// Why a plan document cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    /// The file could not be read.
+    #[error("{}: cannot read the plan: {reason}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The file is over [`MAX_PLAN_BYTES`].
+    #[error("{}: the plan is over {max} bytes; a plan Secret holds at most 1 MiB", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap.
+        max: u64,
+    },
+    /// Not JSON, or a key twice.
+    #[error("{}: the plan is not one JSON document with unique keys: {reason}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        reason: String,
+    },
+    /// A field is missing or of the wrong type.
+    #[error("{}: field `{field}` of the plan: {reason}", path.display())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The field's path (`spec.nodes[0].kind`).
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A version this runner does not read.
+    #[error(
+        "{}: field `version` of the plan is {found}; this runner reads version {PLAN_DOCUMENT_VERSION} (run the runner image that matches the operator)",
+        path.display()
+    )]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u32,
+    },
+    /// The input file next to the plan could not be read.
+    #[error("{}: cannot read the run's input: {reason}", path.display())]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The composition snapshot does not validate against the entries the plan carries.
+    #[error("the plan's composition does not validate: {0}")]
+    Invalid(String),
+}
+
+/// Reads a plan document: at most [`MAX_PLAN_BYTES`], one JSON value, duplicate keys refused
+/// at every depth, a missing or mistyped field named by its path.
+pub fn read_plan_document(path: &Path) -> Result<PlanDocument, PlanFileError> {
+    let read_error = |e: std::io::Error| PlanFileError::Read {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PLAN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_PLAN_BYTES {
+        return Err(PlanFileError::TooLarge {
+            path: path.to_owned(),
+            max: MAX_PLAN_BYTES,
+        });
+    }
+    let value =
+        orrery_crds::unique_keys::json_from_slice(&bytes).map_err(|e| PlanFileError::Json {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+    let found = value.get("version").and_then(serde_json::Value::as_u64);
+    if let Some(found) = found
+        && found != u64::from(PLAN_DOCUMENT_VERSION)
+    {
+        return Err(PlanFileError::Version {
+            path: path.to_owned(),
+            found: u32::try_from(found).unwrap_or(u32::MAX),
+        });
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| PlanFileError::Field {
+        path: path.to_owned(),
+        field: e.path().to_string(),
+        reason: e.inner().to_string(),
+    })
+}
+
+/// The run's input: the [`INPUT_FILE`] next to the plan (both keys of the plan Secret).
+pub fn read_plan_input(plan: &Path) -> Result<String, PlanFileError> {
+    let path = plan
+        .parent()
+        .map_or_else(|| PathBuf::from(INPUT_FILE), |dir| dir.join(INPUT_FILE));
+    std::fs::read_to_string(&path).map_err(|e| PlanFileError::Input {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// The document's composition, validated again with the one validator against the entries
+/// and limits it carries, ready to run on the document's plan.
+pub fn prepare_document(document: &PlanDocument) -> Result<Prepared, PlanFileError> {
+    let entries: BTreeMap<String, RegistryEntry> = document
+        .entries
+        .iter()
+        .map(|e| (e.name.clone(), e.to_entry()))
+        .collect();
+    let view = RegistryView::from_entries(entries.values());
+    let validation = validate(&document.spec, &view, &document.limits);
+    if !validation.is_valid() {
+        let errors: Vec<String> = validation.errors.iter().map(ToString::to_string).collect();
+        return Err(PlanFileError::Invalid(errors.join("; ")));
+    }
+    Ok(Prepared {
+        name: document.composition.name.clone(),
+        pattern: document.spec.pattern.as_str().to_owned(),
+        plan: document.plan.clone(),
+        entries,
+        warnings: validation.warnings,
+    })
+}
+
+/// The pins the document carries, the run's only pins: a card or tool without one, or that
+/// differs from it, is refused.
+pub fn document_pins(document: &PlanDocument) -> FixedPins {
+    FixedPins::from_plan_entries(&document.entries)
+}
+
+/// Why a run in a pod cannot run without the sidecar's relay (not there yet): a HumanApproval
+/// node, or an acting remote (each call is confirmed by a person). `None`: it can.
+pub fn needs_relay(prepared: &Prepared) -> Option<String> {
+    let mut needs = Vec::new();
+    for node in &prepared.plan.nodes {
+        if node.kind == NodeKind::HumanApproval {
+            needs.push(format!("HumanApproval node '{}'", node.id));
+        }
+        for tool in &node.tools {
+            let acting = prepared
+                .entries
+                .get(&tool.entry)
+                .and_then(|e| e.spec.a2a.as_ref())
+                .is_some_and(|a| a.effect == Effect::Acting);
+            let named = format!("acting remote '{}' (node '{}')", tool.entry, node.id);
+            if acting && !needs.contains(&named) {
+                needs.push(named);
+            }
+        }
+    }
+    (!needs.is_empty()).then(|| {
+        format!(
+            "this run needs a person to decide ({}), which a runner pod does through the sidecar's relay, not available yet: the run cannot run in a cluster until it is; run it locally with `orrery run -f` to decide at a terminal",
+            needs.join(", ")
+        )
+    })
+}
