@@ -389,11 +389,16 @@ fn orrery_run_refuses_a_model_endpoint_the_network_guard_refuses_before_any_call
         "--output",
         "json",
     ]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // Refused by the validator, before any model is set up (exit 1: invalid, nothing ran),
+    // with the guard's own verdict on the address (rule 5.27).
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(out.stdout.is_empty(), "nothing ran");
     let err = stderr(&out);
     assert!(
-        err.contains("network guard") && err.contains("sneaky"),
+        err.contains("unreachable_address")
+            && err.contains("spec.model.baseUrl")
+            && err.contains("network guard")
+            && err.contains("sneaky"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
