@@ -286,10 +286,14 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
         image_pull_policy: Some(config.runner.image_pull_policy.clone()),
+        // Remote tools are always the real clients in a cluster: `auto` would answer them with
+        // dry-run text when every model is Scripted, which is for local dry runs.
         args: Some(vec![
             "run".to_owned(),
             "--plan".to_owned(),
             format!("{PLAN_DIR}/{PLAN_KEY}"),
+            "--tools".to_owned(),
+            "real".to_owned(),
         ]),
         env: Some(envs),
         resources: Some(ResourceRequirements {
@@ -611,7 +615,9 @@ pub(crate) mod tests {
                 &[
                     "run".to_owned(),
                     "--plan".to_owned(),
-                    "/etc/orrery/run/plan.json".to_owned()
+                    "/etc/orrery/run/plan.json".to_owned(),
+                    "--tools".to_owned(),
+                    "real".to_owned()
                 ][..]
             )
         );
