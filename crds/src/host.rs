@@ -429,4 +429,31 @@ mod tests {
             assert_eq!(never_allowlistable(&net), None, "{text}");
         }
     }
+
+    /// Table: the URL rule, the same verdicts the apiserver's CEL rule gives (checked against
+    /// a real kube-apiserver v1.36).
+    #[test]
+    fn a_url_is_secure_only_when_https_or_http_to_an_exact_loopback_host() {
+        let cases = [
+            ("https://tools.example.com/mcp", true),
+            ("HTTPS://tools.example.com/mcp", true),
+            ("http://localhost:8080/mcp", true),
+            ("http://127.0.0.1:7801/mcp", true),
+            ("http://[::1]:9/x", true),
+            ("http://localhost.evil.example/mcp", false),
+            ("http://localhost@evil.example/", false),
+            ("http://127.0.0.2/", false),
+            ("http://LOCALHOST/", false),
+            ("http://tools.example.com/mcp", false),
+            ("https:/x", false),
+            ("https://", false),
+            ("https://:443/", false),
+            ("not a url", false),
+            ("/relative", false),
+            ("ftp://example.com/", false),
+        ];
+        for (url, secure) in cases {
+            assert_eq!(is_secure_url(url), secure, "{url}");
+        }
+    }
 }

@@ -148,6 +148,31 @@ where
     futures::join!(compositions, entries);
 }
 
+/// How long a failed reconcile waits before it is tried again.
+pub const RETRY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What happens after a failed reconcile of any kind: logged with the object, the error and
+/// its metric label, and retried after [`RETRY`].
+pub fn error_policy<K>(
+    object: Arc<K>,
+    error: &crate::error::Error,
+    _ctx: Arc<Context>,
+) -> kube::runtime::controller::Action
+where
+    K: Resource<DynamicType = ()>,
+{
+    use kube::ResourceExt;
+    eprintln!(
+        "orrery-operator: {} {}/{}: {} [{}]",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any(),
+        error,
+        error.label()
+    );
+    kube::runtime::controller::Action::requeue(RETRY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,10 +27,6 @@ use orrery_crds::validate::validate;
 use orrery_crds::{Composition, CompositionSpec};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long after a failed reconcile it is retried.
-const RETRY: Duration = Duration::from_secs(15);
 
 /// Whether a change to RegistryEntry `entry` (a model entry when `is_model`) can change the
 /// validity of `spec`: a node names it as its model or a tool of it, or (for a model entry)
@@ -180,18 +176,6 @@ pub async fn reconcile(composition: Arc<Composition>, ctx: Arc<Context>) -> Resu
     Ok(Action::await_change())
 }
 
-/// What happens after a failed reconcile: logged, retried after [`RETRY`].
-pub fn error_policy(composition: Arc<Composition>, error: &Error, _ctx: Arc<Context>) -> Action {
-    eprintln!(
-        "orrery-operator: Composition {}/{}: {} [{}]",
-        composition.namespace().unwrap_or_default(),
-        composition.name_any(),
-        error,
-        error.label()
-    );
-    Action::requeue(RETRY)
-}
-
 /// The Composition controller over every namespace (or only `namespace`), until `shutdown` resolves: it watches
 /// Compositions, the ControllerRevisions they own, and RegistryEntries (mapped to the
 /// Compositions that use them).
@@ -217,7 +201,7 @@ pub fn controller(
             move |entry| compositions_using(&store, &entry),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx);
+        .run(reconcile, crate::controller::error_policy, ctx);
     drain("Composition", stream)
 }
 

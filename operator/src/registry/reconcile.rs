@@ -22,8 +22,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long after a failed reconcile it is retried.
-const RETRY: Duration = Duration::from_secs(15);
 /// How often an entry whose Secret is missing is checked again (Secrets are not watched: the
 /// operator reads only the Secrets entries name).
 const SECRET_RECHECK: Duration = Duration::from_secs(60);
@@ -95,18 +93,6 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
     Ok(next)
 }
 
-/// What happens after a failed reconcile: logged, retried after [`RETRY`].
-pub fn error_policy(entry: Arc<RegistryEntry>, error: &Error, _ctx: Arc<Context>) -> Action {
-    eprintln!(
-        "orrery-operator: RegistryEntry {}/{}: {} [{}]",
-        entry.namespace().unwrap_or_default(),
-        entry.name_any(),
-        error,
-        error.label()
-    );
-    Action::requeue(RETRY)
-}
-
 /// The RegistryEntry controller over every namespace (or only `namespace`), until `shutdown` resolves.
 pub fn controller(
     ctx: Arc<Context>,
@@ -118,6 +104,6 @@ pub fn controller(
         watcher::Config::default(),
     )
     .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy, ctx);
+    .run(reconcile, crate::controller::error_policy, ctx);
     drain("RegistryEntry", stream)
 }
