@@ -138,10 +138,12 @@ pub async fn launch(
     .await?;
     options.redact = deployment.redact;
     let cancel = CancellationToken::new();
+    // Installed now, before the run starts, so no early signal is lost.
+    let stop = shutdown_signal();
     let signals = tokio::spawn({
         let cancel = cancel.clone();
         async move {
-            shutdown_signal().await;
+            stop.await;
             eprintln!("\ncancelling the run…");
             cancel.cancel();
         }
@@ -181,29 +183,37 @@ pub fn new_run_id() -> String {
 }
 
 /// Resolves on the first SIGINT (Ctrl-C) or SIGTERM: cancel a run with it, or stop the demo
-/// fleet. Never resolves when no signal handler can be installed.
-pub async fn shutdown_signal() {
+/// fleet. The handlers are installed when this is called, not when the future is first polled,
+/// so a signal that arrives while the run is starting is not missed (a pod's SIGTERM right after
+/// start would otherwise kill the runner before it writes its summary). Must be called inside
+/// the tokio runtime. Never resolves when no signal handler can be installed.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    r = tokio::signal::ctrl_c() => if r.is_err() { term.recv().await; },
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let next = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
                 }
-            }
-            Err(_) => {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
+            };
+            tokio::select! {
+                () = next(term) => {}
+                () = next(interrupt) => {}
             }
         }
     }
     #[cfg(not(unix))]
     {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+        async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
         }
     }
 }
