@@ -123,11 +123,16 @@ where
     }
 }
 
-/// Runs the Composition and RegistryEntry controllers over every namespace (or only
+/// Runs the Composition, RegistryEntry and StudioRun controllers over every namespace (or only
 /// `namespace`) until `shutdown` resolves; then each finishes the reconciles in flight and
-/// returns.
-pub async fn run<F>(client: Client, config: Arc<Config>, namespace: Option<String>, shutdown: F)
-where
+/// returns. `signer` signs the run tokens.
+pub async fn run<F>(
+    client: Client,
+    config: Arc<Config>,
+    signer: Arc<crate::run::token::RunTokenSigner>,
+    namespace: Option<String>,
+    shutdown: F,
+) where
     F: Future<Output = ()> + Send + Sync + 'static,
 {
     let ctx = Arc::new(Context::new(client, config));
@@ -140,12 +145,14 @@ where
     };
     let compositions =
         crate::composition::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
-    let entries = crate::registry::reconcile::controller(ctx, namespace.as_deref(), signal(&tx));
+    let entries =
+        crate::registry::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
+    let runs = crate::run::reconcile::controller(ctx, signer, namespace.as_deref(), signal(&tx));
     tokio::spawn(async move {
         shutdown.await;
         let _ = tx.send(());
     });
-    futures::join!(compositions, entries);
+    futures::join!(compositions, entries, runs);
 }
 
 /// How long a failed reconcile waits before it is tried again.

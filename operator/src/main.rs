@@ -1,7 +1,7 @@
 //! `orrery-operator`: the Orrery Studio operator. `controller --config FILE` checks the
-//! deployment config and runs the Composition and RegistryEntry controllers against the
-//! cluster of `KUBECONFIG` (or the in-cluster config) until SIGTERM/SIGINT; StudioRuns are not
-//! reconciled yet. `sidecar` is the next issue.
+//! deployment config and runs the Composition, RegistryEntry and StudioRun controllers against
+//! the cluster of `KUBECONFIG` (or the in-cluster config) until SIGTERM/SIGINT. `sidecar` is
+//! the next issue.
 
 use clap::{Parser, Subcommand};
 use orrery_operator::Config;
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         Command::Controller { config } => match Config::load(&config).and_then(|c| {
             RunTokenSigner::from_config(&config, &c.run_token).map(|signer| (c, signer))
         }) {
-            Ok((loaded, _signer)) => match controller(&config, loaded) {
+            Ok((loaded, signer)) => match controller(&config, loaded, signer) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("orrery-operator: {e:#}");
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs the controllers until SIGTERM or SIGINT, then lets the reconciles in flight finish.
-fn controller(path: &str, config: Config) -> anyhow::Result<()> {
+fn controller(path: &str, config: Config, signer: RunTokenSigner) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
@@ -70,8 +70,8 @@ fn controller(path: &str, config: Config) -> anyhow::Result<()> {
              set KUBECONFIG to a kubeconfig whose current context reaches the cluster",
         )?;
         eprintln!(
-            "orrery-operator: config {path}; running the Composition and RegistryEntry \
-             controllers (StudioRuns are not reconciled by this build); SIGTERM or SIGINT stops"
+            "orrery-operator: config {path}; running the Composition, RegistryEntry and \
+             StudioRun controllers; SIGTERM or SIGINT stops"
         );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("listening for SIGTERM")?;
@@ -82,7 +82,14 @@ fn controller(path: &str, config: Config) -> anyhow::Result<()> {
             }
             eprintln!("orrery-operator: stopping: finishing the reconciles in flight");
         };
-        orrery_operator::controller::run(client, Arc::new(config), None, shutdown).await;
+        orrery_operator::controller::run(
+            client,
+            Arc::new(config),
+            Arc::new(signer),
+            None,
+            shutdown,
+        )
+        .await;
         eprintln!("orrery-operator: stopped");
         Ok(())
     })

@@ -18,6 +18,9 @@ pub const MAX_ERROR_BYTES: usize = 1024;
 
 pub use orrery_crds::plan_document::{RunSummary, parse_summary};
 
+/// The message of a run whose pod is created and not running yet.
+const STARTING_MESSAGE: &str = "the runner pod is starting";
+
 /// What the runner pod says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodState {
@@ -217,7 +220,7 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                 &mut status,
                 RunPhase::Pending,
                 reasons::STARTING,
-                "the runner pod is starting".into(),
+                STARTING_MESSAGE.into(),
                 generation,
                 now,
             );
@@ -305,6 +308,26 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
     status
 }
 
+/// A run that waits before its pod is created (for its composition, its entries, a slot):
+/// `Pending` with `reason` and what it waits for.
+pub fn waiting_status(
+    run: &StudioRun,
+    reason: &'static str,
+    message: String,
+    now: Timestamp,
+) -> StudioRunStatus {
+    let mut status = run.status.clone().unwrap_or_default();
+    set_phase(
+        &mut status,
+        RunPhase::Pending,
+        reason,
+        message,
+        run.metadata.generation,
+        now,
+    );
+    status
+}
+
 /// A run waiting for a slot: `Pending`, reason `Queued`, its position in the message.
 pub fn queued_status(
     run: &StudioRun,
@@ -312,12 +335,23 @@ pub fn queued_status(
     why: &str,
     now: Timestamp,
 ) -> StudioRunStatus {
-    let mut status = run.status.clone().unwrap_or_default();
-    set_phase(
-        &mut status,
-        RunPhase::Pending,
+    waiting_status(
+        run,
         reasons::QUEUED,
         format!("queued at position {position}: {why}; it starts by itself when a slot frees"),
+        now,
+    )
+}
+
+/// A run cancelled (or deleted) before its runner pod was created: `Cancelled`.
+pub fn cancelled_status(run: &StudioRun, now: Timestamp) -> StudioRunStatus {
+    let mut status = run.status.clone().unwrap_or_default();
+    finish(
+        &mut status,
+        RunPhase::Cancelled,
+        reasons::CANCELLED,
+        None,
+        None,
         run.metadata.generation,
         now,
     );
@@ -345,8 +379,9 @@ pub fn refused_status(
     status
 }
 
-/// A run whose children were just created: `Pending` (reason `Starting`) with the composition
-/// it runs and its pod's name.
+/// A run whose children were just created: `Pending` (reason `Starting`, the same message
+/// [`run_status`] gives a starting pod, so seeing the pod start writes nothing more) with the
+/// composition it runs and its pod's name.
 pub fn started_status(
     run: &StudioRun,
     composition: RanComposition,
@@ -360,7 +395,7 @@ pub fn started_status(
         &mut status,
         RunPhase::Pending,
         reasons::STARTING,
-        format!("the runner pod {pod} is created"),
+        STARTING_MESSAGE.to_owned(),
         run.metadata.generation,
         now,
     );
