@@ -43,6 +43,7 @@ impl Operator {
         let task = tokio::spawn(orrery_operator::controller::run(
             client,
             config,
+            orrery_tests::operator_fixture::test_signer()?,
             Some(namespace.to_owned()),
             async move {
                 let _ = stopped.await;

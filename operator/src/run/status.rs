@@ -197,6 +197,16 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
     let cancel = |at: Option<String>| -> End {
         (RunPhase::Cancelled, Outcome::Cancelled.as_str(), None, at)
     };
+    // Stopped from outside the run: its pod deleted, or the kubelet's deadline backstop.
+    let deleted = pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+    let past_deadline = pod
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.reason.as_deref())
+        == Some("DeadlineExceeded");
+    let pod_name = pod
+        .and_then(|p| p.metadata.name.clone())
+        .or_else(|| status.runner_pod.clone())
+        .unwrap_or_default();
     let end: Option<End> = match pod_state(pod) {
         PodState::Absent => {
             let Some(name) = status.runner_pod.clone() else {
@@ -249,7 +259,42 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
             finished_at,
         } => {
             status.start_time = status.start_time.or(started_at);
+            let stopped_from_outside = |said: Option<String>| -> Option<End> {
+                let said = said.map(|m| format!(" ({m})")).unwrap_or_default();
+                if deleted {
+                    Some((
+                        RunPhase::Failed,
+                        reasons::POD_DELETED,
+                        failure(format!(
+                            "the runner pod {pod_name} was deleted before the run ended; the runner stopped on SIGTERM{said}"
+                        )),
+                        finished_at.clone(),
+                    ))
+                } else if past_deadline {
+                    Some((
+                        RunPhase::Failed,
+                        reasons::DEADLINE_EXCEEDED,
+                        failure(format!(
+                            "the kubelet stopped the runner pod {pod_name} past its deadline{said}"
+                        )),
+                        finished_at.clone(),
+                    ))
+                } else {
+                    None
+                }
+            };
             Some(match message.as_deref().and_then(parse_summary) {
+                // A runner that stopped on SIGTERM says Cancelled; unless the run was
+                // cancelled, it was stopped from outside: that is a failure, with the totals.
+                Some(summary)
+                    if summary.outcome == Outcome::Cancelled
+                        && !cancelled
+                        && (deleted || past_deadline) =>
+                {
+                    status.totals = Some(summary.totals);
+                    status.events_dropped = i64::try_from(summary.dropped).ok();
+                    stopped_from_outside(None).unwrap_or_else(|| cancel(finished_at.clone()))
+                }
                 Some(summary) => {
                     status.totals = Some(summary.totals);
                     status.events_dropped = i64::try_from(summary.dropped).ok();
@@ -261,6 +306,10 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                     )
                 }
                 None if cancelled => cancel(finished_at),
+                None if deleted || past_deadline => {
+                    stopped_from_outside(Some(format!("exit code {exit_code}, no summary")))
+                        .unwrap_or_else(|| cancel(finished_at.clone()))
+                }
                 None => {
                     let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
                     let said = message
@@ -480,6 +529,18 @@ mod tests {
         )
     }
 
+    fn deleting(mut pod: Pod) -> Pod {
+        pod.metadata.deletion_timestamp = Some(Time(at(65)));
+        pod
+    }
+
+    fn with_reason(mut pod: Pod, reason: &str) -> Pod {
+        if let Some(status) = pod.status.as_mut() {
+            status.reason = Some(reason.into());
+        }
+        pod
+    }
+
     fn summary(outcome: &str, error: Option<&str>) -> String {
         let mut body = serde_json::json!({
             "type": "run.end", "outcome": outcome, "dropped": 2, "outputSize": 10,
@@ -630,6 +691,34 @@ mod tests {
                 reasons::POD_DELETED,
                 False,
             ),
+            (
+                "deleted while running: the runner stopped on SIGTERM",
+                Some(deleting(terminated(
+                    130,
+                    "Error",
+                    &summary("Cancelled", None),
+                ))),
+                RunPhase::Failed,
+                reasons::POD_DELETED,
+                False,
+            ),
+            (
+                "deleted, the runner killed without a summary",
+                Some(deleting(terminated(137, "Error", ""))),
+                RunPhase::Failed,
+                reasons::POD_DELETED,
+                False,
+            ),
+            (
+                "stopped by the deadline backstop",
+                Some(with_reason(
+                    terminated(130, "Error", &summary("Cancelled", None)),
+                    "DeadlineExceeded",
+                )),
+                RunPhase::Failed,
+                reasons::DEADLINE_EXCEEDED,
+                False,
+            ),
         ];
         for (name, pod, phase, reason, succeeded) in cases {
             let status = run_status(&started(), pod.as_ref(), at(70));
@@ -696,6 +785,16 @@ mod tests {
             Some(terminated(143, "Error", "")),
             None,
             Some(pod("Failed", None, Some("DeadlineExceeded"))),
+            // How a cancel ends: the lowered deadline stops the runner, which says Cancelled.
+            Some(with_reason(
+                terminated(130, "Error", &summary("Cancelled", None)),
+                "DeadlineExceeded",
+            )),
+            Some(deleting(terminated(
+                130,
+                "Error",
+                &summary("Cancelled", None),
+            ))),
         ] {
             let status = run_status(&r, pod.as_ref(), at(70));
             check(
