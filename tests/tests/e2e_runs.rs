@@ -685,3 +685,63 @@ async fn a_run_needing_a_person_fails_at_once_saying_the_sidecar_is_needed() -> 
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_not() -> Result<()> {
+    run("run-budget", async |f| {
+        let mut config = f.config()?;
+        config.run_limits.daily_token_budget_per_owner = Some(1000);
+        let operator = f.operator(config)?;
+        f.apply(
+            r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: costly}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{reply: "expensive", usage: {inputTokens: 800, outputTokens: 400}}]
+"#,
+        )
+        .await?;
+        f.apply(&inline_run("spend", "costly", "jane@example.com"))
+            .await?;
+        let spent = f.wait_phase("spend", RunPhase::Succeeded).await?;
+        let tokens = spent
+            .status
+            .as_ref()
+            .and_then(|s| s.totals.as_ref())
+            .map(|t| t.tokens)
+            .unwrap_or_default();
+        ensure!(tokens >= 1200, "the run used {tokens} tokens");
+        // The ledger for the day is the sum of the owner's runs' totals: jane is over.
+        f.apply(&inline_run("again", "scripted", "jane@example.com"))
+            .await?;
+        let refused = f.wait_phase("again", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&refused, "Succeeded").as_deref(),
+            Some("DailyBudgetExceeded")
+        );
+        let message = refused
+            .status
+            .as_ref()
+            .and_then(|s| s.error.as_ref())
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "owner jane@example.com's runs used {tokens} of 1000 tokens today"
+            )),
+            "{message}"
+        );
+        assert!(f.runner_pods(&refused).await?.is_empty());
+        f.apply(&inline_run("fresh", "scripted", "raj@example.com"))
+            .await?;
+        f.wait_phase("fresh", RunPhase::Succeeded).await?;
+        operator.stop().await
+    })
+    .await
+}
