@@ -76,6 +76,9 @@ pub mod reasons {
     pub const ENTRY_NOT_READY: &str = "EntryNotReady";
     /// A run was cancelled before its runner pod started.
     pub const CANCELLED: &str = "Cancelled";
+    /// The apiserver refused a run's Secret, NetworkPolicy or Pod: forbidden (a quota, an
+    /// admission policy) is retried with the run `Pending`; invalid fails the run.
+    pub const CREATE_REFUSED: &str = "CreateRefused";
 }
 
 #[cfg(test)]

@@ -745,3 +745,107 @@ spec:
     })
     .await
 }
+
+/// A ValidatingAdmissionPolicy (cluster-scoped: named after the namespace, deleted by the
+/// test) that refuses runner pods in `namespace` as Forbidden, like a quota or a site policy.
+fn deny_runner_pods(namespace: &str) -> String {
+    format!(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: "pause-{namespace}"}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
+  validations:
+    - expression: "false"
+      reason: Forbidden
+      message: runner pods are paused in this namespace
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: "pause-{namespace}"}}
+spec:
+  policyName: "pause-{namespace}"
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {{kubernetes.io/metadata.name: "{namespace}"}}
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_lifted()
+-> Result<()> {
+    run("run-policy", async |f| {
+        apply_yaml(&f.admin, None, &deny_runner_pods(&f.ns.name)).await?;
+        let policy = format!("pause-{}", f.ns.name);
+        let result = async {
+            // The policy takes effect once the apiserver has loaded it: wait for a dry run.
+            let probe: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "probe"},
+                "spec": {"containers": [{"name": "c", "image": "orrery/podtest:e2e"}]}
+            }))?;
+            eventually(TIMEOUT, || async {
+                let dry = kube::api::PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                };
+                match f.pods().create(&dry, &probe).await {
+                    Err(kube::Error::Api(s)) if s.code == 403 => Ok(()),
+                    other => bail!("the policy is not in force yet: {other:?}"),
+                }
+            })
+            .await?;
+            let operator = f.operator(f.config()?)?;
+            f.apply(&inline_run("held", "scripted", "jane@example.com"))
+                .await?;
+            let held = wait_for(
+                &f.runs(),
+                "held",
+                "CreateRefused",
+                RUN_TIMEOUT,
+                |r: Option<&StudioRun>| {
+                    r.and_then(|r| condition_reason(r, "Succeeded")).as_deref()
+                        == Some("CreateRefused")
+                },
+            )
+            .await?
+            .context("held is gone")?;
+            assert_eq!(phase_of(Some(&held)), Some(RunPhase::Pending));
+            let message = held
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            assert!(
+                message.contains("forbidden") && message.contains("runner pods are paused"),
+                "{message}"
+            );
+            kubectl(
+                f.env,
+                ADMIN,
+                &["delete", "validatingadmissionpolicybinding", &policy],
+            )?;
+            f.wait_phase("held", RunPhase::Succeeded).await?;
+            operator.stop().await
+        }
+        .await;
+        let _ = kubectl(
+            f.env,
+            ADMIN,
+            &[
+                "delete",
+                "--ignore-not-found",
+                "validatingadmissionpolicybinding,validatingadmissionpolicy",
+                &policy,
+            ],
+        );
+        result
+    })
+    .await
+}

@@ -49,6 +49,9 @@ use std::time::Duration;
 /// A run waiting for its entries or its composition is looked at again this often besides
 /// the watches that wake it (a missed event costs at most this).
 const WAIT_RECHECK: Duration = Duration::from_secs(60);
+/// A run whose child the apiserver refused as forbidden (a quota, a policy) is tried again
+/// this often.
+const CREATE_RETRY: Duration = Duration::from_secs(10);
 /// A finished run is looked at again at least this often until its TTL deletes it.
 const TTL_RECHECK_MAX: Duration = Duration::from_secs(6 * 3600);
 
@@ -542,8 +545,37 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
             Action::await_change()
         });
     }
-    ctx.start(&run, &document, now).await?;
-    Ok(Action::await_change())
+    match ctx.start(&run, &document, now).await {
+        Ok(()) => Ok(Action::await_change()),
+        Err(Error::Kube(kube::Error::Api(refusal))) if matches!(refusal.code, 403 | 422) => {
+            let outcome = create_refusal(refusal.code, &refusal.message);
+            record(&ctx, &run, outcome, now).await?;
+            Ok(Action::requeue(CREATE_RETRY))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a refusal by the apiserver to create a child means for the run: forbidden (a quota,
+/// an admission policy) may pass later, so the run waits and is retried; invalid never will.
+fn create_refusal(code: u16, message: &str) -> Prepared {
+    let said: String = message.chars().take(600).collect();
+    if code == 403 {
+        Prepared::Waiting {
+            reason: reasons::CREATE_REFUSED,
+            message: format!(
+                "the apiserver refused a child of the run (forbidden: {said}); retried every {}s: fix the quota or policy that refuses it, or delete the run",
+                CREATE_RETRY.as_secs()
+            ),
+        }
+    } else {
+        Prepared::Refused {
+            reason: reasons::CREATE_REFUSED,
+            message: format!(
+                "the apiserver refused a child of the run as invalid: {said}; check the operator's runner config (image, runtimeClassName, resources)"
+            ),
+        }
+    }
 }
 
 /// Records a wait or a refusal.
@@ -635,7 +667,7 @@ pub fn controller(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::expect_used)]
+    #![allow(clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::run::builders::tests::run;
     use orrery_crds::common::ConditionStatus;
@@ -671,6 +703,24 @@ mod tests {
                 .map(|c| c.status),
             Some(ConditionStatus::False)
         );
+    }
+
+    #[test]
+    fn a_forbidden_child_waits_and_an_invalid_one_fails_the_run() {
+        match create_refusal(403, "exceeded quota: pods=10") {
+            Prepared::Waiting { reason, message } => {
+                assert_eq!(reason, reasons::CREATE_REFUSED);
+                assert!(message.contains("exceeded quota: pods=10"), "{message}");
+            }
+            other => panic!("forbidden waits, got {other:?}"),
+        }
+        match create_refusal(422, "spec.runtimeClassName: Invalid value") {
+            Prepared::Refused { reason, message } => {
+                assert_eq!(reason, reasons::CREATE_REFUSED);
+                assert!(message.contains("runtimeClassName"), "{message}");
+            }
+            other => panic!("invalid refuses, got {other:?}"),
+        }
     }
 
     #[test]
