@@ -4,7 +4,10 @@
 //! that finds nothing to do writes nothing.
 //!
 //! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
-//! test's namespace, with the admin kubeconfig and `examples/operator/config.yaml`.
+//! test's namespace, with `examples/operator/config.yaml`, as the operator's ServiceAccount
+//! with exactly the rules of `deploy/rbac/` (the test's namespace bound as a tenant namespace),
+//! never as admin: a rule missing from the manifests fails these tests. The tests' own setup
+//! and assertions use the admin client.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -26,6 +29,7 @@ use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
     workspace_root,
 };
+use orrery_tests::operator_identity::operator_client;
 use orrery_tests::testenv::{self, TestEnv};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -37,7 +41,9 @@ struct Operator {
 }
 
 impl Operator {
-    async fn start(client: Client, namespace: &str) -> Result<Operator> {
+    /// Starts the controllers, scoped to `namespace`, as the operator's ServiceAccount.
+    async fn start(env: &TestEnv, namespace: &str) -> Result<Operator> {
+        let client = operator_client(env, namespace).await?;
         let (stop, stopped) = oneshot::channel::<()>();
         let config = Arc::new(example_config()?);
         let task = tokio::spawn(orrery_operator::controller::run(
@@ -59,6 +65,13 @@ impl Operator {
             .context("the controllers' task")?;
         Ok(())
     }
+}
+
+/// A reconcilers' context acting as the operator's ServiceAccount, `namespace` bound as a
+/// tenant namespace.
+async fn operator_context(env: &TestEnv, namespace: &str) -> Result<Arc<Context>> {
+    let client = operator_client(env, namespace).await?;
+    Ok(Arc::new(Context::new(client, Arc::new(example_config()?))))
 }
 
 fn example_config() -> Result<Config> {
@@ -127,8 +140,8 @@ async fn wait_valid(api: &Api<Composition>, name: &str, want: &str) -> Result<Co
 #[tokio::test]
 async fn every_example_composition_becomes_valid_with_its_revision_and_entries_get_their_static_status()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-examples").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-examples").await?;
+    let operator = Operator::start(env, &ns.name).await?;
     let entries = apply_examples(&client, &ns.name, "registry").await?;
     let compositions = apply_examples(&client, &ns.name, "compositions").await?;
     ensure!(compositions.len() >= 9, "{compositions:?}");
@@ -258,8 +271,8 @@ spec:
 
 #[tokio::test]
 async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -> Result<()> {
-    let (_env, ns, client) = setup("op-broken").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-broken").await?;
+    let operator = Operator::start(env, &ns.name).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     apply_yaml(&client, Some(&ns.name), BROKEN).await?;
     let api: Api<Composition> = ns.api(&client);
@@ -290,8 +303,8 @@ async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -
 #[tokio::test]
 async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_touching_it()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-entry").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-entry").await?;
+    let operator = Operator::start(env, &ns.name).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
@@ -345,13 +358,13 @@ async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_to
 
 #[tokio::test]
 async fn a_second_reconcile_writes_nothing() -> Result<()> {
-    let (_env, ns, client) = setup("op-idem").await?;
+    let (env, ns, client) = setup("op-idem").await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: the reconcilers are called directly.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = operator_context(env, &ns.name).await?;
     let api: Api<Composition> = ns.api(&client);
     let registry: Api<RegistryEntry> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
@@ -401,14 +414,14 @@ async fn a_second_reconcile_writes_nothing() -> Result<()> {
 #[tokio::test]
 async fn only_the_newest_fifty_revisions_are_kept_and_the_status_names_the_current_one()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-prune").await?;
+    let (env, ns, client) = setup("op-prune").await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: each generation is reconciled directly, so every one of them
     // is recorded before the next edit.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = operator_context(env, &ns.name).await?;
     let api: Api<Composition> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
     let mut last = 0;
