@@ -59,12 +59,16 @@ async fn main() -> Result<()> {
                 cli.kubeconfig.display()
             )
         })?;
-    let server = config.cluster_url.to_string();
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
     let client = Client::try_from(config).context("building the kube client")?;
 
     let mut executor = ExecutorConfig::new(&cli.node_name)
         .bin_dir(cli.bin_dir.unwrap_or_else(default_bin_dir))
-        .api_server(server.trim_end_matches('/'));
+        .api_server(&server);
     if let Some(ns) = cli.namespace {
         executor = executor.namespace(ns);
     }
