@@ -2,7 +2,7 @@
 //! `kubectl auth can-i` table for the operator's ServiceAccount, one row per rule that matters
 //! (Secrets only `get` and `create`, only in a bound tenant namespace; no exec, logs, RBAC
 //! writes or impersonation; Leases only in `orrery-system`), plus a static check of the
-//! manifests themselves.
+//! manifests themselves (rule 14.24).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
