@@ -4,7 +4,10 @@
 //! that finds nothing to do writes nothing.
 //!
 //! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
-//! test's namespace, with the admin kubeconfig and `examples/operator/config.yaml`.
+//! test's namespace, with `examples/operator/config.yaml`, as the operator's ServiceAccount
+//! with exactly the rules of `deploy/rbac/` (the test's namespace bound as a tenant namespace),
+//! never as admin: a rule missing from the manifests fails these tests. The tests' own setup
+//! and assertions use the admin client.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -26,40 +29,21 @@ use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
     workspace_root,
 };
+use orrery_tests::operator_fixture::Operator;
+use orrery_tests::operator_identity::operator_client;
 use orrery_tests::testenv::{self, TestEnv};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-/// The controllers of one test, stopped (gracefully) by [`Operator::stop`].
-struct Operator {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+/// Starts the controllers, scoped to `namespace`, as the operator's ServiceAccount.
+async fn start_operator(env: &TestEnv, namespace: &str) -> Result<Operator> {
+    let client = operator_client(env, namespace).await?;
+    Operator::start(client, example_config()?, namespace)
 }
 
-impl Operator {
-    async fn start(client: Client, namespace: &str) -> Result<Operator> {
-        let (stop, stopped) = oneshot::channel::<()>();
-        let config = Arc::new(example_config()?);
-        let task = tokio::spawn(orrery_operator::controller::run(
-            client,
-            config,
-            orrery_tests::operator_fixture::test_signer()?,
-            Some(namespace.to_owned()),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
-        Ok(Operator { stop, task })
-    }
-
-    async fn stop(self) -> Result<()> {
-        let _ = self.stop.send(());
-        tokio::time::timeout(TIMEOUT, self.task)
-            .await
-            .context("the controllers did not stop after the shutdown signal")?
-            .context("the controllers' task")?;
-        Ok(())
-    }
+/// A reconcilers' context acting as the operator's ServiceAccount, `namespace` bound as a
+/// tenant namespace.
+async fn operator_context(env: &TestEnv, namespace: &str) -> Result<Arc<Context>> {
+    let client = operator_client(env, namespace).await?;
+    Ok(Arc::new(Context::new(client, Arc::new(example_config()?))))
 }
 
 fn example_config() -> Result<Config> {
@@ -128,8 +112,8 @@ async fn wait_valid(api: &Api<Composition>, name: &str, want: &str) -> Result<Co
 #[tokio::test]
 async fn every_example_composition_becomes_valid_with_its_revision_and_entries_get_their_static_status()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-examples").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-examples").await?;
+    let operator = start_operator(env, &ns.name).await?;
     let entries = apply_examples(&client, &ns.name, "registry").await?;
     let compositions = apply_examples(&client, &ns.name, "compositions").await?;
     ensure!(compositions.len() >= 9, "{compositions:?}");
@@ -259,8 +243,8 @@ spec:
 
 #[tokio::test]
 async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -> Result<()> {
-    let (_env, ns, client) = setup("op-broken").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-broken").await?;
+    let operator = start_operator(env, &ns.name).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     apply_yaml(&client, Some(&ns.name), BROKEN).await?;
     let api: Api<Composition> = ns.api(&client);
@@ -291,8 +275,8 @@ async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -
 #[tokio::test]
 async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_touching_it()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-entry").await?;
-    let operator = Operator::start(client.clone(), &ns.name).await?;
+    let (env, ns, client) = setup("op-entry").await?;
+    let operator = start_operator(env, &ns.name).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
@@ -346,13 +330,13 @@ async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_to
 
 #[tokio::test]
 async fn a_second_reconcile_writes_nothing() -> Result<()> {
-    let (_env, ns, client) = setup("op-idem").await?;
+    let (env, ns, client) = setup("op-idem").await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: the reconcilers are called directly.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = operator_context(env, &ns.name).await?;
     let api: Api<Composition> = ns.api(&client);
     let registry: Api<RegistryEntry> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
@@ -402,14 +386,14 @@ async fn a_second_reconcile_writes_nothing() -> Result<()> {
 #[tokio::test]
 async fn only_the_newest_fifty_revisions_are_kept_and_the_status_names_the_current_one()
 -> Result<()> {
-    let (_env, ns, client) = setup("op-prune").await?;
+    let (env, ns, client) = setup("op-prune").await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: each generation is reconciled directly, so every one of them
     // is recorded before the next edit.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = operator_context(env, &ns.name).await?;
     let api: Api<Composition> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
     let mut last = 0;

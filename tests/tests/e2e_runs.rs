@@ -5,7 +5,8 @@
 //! should; an operator restarted mid-run creates no second pod; a concurrency limit queues a
 //! run until a slot frees; a finished run is deleted with its children after its TTL.
 //!
-//! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed.
+//! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed. The
+//! controllers run as the operator's ServiceAccount bound to `deploy/rbac/`, never as admin.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
@@ -20,8 +21,8 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
+use orrery_crds::{Composition, StudioRun};
 use orrery_operator::Config;
 use orrery_operator::run::builders::RUN_UID_LABEL;
 use orrery_tests::harness::{
@@ -29,6 +30,7 @@ use orrery_tests::harness::{
     kubectl, wait_deleted, wait_for,
 };
 use orrery_tests::operator_fixture::{Operator, test_config};
+use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
 use orrery_tests::testenv::{self, ADMIN, TestEnv};
 use serde_json::json;
@@ -82,8 +84,11 @@ impl Fixture {
         Ok(config)
     }
 
-    fn operator(&self, config: Config) -> Result<Operator> {
-        Operator::start(self.admin.clone(), config, &self.ns.name)
+    /// The controllers, as the operator's ServiceAccount (never admin), watching this
+    /// namespace.
+    async fn operator(&self, config: Config) -> Result<Operator> {
+        let client = operator_client(self.env, &self.ns.name).await?;
+        Operator::start(client, config, &self.ns.name)
     }
 
     fn runs(&self) -> Api<StudioRun> {
@@ -254,7 +259,7 @@ fn ref_run(name: &str, composition: &str, revision: Option<i64>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy() -> Result<()> {
     run("run-ok", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
             .await?;
         // What a person types: kubectl wait on the Succeeded condition.
@@ -378,10 +383,33 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
 async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_there_yet()
 -> Result<()> {
     run("run-rev", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         f.apply(&composition("notes", "scripted")).await?;
+        // Each generation the controller sees is recorded; wait for the first before the next.
+        let compositions: Api<Composition> = f.ns.api(&f.admin);
+        let revision_is = |want: i64| {
+            move |c: Option<&Composition>| {
+                c.and_then(|c| c.status.as_ref()).and_then(|s| s.revision) == Some(want)
+            }
+        };
+        wait_for(
+            &compositions,
+            "notes",
+            "revision 1",
+            TIMEOUT,
+            revision_is(1),
+        )
+        .await?;
         // Generation 2: another model for the first node.
         f.apply(&composition("notes", "brief")).await?;
+        wait_for(
+            &compositions,
+            "notes",
+            "revision 2",
+            TIMEOUT,
+            revision_is(2),
+        )
+        .await?;
         f.apply(&ref_run("old", "notes", Some(1))).await?;
         f.apply(&ref_run("current", "notes", None)).await?;
         f.apply(&ref_run("gone", "notes", Some(7))).await?;
@@ -435,7 +463,7 @@ async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Result<()> {
     run("run-cancel", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("long", "slow", "jane@example.com"))
             .await?;
         f.wait_phase("long", RunPhase::Running).await?;
@@ -493,7 +521,7 @@ fn runner_pid(pod: &Pod) -> Result<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
     run("run-kill", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("killed", "slow", "jane@example.com"))
             .await?;
         f.apply(&inline_run("orphaned", "slow", "jane@example.com"))
@@ -537,7 +565,7 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
 async fn an_operator_restarted_mid_run_creates_no_second_pod_and_records_the_outcome() -> Result<()>
 {
     run("run-restart", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("steady", "brief", "jane@example.com"))
             .await?;
         let running = f.wait_phase("steady", RunPhase::Running).await?;
@@ -558,7 +586,7 @@ async fn an_operator_restarted_mid_run_creates_no_second_pod_and_records_the_out
             },
         )
         .await?;
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         let done = f.wait_phase("steady", RunPhase::Succeeded).await?;
         let after = f.runner_pods(&done).await?;
         assert_eq!(after.len(), 1, "no second pod");
@@ -573,7 +601,7 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
     run("run-queue", async |f| {
         let mut config = f.config()?;
         config.run_limits.max_concurrent_runs_per_owner = Some(1);
-        let operator = f.operator(config)?;
+        let operator = f.operator(config).await?;
         f.apply(&inline_run("first", "brief", "jane@example.com"))
             .await?;
         f.wait_phase("first", RunPhase::Running).await?;
@@ -628,7 +656,7 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
     run("run-ttl", async |f| {
         let mut config = f.config()?;
         config.ttl_seconds_after_finished = 3;
-        let operator = f.operator(config)?;
+        let operator = f.operator(config).await?;
         f.apply(&inline_run("brief-life", "scripted", "jane@example.com"))
             .await?;
         let done = f.wait_phase("brief-life", RunPhase::Succeeded).await?;
@@ -652,7 +680,7 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_needing_a_person_fails_at_once_saying_the_sidecar_is_needed() -> Result<()> {
     run("run-relay", async |f| {
-        let operator = f.operator(f.config()?)?;
+        let operator = f.operator(f.config()?).await?;
         let mut spec = pipeline("scripted");
         spec["nodes"]
             .as_array_mut()
@@ -691,7 +719,7 @@ async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_no
     run("run-budget", async |f| {
         let mut config = f.config()?;
         config.run_limits.daily_token_budget_per_owner = Some(1000);
-        let operator = f.operator(config)?;
+        let operator = f.operator(config).await?;
         f.apply(
             r#"
 apiVersion: studio.orrery.dev/v1alpha1
@@ -800,7 +828,7 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
                 }
             })
             .await?;
-            let operator = f.operator(f.config()?)?;
+            let operator = f.operator(f.config()?).await?;
             f.apply(&inline_run("held", "scripted", "jane@example.com"))
                 .await?;
             let held = wait_for(

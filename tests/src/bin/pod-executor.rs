@@ -1,0 +1,100 @@
+//! The test pod executor (`orrery_tests::pod_executor`) as a process of its own, so a person
+//! can try the operator by hand on the test control plane, which has no kubelet:
+//!
+//! ```sh
+//! cargo run -p orrery-tests --bin pod-executor -- --kubeconfig /tmp/te/kubeconfig
+//! ```
+//!
+//! It registers a Node, binds the pods that name no node to it and runs the project's images
+//! (`orrery/runner` → `orrery`, `orrery/podtest` → `orrery-podtest`) as local processes, until
+//! SIGTERM or SIGINT; then it stops them (their pods end `Failed`, reason `Terminated`), deletes
+//! its Node and exits 0. It prints one line naming the Node and where pod logs go. Test
+//! infrastructure only: never part of the product.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Runs pods of the project's images on this machine as a stand-in kubelet (test
+/// infrastructure), until SIGTERM or SIGINT.
+#[derive(Debug, Parser)]
+#[command(name = "pod-executor")]
+struct Cli {
+    /// The kubeconfig of the cluster (its current context is used; it needs rights on Nodes,
+    /// pods, pods/binding, pods/status, Secrets and ConfigMaps: `testenv up`'s admin).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: PathBuf,
+    /// The Node to register and run pods for.
+    #[arg(long, value_name = "NAME", default_value = "pod-executor")]
+    node_name: String,
+    /// Where the project's binaries are (`orrery`, `orrery-podtest`); default: next to this
+    /// binary, else ORRERY_BIN_DIR, else the cargo target directory.
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Only pods of this namespace (default: all namespaces).
+    #[arg(long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+    /// Where pod directories (volumes, logs) go; default: a fresh directory under the temp
+    /// directory. Removed at exit unless ORRERY_TESTENV_KEEP=1.
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let kubeconfig = Kubeconfig::read_from(&cli.kubeconfig)
+        .with_context(|| format!("reading the kubeconfig {}", cli.kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .with_context(|| {
+            format!(
+                "the current context of {}: pass a kubeconfig whose current context reaches \
+                 the cluster",
+                cli.kubeconfig.display()
+            )
+        })?;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    let client = Client::try_from(config).context("building the kube client")?;
+
+    let mut executor = ExecutorConfig::new(&cli.node_name)
+        .bin_dir(cli.bin_dir.unwrap_or_else(default_bin_dir))
+        .api_server(&server);
+    if let Some(ns) = cli.namespace {
+        executor = executor.namespace(ns);
+    }
+    executor.work_dir = cli.work_dir;
+    let bin_dir = executor.bin_dir.clone();
+
+    // Listen before starting, so a signal during start-up is not lost.
+    let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+    let running = PodExecutor::start_with(client, executor)
+        .await
+        .context("starting the pod executor")?;
+    println!(
+        "pod-executor: registered node {} on {server}; images run from {}; pod logs go to {}/<namespace>_<pod>_<uid>/logs/<container>.log",
+        running.node_name(),
+        bin_dir.display(),
+        running.work_dir().display(),
+    );
+    tokio::select! {
+        _ = term.recv() => eprintln!("pod-executor: SIGTERM: stopping the pods and removing the node"),
+        _ = int.recv() => eprintln!("pod-executor: SIGINT: stopping the pods and removing the node"),
+    }
+    running
+        .shutdown()
+        .await
+        .context("shutting the pod executor down")?;
+    eprintln!("pod-executor: stopped");
+    Ok(())
+}

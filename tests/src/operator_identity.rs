@@ -1,0 +1,117 @@
+//! The operator's own identity for end-to-end tests: the ServiceAccount and RBAC of
+//! `deploy/rbac/`, and a client authenticated as that ServiceAccount, so the controllers under
+//! test run with exactly the rules the manifests grant, never as admin.
+//!
+//! [`operator_client`] applies `deploy/rbac/operator.yaml` (server-side apply: idempotent, and
+//! safe when many tests call it at once), binds `deploy/rbac/tenant-namespace.yaml` in the
+//! test's namespace, mints a token with the TokenRequest API and returns a client that sends it
+//! to the same apiserver (CA from the environment's kubeconfig).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
+
+use crate::harness::{apply_yaml, wait_allowed, workspace_root};
+use crate::testenv::{ADMIN, TestEnv};
+
+/// The operator's namespace (`deploy/rbac/operator.yaml`).
+pub const OPERATOR_NAMESPACE: &str = "orrery-system";
+/// The operator's ServiceAccount.
+pub const OPERATOR_SERVICE_ACCOUNT: &str = "orrery-operator";
+/// The operator's user name, as `kubectl --as` takes it.
+pub const OPERATOR_USER: &str = "system:serviceaccount:orrery-system:orrery-operator";
+/// The placeholder of `deploy/rbac/tenant-namespace.yaml`.
+pub const NAMESPACE_PLACEHOLDER: &str = "NAMESPACE";
+/// How long a minted token lives: longer than any test binary runs.
+const TOKEN_LIFETIME: Duration = Duration::from_secs(4 * 3600);
+
+/// `deploy/rbac/operator.yaml`.
+pub fn operator_manifest() -> Result<String> {
+    read_manifest("operator.yaml")
+}
+
+/// `deploy/rbac/tenant-namespace.yaml` with its placeholder replaced by `namespace`.
+pub fn tenant_manifest(namespace: &str) -> Result<String> {
+    Ok(read_manifest("tenant-namespace.yaml")?.replace(NAMESPACE_PLACEHOLDER, namespace))
+}
+
+fn read_manifest(file: &str) -> Result<String> {
+    let path = workspace_root().join("deploy/rbac").join(file);
+    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Applies the operator's RBAC (`deploy/rbac/operator.yaml`) and binds `tenant_namespace` as a
+/// tenant namespace, as admin; waits until the authorizer grants them.
+pub async fn install_operator_rbac(env: &TestEnv, tenant_namespace: &str) -> Result<()> {
+    let admin = env.admin().await?;
+    apply_yaml(&admin, None, &operator_manifest()?)
+        .await
+        .context("applying deploy/rbac/operator.yaml")?;
+    apply_yaml(&admin, None, &tenant_manifest(tenant_namespace)?)
+        .await
+        .with_context(|| format!("binding {tenant_namespace} as a tenant namespace"))?;
+    Ok(())
+}
+
+/// A client acting as the operator's ServiceAccount (`orrery-system/orrery-operator`), with
+/// the rules of `deploy/rbac/` and `tenant_namespace` bound as a tenant namespace. Returns once
+/// the grants are in effect (RBAC reaches the authorizer's cache a moment after it is written).
+pub async fn operator_client(env: &TestEnv, tenant_namespace: &str) -> Result<Client> {
+    install_operator_rbac(env, tenant_namespace).await?;
+    let token = mint_token(env).await?;
+    let client = client_with_token(env, token).await?;
+    // One rule of each binding: the ClusterRoleBinding, the tenant RoleBinding, the Lease Role.
+    wait_allowed(&client, None, "watch", "studio.orrery.dev", "compositions").await?;
+    wait_allowed(&client, Some(tenant_namespace), "create", "", "secrets").await?;
+    wait_allowed(
+        &client,
+        Some(OPERATOR_NAMESPACE),
+        "update",
+        "coordination.k8s.io",
+        "leases",
+    )
+    .await?;
+    Ok(client)
+}
+
+/// A token for the operator's ServiceAccount from the TokenRequest API
+/// (`serviceaccounts/token`), audience the apiserver's.
+pub async fn mint_token(env: &TestEnv) -> Result<String> {
+    let admin = env.admin().await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin, OPERATOR_NAMESPACE);
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "spec": { "audiences": [], "expirationSeconds": TOKEN_LIFETIME.as_secs() }
+    }))?;
+    let minted = accounts
+        .create_token_request(OPERATOR_SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .context("TokenRequest for orrery-system/orrery-operator")?;
+    minted
+        .status
+        .and_then(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .context("the TokenRequest came back without a token")
+}
+
+/// A client for the apiserver of `env` (server and CA from its kubeconfig) sending `token`.
+pub async fn client_with_token(env: &TestEnv, token: String) -> Result<Client> {
+    let kc = Kubeconfig::read_from(&env.kubeconfig)
+        .with_context(|| format!("reading {}", env.kubeconfig.display()))?;
+    let opts = KubeConfigOptions {
+        context: Some(ADMIN.to_string()),
+        ..Default::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &opts)
+        .await
+        .context("the kubeconfig's admin context (for the server and its CA)")?;
+    config.auth_info = AuthInfo {
+        token: Some(token.into()),
+        ..Default::default()
+    };
+    Client::try_from(config).context("building the operator's kube client")
+}
