@@ -447,6 +447,36 @@ pub struct RegistryEntryStatus {
     /// The last error reaching or pinning the endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The generation the last probe result is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed_generation: Option<i64>,
+    /// When the last probe result was recorded (RFC 3339); the next probe is due an interval
+    /// later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_probe_time: Option<String>,
+    /// Pins the last probe found that differ from the pinned ones (`Ready=False`, reason
+    /// `PinChanged`): annotating the entry with `studio.orrery.dev/accept-pins` set to their
+    /// `digest` adopts exactly these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_pins: Option<ProposedPins>,
+}
+
+/// Pins a probe found that differ from the pinned ones, waiting for a person to accept them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposedPins {
+    /// What to name in the `studio.orrery.dev/accept-pins` annotation to accept them.
+    pub digest: String,
+    /// The card digest found (A2A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "cardSHA256")]
+    pub card_sha256: Option<String>,
+    /// The card's skills found (A2A).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// The tools found (MCP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<PinnedTool>,
 }
 
 /// One pinned MCP tool.
