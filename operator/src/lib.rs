@@ -7,6 +7,7 @@
 //! - [`registry`]: a RegistryEntry's static checks and their conditions.
 //! - [`run`]: a StudioRun's Secret, NetworkPolicy and runner Pod; its phase from the pod; the
 //!   queue and the daily token budget.
+//! - [`sandbox`]: the restricted security contexts and volumes every pod it starts shares.
 //! - [`controller`]: the context every reconciler shares; running the controllers.
 //! - [`kstatus`]: the `Ready`/`Reconciling`/`Stalled` conditions every kind carries.
 //! - [`error`]: the error type, whose variants are metric labels.
@@ -19,6 +20,7 @@ pub mod kstatus;
 pub mod names;
 pub mod registry;
 pub mod run;
+pub mod sandbox;
 
 pub use config::Config;
 pub use error::{Error, Result};
