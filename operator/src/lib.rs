@@ -4,7 +4,8 @@
 //!
 //! - [`config`]: the deployment config (`--config FILE`).
 //! - [`composition`]: status from the validator, the spec digest, ControllerRevisions.
-//! - [`registry`]: a RegistryEntry's static checks and their conditions.
+//! - [`registry`]: a RegistryEntry's static checks, its probe pod and NetworkPolicy, and the
+//!   conditions and pins they lead to (`PinChanged` and its acceptance).
 //! - [`run`]: a StudioRun's Secret, NetworkPolicy and runner Pod; its phase from the pod; the
 //!   queue and the daily token budget.
 //! - [`sandbox`]: the restricted security contexts and volumes every pod it starts shares.

@@ -79,28 +79,28 @@ fn config() -> Result<Config> {
     Ok(config)
 }
 
-fn entries(fleet: &Fleet) -> Vec<RegistryEntry> {
+fn entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
     let tools = [
         "search_articles",
         "get_article",
         "convert_units",
         "current_time",
     ];
-    let yaml = |v: serde_json::Value| -> RegistryEntry {
-        serde_json::from_value(v).unwrap_or_else(|e| panic!("entry: {e}"))
+    let yaml = |v: serde_json::Value| -> Result<RegistryEntry> {
+        serde_json::from_value(v).context("a RegistryEntry")
     };
-    vec![
+    Ok(vec![
         yaml(json!({
             "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
             "metadata": {"name": "demo-tools"},
             "spec": {"mcp": {"url": fleet.tools_url(), "tools": tools, "readOnly": tools}}
-        })),
+        }))?,
         yaml(json!({
             "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
             "metadata": {"name": "demo-writer"},
             "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
-        })),
-    ]
+        }))?,
+    ])
 }
 
 fn ready_reason(e: Option<&RegistryEntry>) -> Option<(ConditionStatus, String)> {
@@ -189,7 +189,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     let pods: Api<Pod> = ns.api(client);
     let (seen, recorder) = record_pods(pods.clone());
     let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
-    for entry in entries(&fleet) {
+    for entry in entries(&fleet)? {
         registry.create(&PostParams::default(), &entry).await?;
     }
 
