@@ -33,7 +33,7 @@ use orrery_operator::registry::probe::{ENTRY_UID_LABEL, PROBE_APP, probe_network
 use orrery_operator::registry::status::ACCEPT_PINS_ANNOTATION;
 use orrery_operator::sandbox;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
-use orrery_tests::harness::{TestNamespace, ensure_crds, wait_for, workspace_root};
+use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, wait_for, workspace_root};
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
 use orrery_tests::testenv;
 use serde_json::json;
@@ -238,16 +238,21 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     assert_eq!(first.probed_generation, writer.metadata.generation);
 
     // The probe pods: restricted like a runner pod, owned by their entry, running `orrery probe`.
-    let probe_pods: Vec<Pod> = seen
-        .lock()
-        .map(|s| s.values().cloned().collect())
-        .unwrap_or_default();
     for entry in [&tools, &writer] {
         let uid = entry.uid().context("uid")?;
-        let pod = probe_pods
-            .iter()
-            .find(|p| p.labels().get(ENTRY_UID_LABEL) == Some(&uid))
-            .with_context(|| format!("no probe pod was seen for {}", entry.name_any()))?;
+        // The watcher may have started after an entry's first pod was gone; the interval's
+        // next probe pod shows up then.
+        let pod = eventually(PROBE_TIMEOUT, || {
+            let found = seen.lock().ok().and_then(|s| {
+                s.values()
+                    .find(|p| p.labels().get(ENTRY_UID_LABEL) == Some(&uid))
+                    .cloned()
+            });
+            async move { found.context("no probe pod seen yet") }
+        })
+        .await
+        .with_context(|| format!("no probe pod was seen for {}", entry.name_any()))?;
+        let pod = &pod;
         let spec = pod.spec.as_ref().context("pod spec")?;
         assert_eq!(spec.security_context, Some(sandbox::pod_security_context()));
         let container = &spec.containers[0];
@@ -373,20 +378,77 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     assert_eq!(status.card_sha256.as_deref(), Some(new_digest.as_str()));
     assert!(status.proposed_pins.is_none());
 
-    // Recorded probe pods are deleted: none is left once the probes stop (the entry deleted).
+    // Recorded probe pods are deleted: many probes ran (every 3 s), yet each entry has at most
+    // its current pod and one being deleted.
     recorder.abort();
-    for name in ["demo-tools", "demo-writer"] {
-        registry.delete(name, &Default::default()).await?;
-    }
-    fleet.shutdown().await?;
-    if pods
+    let probed = seen.lock().map(|s| s.len()).unwrap_or(0);
+    let left = pods
         .list(&ListParams::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}")))
         .await?
         .items
-        .len()
-        > 2
-    {
-        bail!("probe pods pile up instead of being deleted once recorded");
+        .len();
+    ensure!(probed > 2, "more probes than entries ran: {probed}");
+    if left > 4 {
+        bail!("{left} probe pods are left of {probed}: recorded pods are not deleted");
     }
+    fleet.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_repeat_reconcile_of_an_entry_being_probed_writes_nothing_and_starts_no_second_pod()
+-> Result<()> {
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "probe-idem").await?;
+    let client = env.admin().await?;
+    // No pod executor and no controller: the reconciler is called directly, and the probe pod
+    // it creates never runs.
+    let ctx = Arc::new(orrery_operator::controller::Context::new(
+        client.clone(),
+        Arc::new(config()?),
+    ));
+    let registry: Api<RegistryEntry> = ns.api(&client);
+    let pods: Api<Pod> = ns.api(&client);
+    let entry: RegistryEntry = serde_json::from_value(json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+        "metadata": {"name": "demo-writer"},
+        "spec": {"a2a": {"cardUrl": "http://127.0.0.1:7802/.well-known/agent-card.json", "skills": ["draft"]}}
+    }))?;
+    registry.create(&PostParams::default(), &entry).await?;
+    let reconcile = |e: RegistryEntry| {
+        orrery_operator::registry::reconcile::reconcile(Arc::new(e), ctx.clone())
+    };
+    reconcile(registry.get("demo-writer").await?).await?;
+    let first = registry.get("demo-writer").await?;
+    ensure!(
+        ready_reason(Some(&first)) == Some((ConditionStatus::Unknown, "Probing".to_owned())),
+        "{:?}",
+        first.status
+    );
+    let probes = ListParams::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}"));
+    let created = pods.list(&probes).await?.items;
+    assert_eq!(created.len(), 1, "one probe pod");
+    for _ in 0..2 {
+        reconcile(registry.get("demo-writer").await?).await?;
+    }
+    let again = registry.get("demo-writer").await?;
+    assert_eq!(
+        again.resource_version(),
+        first.resource_version(),
+        "nothing written"
+    );
+    let after: Vec<String> = pods
+        .list(&probes)
+        .await?
+        .items
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    assert_eq!(
+        after,
+        [created[0].name_any()],
+        "the same pod, no second one"
+    );
     Ok(())
 }

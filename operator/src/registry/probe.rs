@@ -182,7 +182,8 @@ fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantit
 /// The probe Pod of the entry as it stands ([`probe_pod_name`]): the runner image running
 /// `orrery probe --entry <file> --termination-log /dev/termination-log`, restricted exactly as
 /// a runner pod ([`crate::sandbox`]), never restarted, a deadline backstop, no service-account
-/// token, no service links, the entry's Secrets mounted read-only where the runner reads them,
+/// token, no service links, the entry's bearer token (never a model's API key: the probe calls
+/// no model) mounted read-only where the runner reads it,
 /// owned by the entry (controller) and labelled with its UID.
 pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
     let request = probe_request(entry)?;
@@ -210,8 +211,12 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
         sandbox::read_only_mount("entry", PROBE_DIR),
         sandbox::tmp_mount(),
     ];
+    // Only the bearer tokens the probe sends; a model's API key stays out (nothing is called).
     let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (_, reference) in secret_refs(&entry.spec) {
+    for (_, reference) in secret_refs(&entry.spec)
+        .into_iter()
+        .filter(|(field, _)| !field.starts_with("spec.model."))
+    {
         secrets
             .entry(reference.name.clone())
             .or_default()
@@ -550,6 +555,20 @@ mod tests {
         assert_eq!(
             env.get("ORRERY_A2A_PRIVATE_ALLOW"),
             Some(&"vllm.ml.svc,10.0.0.0/8")
+        );
+    }
+
+    #[test]
+    fn a_models_api_key_is_not_mounted_into_its_probe_pod() {
+        let gpt = entry(
+            "{model: {provider: OpenAI, model: m, apiKey: {secretKeyRef: {name: keys, key: openai}}}}",
+        );
+        let pod = probe_pod(&gpt, &config("")).expect("pod");
+        let spec = pod.spec.expect("spec");
+        assert!(
+            spec.volumes.iter().flatten().all(|v| v.secret.is_none()),
+            "{:?}",
+            spec.volumes
         );
     }
 
