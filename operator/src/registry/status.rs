@@ -455,7 +455,18 @@ pub fn probe_status(
     let mut recorded = false;
     if let ProbeObservation::Ended(result) = observation {
         let result = match result {
-            Ok(report) if report.entry != name || Some(report.generation) != generation => None,
+            // A pod of an older generation: not this generation's result.
+            Ok(report) if report.entry == name && Some(report.generation) != generation => None,
+            // A probe that could not even read its entry reports on no entry.
+            Ok(report) if report.entry != name => Some(Err(format!(
+                "the probe reported on entry {:?} (generation {}), not on this one{}",
+                report.entry,
+                report.generation,
+                match &report.outcome {
+                    ProbeOutcome::Error { message } => format!(": {message}"),
+                    ProbeOutcome::Ok => String::new(),
+                }
+            ))),
             Ok(report) => Some(match &report.outcome {
                 ProbeOutcome::Ok => Ok(&report.pins),
                 ProbeOutcome::Error { message } => Err(message.clone()),
@@ -1087,6 +1098,22 @@ mod tests {
                 ProbeNext::CreatePod
             );
             // A pod that ended without a report is a failed probe too.
+            let unread = ProbeObservation::Ended(Ok(ProbeReport::error(
+                "",
+                0,
+                "entry.json: cannot read the entry",
+            )));
+            let (status, next) = probe_status(&writer(), &unread, 3600, at(0));
+            assert_eq!(
+                next,
+                ProbeNext::DeletePod {
+                    due_in: PROBE_RETRY_SECONDS
+                }
+            );
+            assert!(
+                ready(&status).2.contains("cannot read the entry"),
+                "recorded, not looped on"
+            );
             let crashed = ProbeObservation::Ended(Err(
                 "the probe pod ended (exit code 139, Error) without a report".into(),
             ));
