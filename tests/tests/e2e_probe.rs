@@ -344,17 +344,26 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
         .clone()
         .context("a proposed card digest")?;
     assert_ne!(new_digest, first_digest);
+    // The Event follows the status write that it announces.
     let events: Api<Event> = ns.api(client);
-    let pin_changed = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .any(|e| {
-            e.reason.as_deref() == Some("PinChanged")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("demo-writer")
-        });
-    ensure!(pin_changed, "a PinChanged Event for demo-writer");
+    eventually(PROBE_TIMEOUT, || {
+        let events = events.clone();
+        async move {
+            let found = events
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("PinChanged")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some("demo-writer")
+                });
+            ensure!(found, "no PinChanged Event for demo-writer yet");
+            Ok(())
+        }
+    })
+    .await?;
 
     // The one command, as a patch: Ready again, pinned to the new digest.
     let patch = json!({"metadata": {"annotations": {ACCEPT_PINS_ANNOTATION: proposed.digest}}});
