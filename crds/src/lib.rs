@@ -23,6 +23,7 @@ pub mod import;
 pub mod manifest;
 pub mod plan;
 pub mod plan_document;
+pub mod probe;
 pub mod registry;
 pub mod run;
 pub mod schema;

@@ -171,6 +171,56 @@ impl ModelEntry {
     }
 }
 
+/// One URL of an entry, at its field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryUrl {
+    /// The field, e.g. `spec.a2a.serviceOrigins[1]`.
+    pub field: String,
+    /// The URL as written.
+    pub url: String,
+}
+
+/// The public endpoint a model provider uses when its entry sets no `baseUrl`.
+pub fn default_base_url(provider: ModelProvider) -> Option<&'static str> {
+    match provider {
+        ModelProvider::OpenAi => Some("https://api.openai.com/v1"),
+        ModelProvider::Anthropic => Some("https://api.anthropic.com"),
+        ModelProvider::Gemini => Some("https://generativelanguage.googleapis.com"),
+        ModelProvider::Scripted => None,
+    }
+}
+
+/// Every URL the entry reaches: an MCP server's `url`; an agent's `cardUrl` and
+/// `serviceOrigins`; a model's `baseUrl` or its provider's default. A Scripted model reaches
+/// none. The operator's static checks and NetworkPolicies and the probe read entries through
+/// this one list.
+pub fn entry_urls(spec: &RegistryEntrySpec) -> Vec<EntryUrl> {
+    let at = |field: String, url: &str| EntryUrl {
+        field,
+        url: url.to_owned(),
+    };
+    let mut out = Vec::new();
+    if let Some(mcp) = &spec.mcp {
+        out.push(at("spec.mcp.url".into(), &mcp.url));
+    }
+    if let Some(a2a) = &spec.a2a {
+        out.push(at("spec.a2a.cardUrl".into(), &a2a.card_url));
+        for (i, origin) in a2a.service_origins.iter().enumerate() {
+            out.push(at(format!("spec.a2a.serviceOrigins[{i}]"), origin));
+        }
+    }
+    if let Some(model) = &spec.model {
+        match (&model.base_url, default_base_url(model.provider)) {
+            (Some(url), _) => out.push(at("spec.model.baseUrl".into(), url)),
+            (None, Some(url)) if model.provider != ModelProvider::Scripted => {
+                out.push(at("spec.model.provider".into(), url));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// MCP transport.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum McpTransport {
@@ -447,6 +497,36 @@ pub struct RegistryEntryStatus {
     /// The last error reaching or pinning the endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The generation the last probe result is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed_generation: Option<i64>,
+    /// When the last probe result was recorded (RFC 3339); the next probe is due an interval
+    /// later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_probe_time: Option<String>,
+    /// Pins the last probe found that differ from the pinned ones (`Ready=False`, reason
+    /// `PinChanged`): annotating the entry with `studio.orrery.dev/accept-pins` set to their
+    /// `digest` adopts exactly these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_pins: Option<ProposedPins>,
+}
+
+/// Pins a probe found that differ from the pinned ones, waiting for a person to accept them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposedPins {
+    /// What to name in the `studio.orrery.dev/accept-pins` annotation to accept them.
+    pub digest: String,
+    /// The card digest found (A2A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "cardSHA256")]
+    pub card_sha256: Option<String>,
+    /// The card's skills found (A2A).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// The tools found (MCP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<PinnedTool>,
 }
 
 /// One pinned MCP tool.

@@ -22,6 +22,12 @@ pub const MAX_APPROVAL_TIMEOUT_SECONDS: u64 = 24 * 3600;
 /// runner's own deadline always fires first and the kubelet's is only a backstop (the seeds'
 /// "deadline plus two minutes").
 pub const DEFAULT_DEADLINE_MARGIN_SECONDS: u64 = 120;
+/// Seconds between two probes of an unchanged RegistryEntry, by default (an hour).
+pub const DEFAULT_PROBE_INTERVAL_SECONDS: u64 = 3600;
+/// The shortest probe interval: each probe is a pod.
+pub const MIN_PROBE_INTERVAL_SECONDS: u64 = 60;
+/// The longest probe interval: a week.
+pub const MAX_PROBE_INTERVAL_SECONDS: u64 = 7 * 24 * 3600;
 /// The audience of run tokens: the sidecar.
 pub const DEFAULT_RUN_TOKEN_AUDIENCE: &str = "orrery-sidecar";
 /// The issuer of run tokens.
@@ -69,6 +75,10 @@ pub struct Config {
     /// Seconds a finished run is kept (with its children) before it is deleted.
     #[serde(default = "default_ttl")]
     pub ttl_seconds_after_finished: u64,
+    /// Seconds between two probes of a RegistryEntry whose spec did not change (a spec change
+    /// probes at once).
+    #[serde(default = "default_probe_interval")]
+    pub probe_interval_seconds: u64,
     /// The runner pods.
     pub runner: RunnerConfig,
     /// Where runners reach the sidecar.
@@ -83,6 +93,10 @@ fn default_approval_timeout() -> u64 {
 
 fn default_ttl() -> u64 {
     DEFAULT_TTL_SECONDS_AFTER_FINISHED
+}
+
+fn default_probe_interval() -> u64 {
+    DEFAULT_PROBE_INTERVAL_SECONDS
 }
 
 /// The egress proxy.
@@ -536,6 +550,18 @@ impl Config {
                 "set at least 1 (the default is 1209600, 14 days)",
             );
         }
+        if !(MIN_PROBE_INTERVAL_SECONDS..=MAX_PROBE_INTERVAL_SECONDS)
+            .contains(&self.probe_interval_seconds)
+        {
+            problem(
+                "probeIntervalSeconds".into(),
+                format!(
+                    "{} is outside {MIN_PROBE_INTERVAL_SECONDS}..={MAX_PROBE_INTERVAL_SECONDS} (each probe is a pod)",
+                    self.probe_interval_seconds
+                ),
+                "set between 60 seconds and 604800 (a week); the default is 3600",
+            );
+        }
         let runner = &self.runner;
         if let Some(why) = image_problem(&runner.image) {
             problem(
@@ -752,6 +778,7 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
         let config = parse(MINIMAL).expect("the minimal config parses");
         assert_eq!(config.ttl_seconds_after_finished, 14 * 24 * 3600);
         assert_eq!(config.approval_timeout_seconds, 900);
+        assert_eq!(config.probe_interval_seconds, 3600);
         assert_eq!(config.ceilings(), BudgetLimits::DEFAULT_CEILINGS);
         assert!(!config.acting_remotes);
         assert_eq!(config.runner.resources, Resources::default());
@@ -886,6 +913,9 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
             ),
             ("approvalTimeoutSeconds: 86401", &["approvalTimeoutSeconds"]),
             ("ttlSecondsAfterFinished: 0", &["ttlSecondsAfterFinished"]),
+            ("probeIntervalSeconds: 59", &["probeIntervalSeconds"]),
+            ("probeIntervalSeconds: 604801", &["probeIntervalSeconds"]),
+            ("probeIntervalSeconds: 60", &[]),
         ];
         let versioned: &[(String, &[&str])] = &[
             (MINIMAL.replace("/v1alpha1", "/v1"), &["apiVersion"]),

@@ -4,9 +4,11 @@
 //!
 //! - [`config`]: the deployment config (`--config FILE`).
 //! - [`composition`]: status from the validator, the spec digest, ControllerRevisions.
-//! - [`registry`]: a RegistryEntry's static checks and their conditions.
+//! - [`registry`]: a RegistryEntry's static checks, its probe pod and NetworkPolicy, and the
+//!   conditions and pins they lead to (`PinChanged` and its acceptance).
 //! - [`run`]: a StudioRun's Secret, NetworkPolicy and runner Pod; its phase from the pod; the
 //!   queue and the daily token budget.
+//! - [`sandbox`]: the restricted security contexts and volumes every pod it starts shares.
 //! - [`controller`]: the context every reconciler shares; running the controllers.
 //! - [`kstatus`]: the `Ready`/`Reconciling`/`Stalled` conditions every kind carries.
 //! - [`error`]: the error type, whose variants are metric labels.
@@ -19,6 +21,7 @@ pub mod kstatus;
 pub mod names;
 pub mod registry;
 pub mod run;
+pub mod sandbox;
 
 pub use config::Config;
 pub use error::{Error, Result};

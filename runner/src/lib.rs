@@ -13,6 +13,7 @@ pub mod model;
 pub mod net;
 pub mod pin;
 pub mod pinstore;
+pub mod probe;
 pub mod remote;
 pub mod safety;
 pub mod secrets;

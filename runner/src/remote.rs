@@ -231,8 +231,8 @@ impl RemoteToolFactory {
         GuardedClient::with_resolver(policy, self.config.resolver.clone())
     }
 
-    /// The run's MCP session with entry `name`.
-    fn mcp_session(
+    /// The run's MCP session with entry `name` (not connected yet; the probe connects it too).
+    pub fn mcp_session(
         &self,
         name: &str,
         entry: &RegistryEntry,
@@ -261,8 +261,9 @@ impl RemoteToolFactory {
         Ok(session)
     }
 
-    /// The run's agent for A2A entry `name`.
-    fn a2a_agent(
+    /// The run's agent for A2A entry `name` (its card not fetched yet; the probe fetches it
+    /// too).
+    pub fn a2a_agent(
         &self,
         name: &str,
         entry: &RegistryEntry,

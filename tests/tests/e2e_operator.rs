@@ -182,8 +182,9 @@ async fn every_example_composition_becomes_valid_with_its_revision_and_entries_g
         assert_eq!(n, 1, "{name}: one Valid Event, got {n}");
     }
 
-    // Static checks only (the probe is not built): the Scripted model needs none and is
-    // Ready; gpt names a Secret that does not exist and is refused; the rest wait for a probe.
+    // Static checks only (no pod executor runs here, so probe pods never run): the Scripted
+    // model needs none and is Ready; gpt names a Secret that does not exist and is refused; the
+    // rest wait for their probe (tests/tests/e2e_probe.rs runs them).
     let registry: Api<RegistryEntry> = ns.api(&client);
     assert!(entries.contains(&"scripted".to_owned()), "{entries:?}");
     wait_for(

@@ -84,6 +84,8 @@ const TABLE: &[Row] = &[
     row("create", "serviceaccounts/token", Tenant, NO),
     // NetworkPolicies, ControllerRevisions, Events: created in a tenant namespace.
     row("create", "networkpolicies.networking.k8s.io", Tenant, YES),
+    row("patch",  "networkpolicies.networking.k8s.io", Tenant, YES),
+    row("patch",  "networkpolicies.networking.k8s.io", Unbound, NO),
     row("watch",  "networkpolicies.networking.k8s.io", Cluster, YES),
     row("delete", "networkpolicies.networking.k8s.io", Tenant, NO),
     row("create", "networkpolicies.networking.k8s.io", Unbound, NO),

@@ -4,56 +4,8 @@
 
 use orrery_crds::common::SecretKeyRef;
 pub use orrery_crds::host::{LOOPBACK_HOSTS, is_secure_url, scheme_and_host};
-use orrery_crds::registry::{ModelProvider, RegistryEntrySpec};
-
-/// One URL of an entry, at its field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryUrl {
-    /// The field, e.g. `spec.a2a.serviceOrigins[1]`.
-    pub field: String,
-    /// The URL as written.
-    pub url: String,
-}
-
-/// The public endpoint a model provider uses when its entry sets no `baseUrl`.
-pub fn default_base_url(provider: ModelProvider) -> Option<&'static str> {
-    match provider {
-        ModelProvider::OpenAi => Some("https://api.openai.com/v1"),
-        ModelProvider::Anthropic => Some("https://api.anthropic.com"),
-        ModelProvider::Gemini => Some("https://generativelanguage.googleapis.com"),
-        ModelProvider::Scripted => None,
-    }
-}
-
-/// Every URL the entry reaches: an MCP server's `url`; an agent's `cardUrl` and
-/// `serviceOrigins`; a model's `baseUrl` or its provider's default. A Scripted model reaches
-/// none.
-pub fn entry_urls(spec: &RegistryEntrySpec) -> Vec<EntryUrl> {
-    let at = |field: String, url: &str| EntryUrl {
-        field,
-        url: url.to_owned(),
-    };
-    let mut out = Vec::new();
-    if let Some(mcp) = &spec.mcp {
-        out.push(at("spec.mcp.url".into(), &mcp.url));
-    }
-    if let Some(a2a) = &spec.a2a {
-        out.push(at("spec.a2a.cardUrl".into(), &a2a.card_url));
-        for (i, origin) in a2a.service_origins.iter().enumerate() {
-            out.push(at(format!("spec.a2a.serviceOrigins[{i}]"), origin));
-        }
-    }
-    if let Some(model) = &spec.model {
-        match (&model.base_url, default_base_url(model.provider)) {
-            (Some(url), _) => out.push(at("spec.model.baseUrl".into(), url)),
-            (None, Some(url)) if model.provider != ModelProvider::Scripted => {
-                out.push(at("spec.model.provider".into(), url));
-            }
-            _ => {}
-        }
-    }
-    out
-}
+use orrery_crds::registry::RegistryEntrySpec;
+pub use orrery_crds::registry::{EntryUrl, default_base_url, entry_urls};
 
 /// Whether the entry is on a private network (`privateNetwork: true` of its kind).
 pub fn is_private(spec: &RegistryEntrySpec) -> bool {

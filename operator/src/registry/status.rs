@@ -1,16 +1,22 @@
-//! A RegistryEntry's static checks (before any probe): https unless loopback, private hosts
-//! only on the deployment's allowlist, acting only if allowed, every secretKeyRef naming a key
-//! that exists. They set `Ready`/`Pinned` with reasons; the probe's result (next) fills in the
-//! pins.
+//! A RegistryEntry's status. First its static checks (before any probe): https unless
+//! loopback, private hosts only on the deployment's allowlist, acting only if allowed, every
+//! secretKeyRef naming a key that exists; they set `Ready`/`Pinned` with reasons. Then its
+//! probe ([`probe_status`]): the probe pod's report fills in the pins, a changed pin waits for
+//! a person's acceptance, and the next probe is due on a spec change or after the interval.
 
 use super::builders::{entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs};
 use crate::config::{AllowEntry, Config};
-use crate::kstatus::{self, Health};
+use crate::kstatus::{self, Health, find};
+use crate::run::status::PodState;
 use ipnet::IpNet;
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, set_condition};
-use orrery_crds::conditions::{PINNED, reasons};
-use orrery_crds::registry::{Effect, ModelProvider, RegistryEntry, RegistryEntryStatus};
+use orrery_crds::conditions::{PINNED, READY, reasons};
+use orrery_crds::plan_document::EntryPins;
+use orrery_crds::probe::{ProbeOutcome, ProbeReport, parse_report, pins_digest};
+use orrery_crds::registry::{
+    Effect, ModelProvider, ProposedPins, RegistryEntry, RegistryEntryStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
@@ -161,6 +167,30 @@ pub fn needs_no_probe(entry: &RegistryEntry) -> bool {
         .is_some_and(|m| m.provider == ModelProvider::Scripted)
 }
 
+/// The status every path starts from: the stored one with the entry's kind and generation,
+/// and `Pinned=Unknown` (reason `Probing`) when there is no `Pinned` yet. Pins already in the
+/// status are kept.
+fn base_status(entry: &RegistryEntry, now: Timestamp) -> RegistryEntryStatus {
+    let generation = entry.metadata.generation;
+    let mut status = entry.status.clone().unwrap_or_default();
+    status.kind = entry.spec.kind();
+    status.observed_generation = generation;
+    if !status.conditions.iter().any(|c| c.r#type == PINNED) {
+        set_condition(
+            &mut status.conditions,
+            kstatus::condition(
+                PINNED,
+                ConditionStatus::Unknown,
+                reasons::PROBING,
+                "not probed yet",
+                generation,
+                now,
+            ),
+        );
+    }
+    status
+}
+
 /// The entry's status after its static checks: with problems, `Ready=False` (reason
 /// `SpecRefused`, every problem in the message) and `Stalled`; a Scripted model is `Ready` and
 /// `Pinned` at once (reason `NothingToProbe`); otherwise the probe runs next (`Ready=Unknown`,
@@ -171,9 +201,7 @@ pub fn static_status(
     now: Timestamp,
 ) -> RegistryEntryStatus {
     let generation = entry.metadata.generation;
-    let mut status = entry.status.clone().unwrap_or_default();
-    status.kind = entry.spec.kind();
-    status.observed_generation = generation;
+    let mut status = base_status(entry, now);
     let health = if !problems.is_empty() {
         let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
         let message = format!("refused: {}", list.join("; "));
@@ -200,27 +228,382 @@ pub fn static_status(
             message: "a Scripted model reaches no network: ready without a probe".into(),
         }
     } else {
-        Health::Reconciling {
-            reason: reasons::PROBING,
-            message: "the static checks passed; the probe pod checks the endpoint and pins it"
-                .into(),
-        }
+        probing()
     };
-    if !status.conditions.iter().any(|c| c.r#type == PINNED) {
-        set_condition(
-            &mut status.conditions,
-            kstatus::condition(
-                PINNED,
-                ConditionStatus::Unknown,
-                reasons::PROBING,
-                "not probed yet",
-                generation,
-                now,
-            ),
-        );
-    }
     kstatus::set_health(&mut status.conditions, &health, generation, now);
     status
+}
+
+fn probing() -> Health {
+    Health::Reconciling {
+        reason: reasons::PROBING,
+        message: "the static checks passed; the probe pod checks the endpoint and pins it".into(),
+    }
+}
+
+/// The annotation a person sets to accept the pins a probe proposed: its value is
+/// `status.proposedPins.digest`.
+pub const ACCEPT_PINS_ANNOTATION: &str = "studio.orrery.dev/accept-pins";
+
+/// Seconds before a failed probe is tried again (at most the probe interval).
+pub const PROBE_RETRY_SECONDS: u64 = 60;
+
+/// What the reconciler found of the probe pod for the entry as it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeObservation {
+    /// No such pod.
+    NoPod,
+    /// Created and not ended yet.
+    Running,
+    /// Ended with this report (or why there is none).
+    Ended(Result<ProbeReport, String>),
+}
+
+/// What the reconciler does after writing the status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeNext {
+    /// Create the probe pod (and apply its NetworkPolicy).
+    CreatePod,
+    /// Wait for the running probe pod.
+    Wait,
+    /// The result is recorded: delete the pod; the next probe is due in this many seconds.
+    DeletePod {
+        /// Seconds until the next probe.
+        due_in: u64,
+    },
+    /// Nothing to do for this many seconds.
+    Idle {
+        /// Seconds until the next probe.
+        due_in: u64,
+    },
+}
+
+/// Reads what the probe pod says (see [`crate::run::status::pod_state`]).
+pub fn observe(state: &PodState) -> ProbeObservation {
+    match state {
+        PodState::Absent => ProbeObservation::NoPod,
+        PodState::Starting | PodState::Running { .. } => ProbeObservation::Running,
+        PodState::Terminated {
+            exit_code,
+            reason,
+            message,
+            ..
+        } => ProbeObservation::Ended(parse_report(message.as_deref().unwrap_or("")).map_err(|e| {
+            format!(
+                "the probe pod ended (exit code {exit_code}, {}) without a report: {e}",
+                reason.as_deref().unwrap_or("no reason")
+            )
+        })),
+        PodState::Killed { reason, message } => ProbeObservation::Ended(Err(format!(
+            "the probe pod was stopped before it reported ({}{}); the probe is tried again",
+            reason.as_deref().unwrap_or("no reason"),
+            message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+/// The pins the status holds (what runs are checked against).
+pub fn pinned(status: &RegistryEntryStatus) -> EntryPins {
+    EntryPins {
+        card_sha256: status.card_sha256.clone(),
+        skills: status.skills.clone(),
+        tools: status.tools.clone(),
+        resolved_addresses: status.resolved_addresses.clone(),
+    }
+}
+
+fn has_pins(status: &RegistryEntryStatus) -> bool {
+    status.card_sha256.is_some()
+        || !status.tools.is_empty()
+        || find(&status.conditions, PINNED).is_some_and(|c| c.status != ConditionStatus::Unknown)
+}
+
+fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// What changed between the pins held and the pins a probe found, in words, or `None` when
+/// nothing pinned changed. A card digest that differs is a change (with the skills added and
+/// removed); a tool pinned in both whose description, schema or annotations differ is a change.
+/// A tool only the probe found (the entry allows a new tool) is pinned on first sight, and one
+/// it no longer lists (the entry stopped allowing it) is dropped: neither needs a person.
+pub fn pin_changes(old: &EntryPins, new: &EntryPins) -> Option<String> {
+    let mut changes = Vec::new();
+    if let (Some(a), Some(b)) = (&old.card_sha256, &new.card_sha256)
+        && !a.eq_ignore_ascii_case(b)
+    {
+        let mut card = format!("card digest {}… → {}…", short(a), short(b));
+        let before: BTreeSet<&String> = old.skills.iter().collect();
+        let after: BTreeSet<&String> = new.skills.iter().collect();
+        let added: Vec<&str> = after.difference(&before).map(|s| s.as_str()).collect();
+        let removed: Vec<&str> = before.difference(&after).map(|s| s.as_str()).collect();
+        if !added.is_empty() {
+            card.push_str(&format!(", skills added: {}", added.join(", ")));
+        }
+        if !removed.is_empty() {
+            card.push_str(&format!(", skills removed: {}", removed.join(", ")));
+        }
+        changes.push(card);
+    }
+    for tool in &new.tools {
+        let Some(was) = old.tools.iter().find(|t| t.name == tool.name) else {
+            continue;
+        };
+        let mut what = Vec::new();
+        if !was
+            .description_sha256
+            .eq_ignore_ascii_case(&tool.description_sha256)
+        {
+            what.push("description");
+        }
+        if !was.schema_sha256.eq_ignore_ascii_case(&tool.schema_sha256) {
+            what.push("input schema");
+        }
+        if !was
+            .annotations_sha256
+            .eq_ignore_ascii_case(&tool.annotations_sha256)
+        {
+            what.push("annotations");
+        }
+        if !what.is_empty() {
+            changes.push(format!("tool {}: {} changed", tool.name, what.join(", ")));
+        }
+    }
+    (!changes.is_empty()).then(|| changes.join("; "))
+}
+
+/// The one command that accepts the proposed pins of entry `name` in `namespace`.
+pub fn accept_command(name: &str, namespace: &str, digest: &str) -> String {
+    format!(
+        "kubectl annotate registryentry {name} -n {namespace} {ACCEPT_PINS_ANNOTATION}={digest} --overwrite"
+    )
+}
+
+fn adopt(status: &mut RegistryEntryStatus, pins: &EntryPins) {
+    status.card_sha256 = pins.card_sha256.clone();
+    status.skills = pins.skills.clone();
+    status.tools = pins.tools.clone();
+    status.proposed_pins = None;
+}
+
+fn pinned_summary(status: &RegistryEntryStatus) -> String {
+    let mut parts = Vec::new();
+    if let Some(card) = &status.card_sha256 {
+        parts.push(format!(
+            "card digest {}… with skills {}",
+            short(card),
+            status.skills.join(", ")
+        ));
+    }
+    if !status.tools.is_empty() {
+        let names: Vec<&str> = status.tools.iter().map(|t| t.name.as_str()).collect();
+        parts.push(format!("tools {}", names.join(", ")));
+    }
+    if parts.is_empty() {
+        parts.push("the endpoint".into());
+    }
+    parts.join("; ")
+}
+
+fn set_pinned(
+    status: &mut RegistryEntryStatus,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let value = if ok {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
+    set_condition(
+        &mut status.conditions,
+        kstatus::condition(PINNED, value, reason, message, generation, now),
+    );
+}
+
+fn seconds_since(time: Option<&str>, now: Timestamp) -> Option<u64> {
+    let then: Timestamp = time?.parse().ok()?;
+    let secs = now.as_second().saturating_sub(then.as_second());
+    Some(u64::try_from(secs).unwrap_or(0))
+}
+
+/// The entry's status from its probe, and what to do next: a result is recorded (first pins
+/// → `Pinned`/`Ready` reason `Probed`; a failed probe → `Ready=False` reason `ProbeFailed`,
+/// tried again after [`PROBE_RETRY_SECONDS`]; pins that differ → `Ready=False` reason
+/// `PinChanged`, the change and the one command that accepts it in the message, the pins found
+/// kept in `proposedPins`); an [`ACCEPT_PINS_ANNOTATION`] naming the proposed digest adopts
+/// exactly them; a probe pod is created for a new generation or when the interval has passed.
+/// The entry must have passed its static checks.
+pub fn probe_status(
+    entry: &RegistryEntry,
+    observation: &ProbeObservation,
+    interval_seconds: u64,
+    now: Timestamp,
+) -> (RegistryEntryStatus, ProbeNext) {
+    let generation = entry.metadata.generation;
+    let name = entry.metadata.name.clone().unwrap_or_default();
+    let namespace = entry.metadata.namespace.clone().unwrap_or_default();
+    let mut status = base_status(entry, now);
+    let retry = PROBE_RETRY_SECONDS.min(interval_seconds);
+    let mut health: Option<Health> = None;
+    let mut recorded = false;
+    if let ProbeObservation::Ended(result) = observation {
+        let result = match result {
+            // A pod of an older generation: not this generation's result.
+            Ok(report) if report.entry == name && Some(report.generation) != generation => None,
+            // A probe that could not even read its entry reports on no entry.
+            Ok(report) if report.entry != name => Some(Err(format!(
+                "the probe reported on entry {:?} (generation {}), not on this one{}",
+                report.entry,
+                report.generation,
+                match &report.outcome {
+                    ProbeOutcome::Error { message } => format!(": {message}"),
+                    ProbeOutcome::Ok => String::new(),
+                }
+            ))),
+            Ok(report) => Some(match &report.outcome {
+                ProbeOutcome::Ok => Ok(&report.pins),
+                ProbeOutcome::Error { message } => Err(message.clone()),
+            }),
+            Err(why) => Some(Err(why.clone())),
+        };
+        if let Some(result) = result {
+            recorded = true;
+            status.last_probe_time = Some(kstatus::rfc3339(now));
+            status.probed_generation = generation;
+            match result {
+                Err(message) => {
+                    let message =
+                        format!("the probe failed: {message}; it is tried again in {retry} s");
+                    status.last_error = Some(message.clone());
+                    health = Some(Health::Stalled {
+                        reason: reasons::PROBE_FAILED,
+                        message,
+                    });
+                }
+                Ok(found) => {
+                    status.last_error = None;
+                    status.resolved_addresses = found.resolved_addresses.clone();
+                    let change = if has_pins(&status) {
+                        pin_changes(&pinned(&status), found)
+                    } else {
+                        None
+                    };
+                    match change {
+                        None => {
+                            adopt(&mut status, found);
+                            let message = format!("pinned {}", pinned_summary(&status));
+                            set_pinned(
+                                &mut status,
+                                true,
+                                reasons::PROBED,
+                                &message,
+                                generation,
+                                now,
+                            );
+                            health = Some(Health::Ready {
+                                reason: reasons::PROBED,
+                                message,
+                            });
+                        }
+                        Some(what) => {
+                            let digest = pins_digest(found);
+                            status.proposed_pins = Some(ProposedPins {
+                                digest: digest.clone(),
+                                card_sha256: found.card_sha256.clone(),
+                                skills: found.skills.clone(),
+                                tools: found.tools.clone(),
+                            });
+                            let message = format!(
+                                "the endpoint now serves other pins than the entry's: {what}; runs refuse the entry until a person accepts them: {}",
+                                accept_command(&name, &namespace, &digest)
+                            );
+                            set_pinned(
+                                &mut status,
+                                false,
+                                reasons::PIN_CHANGED,
+                                &message,
+                                generation,
+                                now,
+                            );
+                            health = Some(Health::Stalled {
+                                reason: reasons::PIN_CHANGED,
+                                message,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let accepted = entry
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ACCEPT_PINS_ANNOTATION));
+    if let Some(proposed) = status.proposed_pins.clone()
+        && accepted.is_some_and(|a| a.trim().eq_ignore_ascii_case(&proposed.digest))
+    {
+        let pins = EntryPins {
+            card_sha256: proposed.card_sha256.clone(),
+            skills: proposed.skills.clone(),
+            tools: proposed.tools.clone(),
+            resolved_addresses: status.resolved_addresses.clone(),
+        };
+        adopt(&mut status, &pins);
+        let message = format!(
+            "pins {} accepted ({ACCEPT_PINS_ANNOTATION}): pinned {}",
+            proposed.digest,
+            pinned_summary(&status)
+        );
+        set_pinned(
+            &mut status,
+            true,
+            reasons::PROBED,
+            &message,
+            generation,
+            now,
+        );
+        health = Some(Health::Ready {
+            reason: reasons::PROBED,
+            message,
+        });
+    }
+    let probed_now = status.probed_generation == generation;
+    let current = find(&status.conditions, READY).map(|c| c.reason.as_str());
+    let from_probe = matches!(
+        current,
+        Some(reasons::PROBED | reasons::PROBE_FAILED | reasons::PIN_CHANGED)
+    );
+    if health.is_none() && !(probed_now && from_probe) {
+        health = Some(probing());
+    }
+    if let Some(health) = &health {
+        kstatus::set_health(&mut status.conditions, health, generation, now);
+    }
+    let failed = find(&status.conditions, READY).is_some_and(|c| c.reason == reasons::PROBE_FAILED);
+    let wait = if failed { retry } else { interval_seconds };
+    let due_in = if probed_now {
+        seconds_since(status.last_probe_time.as_deref(), now)
+            .map_or(0, |since| wait.saturating_sub(since))
+    } else {
+        0
+    };
+    let next = match observation {
+        ProbeObservation::Ended(_) if recorded => ProbeNext::DeletePod { due_in: wait },
+        // A report of another generation or entry: the pod is obsolete.
+        ProbeObservation::Ended(_) => ProbeNext::DeletePod { due_in },
+        ProbeObservation::Running => ProbeNext::Wait,
+        ProbeObservation::NoPod if due_in == 0 => ProbeNext::CreatePod,
+        ProbeObservation::NoPod => ProbeNext::Idle { due_in },
+    };
+    (status, next)
 }
 
 #[cfg(test)]
@@ -470,5 +853,322 @@ mod tests {
         let status = static_status(&e, &[], Timestamp::UNIX_EPOCH);
         assert_eq!(status.card_sha256, Some("ab".repeat(32)));
         assert_eq!(status.skills, ["s"]);
+    }
+
+    mod probing {
+        use super::*;
+        use orrery_crds::registry::PinnedTool;
+
+        fn at(second: i64) -> Timestamp {
+            Timestamp::from_second(1_800_000_000 + second).unwrap_or(Timestamp::UNIX_EPOCH)
+        }
+
+        fn writer() -> RegistryEntry {
+            let mut e = entry("spec: {a2a: {cardUrl: 'https://w/card', skills: [draft]}}");
+            e.metadata.namespace = Some("team".into());
+            e
+        }
+
+        fn tool(name: &str, description: &str) -> PinnedTool {
+            PinnedTool {
+                name: name.into(),
+                description_sha256: description.repeat(64),
+                schema_sha256: "5".repeat(64),
+                annotations_sha256: "a".repeat(64),
+                read_only_hint: Some(true),
+            }
+        }
+
+        fn card(digest: &str, skills: &[&str]) -> EntryPins {
+            EntryPins {
+                card_sha256: Some(digest.repeat(64)),
+                skills: skills.iter().map(|s| (*s).to_owned()).collect(),
+                tools: Vec::new(),
+                resolved_addresses: vec!["203.0.113.7".into()],
+            }
+        }
+
+        fn ok(pins: EntryPins) -> ProbeObservation {
+            ProbeObservation::Ended(Ok(ProbeReport::ok("e", 4, pins)))
+        }
+
+        fn ready(status: &RegistryEntryStatus) -> (ConditionStatus, String, String) {
+            let c = find(&status.conditions, READY).expect("Ready");
+            (c.status, c.reason.clone(), c.message.clone())
+        }
+
+        /// `entry` with `status`, as the next reconcile reads it.
+        fn with(mut e: RegistryEntry, status: RegistryEntryStatus) -> RegistryEntry {
+            e.status = Some(status);
+            e
+        }
+
+        #[test]
+        fn the_first_pins_are_adopted_then_an_equal_probe_keeps_ready_and_its_transition_time() {
+            let (status, next) = probe_status(&writer(), &ok(card("c", &["draft"])), 3600, at(0));
+            assert_eq!(next, ProbeNext::DeletePod { due_in: 3600 });
+            let (s, reason, message) = ready(&status);
+            assert_eq!(
+                (s, reason.as_str()),
+                (ConditionStatus::True, reasons::PROBED)
+            );
+            assert!(message.contains("card digest cccccccccccc"), "{message}");
+            assert_eq!(
+                find(&status.conditions, PINNED).map(|c| (c.status, c.reason.as_str())),
+                Some((ConditionStatus::True, reasons::PROBED))
+            );
+            assert_eq!(status.card_sha256, Some("c".repeat(64)));
+            assert_eq!(status.skills, ["draft"]);
+            assert_eq!(status.resolved_addresses, ["203.0.113.7"]);
+            assert_eq!(status.probed_generation, Some(4));
+            assert_eq!(
+                status.last_probe_time.as_deref(),
+                Some("2027-01-15T08:00:00Z")
+            );
+            // Within the interval nothing is due; past it a new probe pod.
+            let e = with(writer(), status.clone());
+            assert_eq!(
+                probe_status(&e, &ProbeObservation::NoPod, 3600, at(600)).1,
+                ProbeNext::Idle { due_in: 3000 }
+            );
+            let (same, next) = probe_status(&e, &ProbeObservation::NoPod, 3600, at(3600));
+            assert_eq!(next, ProbeNext::CreatePod);
+            assert_eq!(
+                same, status,
+                "a due probe changes nothing before it reports"
+            );
+            let (running, _) = probe_status(&e, &ProbeObservation::Running, 3600, at(3601));
+            assert_eq!(
+                running, status,
+                "Ready does not flap while the interval's probe runs"
+            );
+            let mut moved = card("c", &["draft"]);
+            moved.resolved_addresses = vec!["198.51.100.2".into()];
+            let (again, _) = probe_status(&e, &ok(moved), 3600, at(3700));
+            assert_eq!(
+                again.resolved_addresses,
+                ["198.51.100.2"],
+                "addresses follow DNS"
+            );
+            let before =
+                find(&status.conditions, READY).and_then(|c| c.last_transition_time.clone());
+            let after = find(&again.conditions, READY).and_then(|c| c.last_transition_time.clone());
+            assert_eq!(before, after);
+        }
+
+        #[test]
+        fn a_changed_card_waits_for_the_one_command_and_the_annotation_adopts_exactly_the_proposal()
+        {
+            let first = probe_status(&writer(), &ok(card("c", &["draft"])), 3600, at(0)).0;
+            let e = with(writer(), first);
+            let (changed, _) = probe_status(&e, &ok(card("d", &["draft", "polish"])), 3600, at(10));
+            let (s, reason, message) = ready(&changed);
+            assert_eq!(
+                (s, reason.as_str()),
+                (ConditionStatus::False, reasons::PIN_CHANGED)
+            );
+            assert!(
+                message.contains("card digest cccccccccccc… → dddddddddddd…, skills added: polish"),
+                "{message}"
+            );
+            let proposed = changed.proposed_pins.clone().expect("proposed pins");
+            let command = accept_command("e", "team", &proposed.digest);
+            assert!(message.ends_with(&command), "{message}");
+            assert_eq!(
+                command,
+                format!(
+                    "kubectl annotate registryentry e -n team studio.orrery.dev/accept-pins={} --overwrite",
+                    proposed.digest
+                )
+            );
+            assert_eq!(
+                changed.card_sha256,
+                Some("c".repeat(64)),
+                "the old pin stays"
+            );
+            assert_eq!(proposed.card_sha256, Some("d".repeat(64)));
+            assert!(find(&changed.conditions, orrery_crds::conditions::STALLED).is_some());
+            assert_eq!(
+                find(&changed.conditions, PINNED).map(|c| c.status),
+                Some(ConditionStatus::False)
+            );
+            // A wrong digest accepts nothing; the right one adopts the proposal.
+            let mut wrong = with(writer(), changed.clone());
+            wrong.metadata.annotations = Some(BTreeMap::from([(
+                ACCEPT_PINS_ANNOTATION.to_owned(),
+                "0123456789abcdef".to_owned(),
+            )]));
+            let (still, _) = probe_status(&wrong, &ProbeObservation::NoPod, 3600, at(20));
+            assert_eq!(ready(&still).1, reasons::PIN_CHANGED);
+            let mut right = with(writer(), changed);
+            right.metadata.annotations = Some(BTreeMap::from([(
+                ACCEPT_PINS_ANNOTATION.to_owned(),
+                proposed.digest.clone(),
+            )]));
+            let (accepted, next) = probe_status(&right, &ProbeObservation::NoPod, 3600, at(20));
+            assert_eq!(next, ProbeNext::Idle { due_in: 3590 });
+            let (s, reason, message) = ready(&accepted);
+            assert_eq!(
+                (s, reason.as_str()),
+                (ConditionStatus::True, reasons::PROBED)
+            );
+            assert!(message.contains(&proposed.digest), "{message}");
+            assert_eq!(accepted.card_sha256, Some("d".repeat(64)));
+            assert_eq!(accepted.skills, ["draft", "polish"]);
+            assert!(accepted.proposed_pins.is_none());
+            // The next probe finding the accepted pins stays Ready.
+            let e = with(writer(), accepted);
+            let (later, _) = probe_status(&e, &ok(card("d", &["draft", "polish"])), 3600, at(4000));
+            assert_eq!(ready(&later).1, reasons::PROBED);
+        }
+
+        #[test]
+        fn a_changed_tool_is_named_and_an_added_or_dropped_tool_is_not_a_change() {
+            let pins = |tools: Vec<PinnedTool>| EntryPins {
+                tools,
+                ..EntryPins::default()
+            };
+            let old = pins(vec![tool("get", "1"), tool("search", "1")]);
+            let cases: Vec<(EntryPins, Option<&str>)> = vec![
+                (old.clone(), None),
+                (
+                    pins(vec![
+                        tool("get", "1"),
+                        tool("search", "1"),
+                        tool("new", "1"),
+                    ]),
+                    None,
+                ),
+                (pins(vec![tool("get", "1")]), None),
+                (
+                    pins(vec![tool("get", "1"), tool("search", "2")]),
+                    Some("tool search: description changed"),
+                ),
+                (
+                    pins(vec![
+                        PinnedTool {
+                            schema_sha256: "6".repeat(64),
+                            annotations_sha256: String::new(),
+                            ..tool("get", "1")
+                        },
+                        tool("search", "1"),
+                    ]),
+                    Some("tool get: input schema, annotations changed"),
+                ),
+            ];
+            for (new, want) in cases {
+                assert_eq!(pin_changes(&old, &new).as_deref(), want, "{new:?}");
+            }
+            assert_eq!(
+                pin_changes(&card("c", &["a", "b"]), &card("d", &["b"])).as_deref(),
+                Some("card digest cccccccccccc… → dddddddddddd…, skills removed: a")
+            );
+            assert_eq!(pin_changes(&EntryPins::default(), &card("d", &["b"])), None);
+        }
+
+        #[test]
+        fn a_failed_probe_is_probe_failed_and_tried_again_after_the_retry() {
+            let failed = ProbeObservation::Ended(Ok(ProbeReport::error("e", 4, "HTTP 503")));
+            let (status, next) = probe_status(&writer(), &failed, 3600, at(0));
+            assert_eq!(
+                next,
+                ProbeNext::DeletePod {
+                    due_in: PROBE_RETRY_SECONDS
+                }
+            );
+            let (s, reason, message) = ready(&status);
+            assert_eq!(
+                (s, reason.as_str()),
+                (ConditionStatus::False, reasons::PROBE_FAILED)
+            );
+            assert!(message.contains("HTTP 503"), "{message}");
+            assert_eq!(status.last_error.as_deref(), Some(message.as_str()));
+            assert_eq!(
+                find(&status.conditions, PINNED).map(|c| c.status),
+                Some(ConditionStatus::Unknown),
+                "nothing pinned yet"
+            );
+            let e = with(writer(), status);
+            assert_eq!(
+                probe_status(&e, &ProbeObservation::NoPod, 3600, at(30)).1,
+                ProbeNext::Idle { due_in: 30 }
+            );
+            assert_eq!(
+                probe_status(&e, &ProbeObservation::NoPod, 3600, at(60)).1,
+                ProbeNext::CreatePod
+            );
+            // A pod that ended without a report is a failed probe too.
+            let unread = ProbeObservation::Ended(Ok(ProbeReport::error(
+                "",
+                0,
+                "entry.json: cannot read the entry",
+            )));
+            let (status, next) = probe_status(&writer(), &unread, 3600, at(0));
+            assert_eq!(
+                next,
+                ProbeNext::DeletePod {
+                    due_in: PROBE_RETRY_SECONDS
+                }
+            );
+            assert!(
+                ready(&status).2.contains("cannot read the entry"),
+                "recorded, not looped on"
+            );
+            let crashed = ProbeObservation::Ended(Err(
+                "the probe pod ended (exit code 139, Error) without a report".into(),
+            ));
+            let (status, _) = probe_status(&writer(), &crashed, 3600, at(0));
+            assert!(ready(&status).2.contains("exit code 139"));
+        }
+
+        #[test]
+        fn a_new_generation_is_probed_at_once_and_a_stale_report_is_only_deleted() {
+            let first = probe_status(&writer(), &ok(card("c", &["draft"])), 3600, at(0)).0;
+            let mut edited = with(writer(), first);
+            edited.metadata.generation = Some(5);
+            let (status, next) = probe_status(&edited, &ProbeObservation::NoPod, 3600, at(10));
+            assert_eq!(next, ProbeNext::CreatePod);
+            let (s, reason, _) = ready(&status);
+            assert_eq!(
+                (s, reason.as_str()),
+                (ConditionStatus::Unknown, reasons::PROBING)
+            );
+            assert_eq!(
+                status.card_sha256,
+                Some("c".repeat(64)),
+                "pins kept meanwhile"
+            );
+            // The report of generation 4 is not this generation's result.
+            let (stale, next) = probe_status(&edited, &ok(card("x", &["draft"])), 3600, at(11));
+            assert_eq!(next, ProbeNext::DeletePod { due_in: 0 });
+            assert_eq!(stale.card_sha256, Some("c".repeat(64)));
+            assert_eq!(stale.probed_generation, Some(4));
+        }
+
+        #[test]
+        fn a_pod_without_a_report_or_killed_reads_as_a_failure_with_the_reason() {
+            let ended = |message: Option<&str>| PodState::Terminated {
+                exit_code: 2,
+                reason: Some("Error".into()),
+                message: message.map(str::to_owned),
+                started_at: None,
+                finished_at: None,
+            };
+            assert!(matches!(
+                observe(&ended(Some("garbage"))),
+                ProbeObservation::Ended(Err(m)) if m.contains("exit code 2, Error") && m.contains("not a probe report")
+            ));
+            let report = ProbeReport::error("e", 4, "down");
+            assert_eq!(
+                observe(&ended(Some(&report.to_message()))),
+                ProbeObservation::Ended(Ok(report))
+            );
+            assert!(matches!(
+                observe(&PodState::Killed { reason: Some("DeadlineExceeded".into()), message: None }),
+                ProbeObservation::Ended(Err(m)) if m.contains("DeadlineExceeded")
+            ));
+            assert_eq!(observe(&PodState::Absent), ProbeObservation::NoPod);
+            assert_eq!(observe(&PodState::Starting), ProbeObservation::Running);
+        }
     }
 }

@@ -4,11 +4,10 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::sandbox;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod, PodSecurityContext,
-    PodSpec, ResourceRequirements, SeccompProfile, Secret, SecretVolumeSource, SecurityContext,
-    Volume, VolumeMount,
+    Container, EnvVar, Pod, PodSpec, ResourceRequirements, Secret, SecretVolumeSource, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -32,7 +31,7 @@ pub const RUNNER_APP: &str = "orrery-runner";
 /// The runner container's name.
 pub const RUNNER_CONTAINER: &str = "runner";
 /// The user and group the runner runs as (not root).
-pub const RUNNER_UID: i64 = 65532;
+pub use crate::sandbox::RUNNER_UID;
 /// Where the plan Secret is mounted (read-only).
 pub const PLAN_DIR: &str = "/etc/orrery/run";
 /// Key of the compiled plan in the plan Secret.
@@ -209,12 +208,6 @@ fn entry_secrets(document: &PlanDocument) -> BTreeMap<String, BTreeSet<String>> 
 pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> Result<Pod> {
     let id = identity(run)?;
     let names = child_names(&id.name);
-    let read_only = |name: &str, path: &str| VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    };
     let mut volumes = vec![
         Volume {
             name: "plan".into(),
@@ -225,45 +218,16 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
             }),
             ..Volume::default()
         },
-        Volume {
-            name: "tmp".into(),
-            empty_dir: Some(EmptyDirVolumeSource {
-                size_limit: Some(Quantity("64Mi".into())),
-                ..EmptyDirVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
+        sandbox::tmp_volume(),
     ];
     let mut mounts = vec![
-        read_only("plan", PLAN_DIR),
-        VolumeMount {
-            name: "tmp".into(),
-            mount_path: "/tmp".into(),
-            ..VolumeMount::default()
-        },
+        sandbox::read_only_mount("plan", PLAN_DIR),
+        sandbox::tmp_mount(),
     ];
-    for (i, (secret, keys)) in entry_secrets(document).into_iter().enumerate() {
-        let volume = format!("secret-{i}");
-        mounts.push(read_only(&volume, &format!("{SECRETS_DIR}/{secret}")));
-        volumes.push(Volume {
-            name: volume,
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret),
-                default_mode: Some(0o440),
-                items: Some(
-                    keys.into_iter()
-                        .map(|key| KeyToPath {
-                            path: key.clone(),
-                            key,
-                            mode: None,
-                        })
-                        .collect(),
-                ),
-                optional: Some(false),
-            }),
-            ..Volume::default()
-        });
-    }
+    let (secret_volumes, secret_mounts) =
+        sandbox::secret_volumes(entry_secrets(document), SECRETS_DIR);
+    volumes.extend(secret_volumes);
+    mounts.extend(secret_mounts);
     let env = |name: &str, value: String| EnvVar {
         name: name.to_owned(),
         value: Some(value),
@@ -303,23 +267,7 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
             limits: quantities(&config.runner.resources.limits),
             ..ResourceRequirements::default()
         }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            privileged: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            run_as_user: Some(RUNNER_UID),
-            run_as_group: Some(RUNNER_UID),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".to_owned()]),
-                add: None,
-            }),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".to_owned(),
-                localhost_profile: None,
-            }),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(sandbox::container_security_context()),
         termination_message_path: Some(TERMINATION_MESSAGE_PATH.to_owned()),
         termination_message_policy: Some("File".to_owned()),
         volume_mounts: Some(mounts),
@@ -334,17 +282,7 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             runtime_class_name: config.runner.runtime_class_name.clone(),
-            security_context: Some(PodSecurityContext {
-                run_as_non_root: Some(true),
-                run_as_user: Some(RUNNER_UID),
-                run_as_group: Some(RUNNER_UID),
-                fs_group: Some(RUNNER_UID),
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".to_owned(),
-                    localhost_profile: None,
-                }),
-                ..PodSecurityContext::default()
-            }),
+            security_context: Some(sandbox::pod_security_context()),
             volumes: Some(volumes),
             ..PodSpec::default()
         }),

@@ -6,6 +6,7 @@ mod demo;
 mod deployment;
 mod import;
 mod pins;
+mod probe;
 mod run;
 mod schema;
 mod style;
@@ -51,6 +52,10 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// List or reset the MCP tool and A2A card pins kept across runs.
     Pins(pins::PinsArgs),
+    /// Check and pin one RegistryEntry as a run would reach it (the operator's probe pod): the
+    /// report as one JSON line on standard output and in --termination-log. Exit code 0 pinned,
+    /// 1 the probe failed, 2 unreadable entry.
+    Probe(probe::ProbeArgs),
     /// Print a published document as JSON: the Composition spec's JSON Schema, the trace
     /// events' JSON Schema, or the capabilities (node kinds, patterns, limits, ceilings).
     Schema(schema::SchemaArgs),
@@ -65,6 +70,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Pins(args) => pins::run(&args),
+        Command::Probe(args) => probe::run(&args),
         Command::Schema(args) => schema::run(&args),
     };
     ExitCode::from(code)

@@ -1,0 +1,455 @@
+//! RegistryEntry resolution in sandboxed probe pods, on the real kube-apiserver with the pod
+//! executor as kubelet: the demo fleet (in-process on loopback) behind two RegistryEntries;
+//! the controllers (in-process, scoped to the test's namespace, the runner image
+//! `orrery/runner:dev`) create a probe pod per entry, restricted like a runner pod and behind
+//! its own NetworkPolicy; the `orrery probe` it runs reports through its termination message
+//! and the entries become `Ready` with their pins; a card that changes is `PinChanged` with a
+//! message naming the change and the one command that accepts it; that command makes the entry
+//! `Ready` again with the new digest.
+//!
+//! The `orrery` binary the pod executor runs is built first (`cargo build -p orrery-runner
+//! --bin orrery`), so the probe is the one of this tree.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail, ensure};
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::common::ConditionStatus;
+use orrery_crds::registry::RegistryEntry;
+use orrery_operator::Config;
+use orrery_operator::registry::probe::{ENTRY_UID_LABEL, PROBE_APP, probe_network_policy_name};
+use orrery_operator::registry::status::ACCEPT_PINS_ANNOTATION;
+use orrery_operator::sandbox;
+use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
+use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, wait_for, workspace_root};
+use orrery_tests::operator_fixture::Operator;
+use orrery_tests::operator_identity::operator_client;
+use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
+use orrery_tests::testenv;
+use serde_json::json;
+
+/// Long enough for a probe pod to be created, run and recorded a few times over.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The directory of this package's binaries; `orrery` is built into it.
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Builds the `orrery` binary of this tree next to this package's binaries (a `cargo test -p
+/// orrery-tests` does not build other packages' binaries).
+async fn build_orrery() -> Result<()> {
+    let status = tokio::task::spawn_blocking(|| {
+        std::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "orrery-runner", "--bin", "orrery"])
+            .current_dir(workspace_root())
+            .status()
+    })
+    .await??;
+    ensure!(status.success(), "cargo build of the orrery binary failed");
+    ensure!(
+        bin_dir().join("orrery").exists(),
+        "no orrery binary in {}",
+        bin_dir().display()
+    );
+    Ok(())
+}
+
+fn config() -> Result<Config> {
+    let path = workspace_root().join("examples/operator/config.yaml");
+    let mut config = Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.runner.image = "orrery/runner:dev".into();
+    config.runner.image_pull_policy = "Never".into();
+    // Past the config's minimum (60 s), so the test sees the interval's probe find the new card.
+    config.probe_interval_seconds = 3;
+    Ok(config)
+}
+
+fn entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
+    let tools = [
+        "search_articles",
+        "get_article",
+        "convert_units",
+        "current_time",
+    ];
+    let yaml = |v: serde_json::Value| -> Result<RegistryEntry> {
+        serde_json::from_value(v).context("a RegistryEntry")
+    };
+    Ok(vec![
+        yaml(json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+            "metadata": {"name": "demo-tools"},
+            "spec": {"mcp": {"url": fleet.tools_url(), "tools": tools, "readOnly": tools}}
+        }))?,
+        yaml(json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+            "metadata": {"name": "demo-writer"},
+            "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
+        }))?,
+    ])
+}
+
+fn ready_reason(e: Option<&RegistryEntry>) -> Option<(ConditionStatus, String)> {
+    e?.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.r#type == "Ready")
+        .map(|c| (c.status, c.reason.clone()))
+}
+
+fn has_ready(
+    status: ConditionStatus,
+    reason: &'static str,
+) -> impl Fn(Option<&RegistryEntry>) -> bool {
+    move |e| ready_reason(e) == Some((status, reason.to_owned()))
+}
+
+/// Every probe pod the apiserver shows while the test runs (they are deleted once recorded).
+fn record_pods(
+    api: Api<Pod>,
+) -> (
+    Arc<Mutex<BTreeMap<String, Pod>>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let seen = Arc::new(Mutex::new(BTreeMap::new()));
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let config =
+                watcher::Config::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}"));
+            let mut stream = watcher::watcher(api, config).boxed();
+            while let Some(event) = stream.next().await {
+                if let Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) = event
+                    && let Ok(mut seen) = seen.lock()
+                {
+                    seen.insert(pod.name_any(), pod);
+                }
+            }
+        }
+    });
+    (seen, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn entries_are_pinned_by_probe_pods_and_a_changed_card_waits_for_its_acceptance() -> Result<()>
+{
+    build_orrery().await?;
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "probe").await?;
+    let client = env.admin().await?;
+    let fleet = start_fleet(FleetConfig::ephemeral()).await?;
+    let exec = PodExecutor::start_with(
+        client.clone(),
+        ExecutorConfig::new(format!("node-{}", ns.name))
+            .namespace(&ns.name)
+            .bin_dir(bin_dir())
+            .api_server(&env.server),
+    )
+    .await?;
+    let operator = Operator::start(operator_client(env, &ns.name).await?, config()?, &ns.name)?;
+    let result = std::panic::AssertUnwindSafe(scenario(&client, &ns, fleet))
+        .catch_unwind()
+        .await;
+    let _ = operator.stop().await;
+    let stopped = exec.shutdown().await;
+    drop(ns);
+    match result {
+        Ok(result) => result.and(stopped.map_err(Into::into)),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<()> {
+    let registry: Api<RegistryEntry> = ns.api(client);
+    let pods: Api<Pod> = ns.api(client);
+    let (seen, recorder) = record_pods(pods.clone());
+    let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
+    for entry in entries(&fleet)? {
+        registry.create(&PostParams::default(), &entry).await?;
+    }
+
+    // Both entries Ready with their pins, probed in pods.
+    let tools = wait_for(
+        &registry,
+        "demo-tools",
+        "Ready=True (Probed)",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::True, "Probed"),
+    )
+    .await?
+    .context("demo-tools")?;
+    let status = tools.status.clone().context("status")?;
+    let names: Vec<&str> = status.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "convert_units",
+            "current_time",
+            "get_article",
+            "search_articles"
+        ]
+    );
+    assert!(status.tools.iter().all(|t| t.read_only_hint == Some(true)));
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.r#type == "Pinned" && c.status == ConditionStatus::True),
+        "{:?}",
+        status.conditions
+    );
+    let writer = wait_for(
+        &registry,
+        "demo-writer",
+        "Ready=True (Probed)",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::True, "Probed"),
+    )
+    .await?
+    .context("demo-writer")?;
+    let first = writer.status.clone().context("status")?;
+    let first_digest = first.card_sha256.clone().context("a card digest")?;
+    assert_eq!(first.skills, ["draft"]);
+    assert_eq!(first.probed_generation, writer.metadata.generation);
+
+    // The probe pods: restricted like a runner pod, owned by their entry, running `orrery probe`.
+    for entry in [&tools, &writer] {
+        let uid = entry.uid().context("uid")?;
+        // The watcher may have started after an entry's first pod was gone; the interval's
+        // next probe pod shows up then.
+        let pod = eventually(PROBE_TIMEOUT, || {
+            let found = seen.lock().ok().and_then(|s| {
+                s.values()
+                    .find(|p| p.labels().get(ENTRY_UID_LABEL) == Some(&uid))
+                    .cloned()
+            });
+            async move { found.context("no probe pod seen yet") }
+        })
+        .await
+        .with_context(|| format!("no probe pod was seen for {}", entry.name_any()))?;
+        let pod = &pod;
+        let spec = pod.spec.as_ref().context("pod spec")?;
+        assert_eq!(spec.security_context, Some(sandbox::pod_security_context()));
+        let container = &spec.containers[0];
+        assert_eq!(
+            container.security_context,
+            Some(sandbox::container_security_context())
+        );
+        assert_eq!(container.image.as_deref(), Some("orrery/runner:dev"));
+        assert_eq!(
+            container
+                .args
+                .as_ref()
+                .and_then(|a| a.first())
+                .map(String::as_str),
+            Some("probe")
+        );
+        assert_eq!(spec.automount_service_account_token, Some(false));
+        assert_eq!(spec.enable_service_links, Some(false));
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(spec.active_deadline_seconds, Some(120));
+        let owner = pod.owner_references().first().context("owner")?;
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("RegistryEntry", uid.as_str(), Some(true))
+        );
+        // Its NetworkPolicy: this entry's probe pods only, no ingress, only DNS (a loopback
+        // endpoint is inside the pod).
+        let policies: Api<NetworkPolicy> = ns.api(client);
+        let np = policies
+            .get(&probe_network_policy_name(&entry.name_any()))
+            .await?;
+        let np = serde_json::to_value(&np)?;
+        assert_eq!(
+            np["spec"]["podSelector"],
+            json!({"matchLabels": {ENTRY_UID_LABEL: uid}})
+        );
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert!(np["spec"].get("ingress").is_none(), "{np}");
+        assert_eq!(
+            np["spec"]["egress"],
+            json!([{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                             "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}])
+        );
+    }
+
+    // The writer comes back with another card (it now asks for a bearer token): PinChanged.
+    fleet.shutdown().await?;
+    let fleet = start_fleet(FleetConfig {
+        tools_port,
+        writer_port,
+        writer_bearer_token: Some("s3cret".into()),
+        ..FleetConfig::ephemeral()
+    })
+    .await?;
+    let changed = wait_for(
+        &registry,
+        "demo-writer",
+        "Ready=False (PinChanged)",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::False, "PinChanged"),
+    )
+    .await?
+    .context("demo-writer")?;
+    let status = changed.status.clone().context("status")?;
+    let message = status
+        .conditions
+        .iter()
+        .find(|c| c.r#type == "Ready")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    let proposed = status.proposed_pins.clone().context("proposed pins")?;
+    let command = format!(
+        "kubectl annotate registryentry demo-writer -n {} {ACCEPT_PINS_ANNOTATION}={} --overwrite",
+        ns.name, proposed.digest
+    );
+    assert!(
+        message.contains(&format!("card digest {}", &first_digest[..12])),
+        "{message}"
+    );
+    assert!(message.contains(&command), "{message}");
+    assert_eq!(
+        status.card_sha256.as_deref(),
+        Some(first_digest.as_str()),
+        "the old pin holds"
+    );
+    let new_digest = proposed
+        .card_sha256
+        .clone()
+        .context("a proposed card digest")?;
+    assert_ne!(new_digest, first_digest);
+    // The Event follows the status write that it announces.
+    let events: Api<Event> = ns.api(client);
+    eventually(PROBE_TIMEOUT, || {
+        let events = events.clone();
+        async move {
+            let found = events
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("PinChanged")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some("demo-writer")
+                });
+            ensure!(found, "no PinChanged Event for demo-writer yet");
+            Ok(())
+        }
+    })
+    .await?;
+
+    // The one command, as a patch: Ready again, pinned to the new digest.
+    let patch = json!({"metadata": {"annotations": {ACCEPT_PINS_ANNOTATION: proposed.digest}}});
+    registry
+        .patch(
+            "demo-writer",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    let accepted = wait_for(
+        &registry,
+        "demo-writer",
+        "Ready=True after acceptance",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::True, "Probed"),
+    )
+    .await?
+    .context("demo-writer")?;
+    let status = accepted.status.context("status")?;
+    assert_eq!(status.card_sha256.as_deref(), Some(new_digest.as_str()));
+    assert!(status.proposed_pins.is_none());
+
+    // Recorded probe pods are deleted: many probes ran (every 3 s), yet each entry has at most
+    // its current pod and one being deleted.
+    recorder.abort();
+    let probed = seen.lock().map(|s| s.len()).unwrap_or(0);
+    let left = pods
+        .list(&ListParams::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}")))
+        .await?
+        .items
+        .len();
+    ensure!(probed > 2, "more probes than entries ran: {probed}");
+    if left > 4 {
+        bail!("{left} probe pods are left of {probed}: recorded pods are not deleted");
+    }
+    fleet.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_repeat_reconcile_of_an_entry_being_probed_writes_nothing_and_starts_no_second_pod()
+-> Result<()> {
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "probe-idem").await?;
+    let client = env.admin().await?;
+    // No pod executor and no controller: the reconciler is called directly, and the probe pod
+    // it creates never runs.
+    let ctx = Arc::new(orrery_operator::controller::Context::new(
+        operator_client(env, &ns.name).await?,
+        Arc::new(config()?),
+    ));
+    let registry: Api<RegistryEntry> = ns.api(&client);
+    let pods: Api<Pod> = ns.api(&client);
+    let entry: RegistryEntry = serde_json::from_value(json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+        "metadata": {"name": "demo-writer"},
+        "spec": {"a2a": {"cardUrl": "http://127.0.0.1:7802/.well-known/agent-card.json", "skills": ["draft"]}}
+    }))?;
+    registry.create(&PostParams::default(), &entry).await?;
+    let reconcile = |e: RegistryEntry| {
+        orrery_operator::registry::reconcile::reconcile(Arc::new(e), ctx.clone())
+    };
+    reconcile(registry.get("demo-writer").await?).await?;
+    let first = registry.get("demo-writer").await?;
+    ensure!(
+        ready_reason(Some(&first)) == Some((ConditionStatus::Unknown, "Probing".to_owned())),
+        "{:?}",
+        first.status
+    );
+    let probes = ListParams::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}"));
+    let created = pods.list(&probes).await?.items;
+    assert_eq!(created.len(), 1, "one probe pod");
+    for _ in 0..2 {
+        reconcile(registry.get("demo-writer").await?).await?;
+    }
+    let again = registry.get("demo-writer").await?;
+    assert_eq!(
+        again.resource_version(),
+        first.resource_version(),
+        "nothing written"
+    );
+    let after: Vec<String> = pods
+        .list(&probes)
+        .await?
+        .items
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    assert_eq!(
+        after,
+        [created[0].name_any()],
+        "the same pod, no second one"
+    );
+    Ok(())
+}
