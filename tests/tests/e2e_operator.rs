@@ -22,6 +22,7 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, CompositionStatus};
 use orrery_operator::Config;
 use orrery_operator::controller::Context;
+use orrery_operator::metrics::Metrics;
 use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
     workspace_root,
@@ -43,6 +44,7 @@ impl Operator {
         let task = tokio::spawn(orrery_operator::controller::run(
             client,
             config,
+            Arc::new(Metrics::new()),
             Some(namespace.to_owned()),
             async move {
                 let _ = stopped.await;
@@ -351,7 +353,11 @@ async fn a_second_reconcile_writes_nothing() -> Result<()> {
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: the reconcilers are called directly.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        Arc::new(example_config()?),
+        Arc::new(Metrics::new()),
+    ));
     let api: Api<Composition> = ns.api(&client);
     let registry: Api<RegistryEntry> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
@@ -408,7 +414,11 @@ async fn only_the_newest_fifty_revisions_are_kept_and_the_status_names_the_curre
     apply_yaml(&client, Some(&ns.name), &pipeline).await?;
     // No controller runs here: each generation is reconciled directly, so every one of them
     // is recorded before the next edit.
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(example_config()?)));
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        Arc::new(example_config()?),
+        Arc::new(Metrics::new()),
+    ));
     let api: Api<Composition> = ns.api(&client);
     let revisions: Api<ControllerRevision> = ns.api(&client);
     let mut last = 0;

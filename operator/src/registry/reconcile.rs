@@ -104,6 +104,10 @@ pub fn controller(
         watcher::Config::default(),
     )
     .graceful_shutdown_on(shutdown)
-    .run(reconcile, crate::controller::error_policy, ctx);
+    .run(
+        crate::controller::counted(reconcile),
+        crate::controller::error_policy,
+        ctx,
+    );
     drain("RegistryEntry", stream)
 }
