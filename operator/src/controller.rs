@@ -163,15 +163,23 @@ pub const RETRY: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Wraps a reconciler so that each reconcile it starts is counted in
 /// `orrery_reconciles_total{kind}` (failed ones too: [`error_policy`] counts those again by
-/// their error label).
-pub fn counted<K, F, Fut>(mut reconcile: F) -> impl FnMut(Arc<K>, Arc<Context>) -> Fut
+/// their error label) and in `orrery_reconciles_in_flight` while it runs.
+pub fn counted<K, F, Fut>(
+    mut reconcile: F,
+) -> impl FnMut(Arc<K>, Arc<Context>) -> futures::future::BoxFuture<'static, Fut::Output>
 where
     K: Resource<DynamicType = ()>,
     F: FnMut(Arc<K>, Arc<Context>) -> Fut,
+    Fut: Future + Send + 'static,
 {
     move |object, ctx| {
-        ctx.metrics.reconciled(&K::kind(&()));
-        reconcile(object, ctx)
+        let in_flight = ctx.metrics.start_reconcile(&K::kind(&()));
+        let reconcile = reconcile(object, ctx);
+        Box::pin(async move {
+            let out = reconcile.await;
+            drop(in_flight);
+            out
+        })
     }
 }
 

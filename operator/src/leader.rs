@@ -81,6 +81,9 @@ pub enum LeaderError {
         #[source]
         source: kube_lease_manager::LeaseManagerError,
     },
+    /// A client for the Lease could not be built from the cluster's config.
+    #[error("building the Lease client: {0}")]
+    Client(#[source] kube::Error),
 }
 
 /// The namespace of the Lease: `--leader-election-namespace`, else the pod's namespace
@@ -221,14 +224,32 @@ pub struct Elector {
 }
 
 impl Elector {
-    /// Creates the Lease if it does not exist and starts campaigning. `client` should have
-    /// short timeouts ([`LeaseSettings::request_timeout`]) so a hung renewal is noticed in time.
-    pub async fn start(client: Client, settings: LeaseSettings) -> Result<Elector, LeaderError> {
+    /// Creates the Lease if it does not exist and starts campaigning with clients made from
+    /// `config`: the Lease requests get short timeouts ([`LeaseSettings::request_timeout`]) so
+    /// a hung renewal is noticed in time; the watch on the Lease keeps `config`'s.
+    pub async fn start(
+        config: kube::Config,
+        settings: LeaseSettings,
+    ) -> Result<Elector, LeaderError> {
         settings.check()?;
+        let watch_client = Client::try_from(config.clone()).map_err(LeaderError::Client)?;
+        let mut lease_config = config;
+        let timeout = settings.request_timeout();
+        lease_config.connect_timeout = Some(timeout);
+        lease_config.read_timeout = Some(timeout);
+        lease_config.write_timeout = Some(timeout);
+        let client = Client::try_from(lease_config).map_err(LeaderError::Client)?;
         let manager = build(&client, &settings).await?;
         let (tx, role) = watch::channel(Role::Standby { holder: None });
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(campaign(client, settings.clone(), manager, tx, stopped));
+        let task = tokio::spawn(campaign(
+            client,
+            watch_client,
+            settings.clone(),
+            manager,
+            tx,
+            stopped,
+        ));
         Ok(Elector {
             settings,
             role,
@@ -338,13 +359,14 @@ enum Step {
 
 async fn campaign(
     client: Client,
+    watch_client: Client,
     settings: LeaseSettings,
     mut manager: LeaseManager,
     tx: watch::Sender<Role>,
     mut stop: oneshot::Receiver<()>,
 ) -> Result<(), LeaderError> {
     let (holder_tx, mut holder_rx) = watch::channel::<Option<Option<String>>>(None);
-    let watching = watch_holder(client.clone(), &settings, holder_tx);
+    let watching = watch_holder(watch_client, &settings, holder_tx);
     let mut leading = false;
     let mut failing_since: Option<tokio::time::Instant> = None;
     let result = loop {

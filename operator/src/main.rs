@@ -25,7 +25,6 @@ use orrery_operator::http::Health;
 use orrery_operator::leader::{self, Elector, LeaseSettings, Role};
 use orrery_operator::metrics::Metrics;
 use orrery_operator::run::token::RunTokenSigner;
-use std::future::Future;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,6 +106,12 @@ struct ControllerArgs {
     /// Seconds before the Lease expires that the holder renews it (below --lease-duration).
     #[arg(long, value_name = "SECONDS", default_value_t = leader::DEFAULT_GRACE_SECONDS)]
     lease_grace: u64,
+
+    /// After SIGTERM/SIGINT, how many seconds the reconciles in flight get to finish before
+    /// the controllers are stopped anyway (keep it below the pod's
+    /// terminationGracePeriodSeconds, 30 by default, so the Lease is still released).
+    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
+    shutdown_timeout: u64,
 }
 
 impl ControllerArgs {
@@ -195,10 +200,8 @@ fn signals() -> anyhow::Result<watch::Receiver<bool>> {
 }
 
 /// Resolves once a stop signal came.
-fn stopping(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + Sync + 'static {
-    async move {
-        let _ = rx.wait_for(|stop| *stop).await;
-    }
+async fn stopping(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }
 
 /// Runs the controller process (see the module docs); returns its exit code.
@@ -283,14 +286,7 @@ async fn lead(
             None
         }
         Some(settings) => {
-            let mut lease_config = kube_config;
-            let timeout = settings.request_timeout();
-            lease_config.connect_timeout = Some(timeout);
-            lease_config.read_timeout = Some(timeout);
-            lease_config.write_timeout = Some(timeout);
-            let lease_client =
-                Client::try_from(lease_config).context("building the Lease client")?;
-            let elector = Elector::start(lease_client, settings).await?;
+            let elector = Elector::start(kube_config, settings).await?;
             if !wait_leading(&elector, health, stop.clone()).await {
                 elector.release().await?;
                 eprintln!("orrery-operator: stopped as a standby");
@@ -322,8 +318,32 @@ async fn lead(
         }
         std::future::pending::<()>().await
     };
+    // After the signal the controllers take no new work and finish the reconciles in flight.
+    // kube-runtime's graceful shutdown also waits for the controllers' caches, so one stopped
+    // before its first list completed would wait for ever: once no reconcile has been in
+    // flight for a moment after the signal, the controllers are dropped. Past
+    // --shutdown-timeout they are dropped in any case (a reconcile still running is abandoned
+    // at its next await; reconciles are idempotent, so the next leader redoes it).
+    let drain = Duration::from_secs(args.shutdown_timeout);
+    let overdue = async {
+        stopping(stop.clone()).await;
+        tokio::time::sleep(drain).await;
+    };
+    let idle = async {
+        stopping(stop.clone()).await;
+        idle_after_stop(metrics).await;
+    };
     tokio::select! {
         () = controllers => {}
+        () = idle => {
+            eprintln!("orrery-operator: no reconcile in flight: the controllers are stopped");
+        }
+        () = overdue => {
+            eprintln!(
+                "orrery-operator: the controllers did not stop within {drain:?} of the signal \
+                 (--shutdown-timeout); stopping them now"
+            );
+        }
         reason = lost => {
             // Stop at once: dropping the controllers abandons the reconciles in flight at their
             // next await; they are idempotent, so the new leader redoes them.
@@ -354,6 +374,25 @@ async fn lead(
     }
     eprintln!("orrery-operator: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves once no reconcile has been in flight for half a second, checked from one second
+/// after it is called (the controllers first get the time to see the signal and drain).
+async fn idle_after_stop(metrics: &Metrics) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut idle_since: Option<tokio::time::Instant> = None;
+    loop {
+        if metrics.in_flight() > 0 {
+            idle_since = None;
+        } else if idle_since
+            .get_or_insert_with(tokio::time::Instant::now)
+            .elapsed()
+            >= Duration::from_millis(500)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Waits until the apiserver answers (retrying every 2 s, reporting the error on /readyz);
@@ -389,6 +428,7 @@ async fn wait_leading(elector: &Elector, health: &Health, stop: watch::Receiver<
     let settings = elector.settings();
     let mut role = elector.role();
     let mut stopped = std::pin::pin!(stopping(stop));
+    let mut logged: Option<String> = None;
     loop {
         let now = role.borrow_and_update().clone();
         match now {
@@ -399,14 +439,19 @@ async fn wait_leading(elector: &Elector, health: &Health, stop: watch::Receiver<
                 );
                 return true;
             }
-            Role::Standby { holder } => {
+            // Our own name while not leading yet: the manager is about to say it leads.
+            Role::Standby { holder } if holder.as_deref() != Some(settings.identity.as_str()) => {
                 let holder = holder.unwrap_or_else(|| "nobody yet".into());
-                eprintln!(
-                    "orrery-operator: standby {}: waiting for the Lease {}/{}, held by {holder}",
-                    settings.identity, settings.namespace, settings.name
-                );
+                if logged.as_ref() != Some(&holder) {
+                    eprintln!(
+                        "orrery-operator: standby {}: waiting for the Lease {}/{}, held by {holder}",
+                        settings.identity, settings.namespace, settings.name
+                    );
+                    logged = Some(holder.clone());
+                }
                 health.ready(format!("standby: the Lease is held by {holder}"));
             }
+            Role::Standby { .. } => {}
             Role::Lost { .. } | Role::Released => return false,
         }
         tokio::select! {

@@ -8,6 +8,7 @@
 //! | `orrery_runs{phase}` | gauge | StudioRuns per phase |
 //! | `orrery_run_pod_start_seconds` | histogram | StudioRun creation → its runner pod created |
 //! | `orrery_leader` | gauge | 1 while this process holds the Lease (or runs without one), else 0 |
+//! | `orrery_reconciles_in_flight` | gauge | reconciles running now (graceful shutdown waits for 0) |
 //!
 //! One [`Metrics`] per process (no global registry): the controllers count through
 //! [`crate::controller::Context::metrics`], the HTTP server encodes it. Every `kind`, `error`
@@ -74,6 +75,17 @@ pub struct Metrics {
     runs: Family<PhaseLabel, Gauge>,
     pod_start: Histogram,
     leader: Gauge,
+    in_flight: Gauge,
+}
+
+/// One reconcile in flight: counted in `orrery_reconciles_in_flight` until dropped.
+#[derive(Debug)]
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl Default for Metrics {
@@ -92,6 +104,7 @@ impl Metrics {
         let runs = Family::<PhaseLabel, Gauge>::default();
         let pod_start = Histogram::new(POD_START_BUCKETS);
         let leader = Gauge::default();
+        let in_flight = Gauge::default();
         registry.register(
             "orrery_reconciles",
             "Reconciles started, per kind (failed ones included)",
@@ -118,6 +131,11 @@ impl Metrics {
             "1 while this process holds the leader Lease (or runs without leader election), else 0",
             leader.clone(),
         );
+        registry.register(
+            "orrery_reconciles_in_flight",
+            "Reconciles running now",
+            in_flight.clone(),
+        );
         for kind in KINDS {
             drop(reconciles.get_or_create(&KindLabel { kind: kind.into() }));
             for error in Error::LABELS {
@@ -140,7 +158,21 @@ impl Metrics {
             runs,
             pod_start,
             leader,
+            in_flight,
         }
+    }
+
+    /// Counts one reconcile of `kind` as it starts and holds it in
+    /// `orrery_reconciles_in_flight` until the returned guard is dropped.
+    pub fn start_reconcile(&self, kind: &str) -> InFlight {
+        self.reconciled(kind);
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// How many reconciles are running now.
+    pub fn in_flight(&self) -> i64 {
+        self.in_flight.get()
     }
 
     /// Counts one reconcile of `kind` (called as it starts, whatever its outcome).
@@ -357,6 +389,22 @@ mod tests {
         );
         let sum = value(&text, "orrery_run_pod_start_seconds_sum").unwrap_or_default();
         assert!((sum - 200.78).abs() < 1e-9, "{sum}");
+    }
+
+    #[test]
+    fn a_reconcile_is_in_flight_until_its_guard_is_dropped() {
+        let m = Metrics::new();
+        let first = m.start_reconcile("StudioRun");
+        let second = m.start_reconcile("StudioRun");
+        assert_eq!(m.in_flight(), 2);
+        drop(first);
+        assert_eq!(value(&m.encode(), "orrery_reconciles_in_flight"), Some(1.0));
+        drop(second);
+        assert_eq!(m.in_flight(), 0);
+        assert_eq!(
+            value(&m.encode(), "orrery_reconciles_total{kind=\"StudioRun\"}"),
+            Some(2.0)
+        );
     }
 
     #[test]
