@@ -408,12 +408,13 @@ pub fn binary_override_env(bin: &str) -> String {
     format!("ORRERY_BIN_{}", bin.to_ascii_uppercase().replace('-', "_"))
 }
 
-/// The path of binary `bin` of workspace package `package`, built first (`cargo build -p
-/// <package> --bin <bin>`, a no-op when it is current) into the target directory and profile
-/// of the running test binary: `CARGO_BIN_EXE_*` exists only for a crate's own binaries, and
-/// `cargo test -p orrery-tests` does not build other packages' binaries. The override
-/// variable of [`binary_override_env`] skips the build.
-pub fn workspace_binary(package: &str, bin: &str) -> Result<std::path::PathBuf> {
+/// The path of the workspace's binary `bin`, built first (`cargo build --workspace --bin
+/// <bin>`, a no-op when it is current) into the target directory and profile of the running
+/// test binary: `CARGO_BIN_EXE_*` exists only for a crate's own binaries, and `cargo test` does
+/// not build other packages' binaries. `--workspace` resolves features as a plain `cargo build`
+/// at the root does, so the two share one build of the binary. The override variable of
+/// [`binary_override_env`] skips the build.
+pub fn workspace_binary(bin: &str) -> Result<std::path::PathBuf> {
     if let Some(path) = std::env::var_os(binary_override_env(bin)).filter(|p| !p.is_empty()) {
         return Ok(path.into());
     }
@@ -433,7 +434,7 @@ pub fn workspace_binary(package: &str, bin: &str) -> Result<std::path::PathBuf> 
         .unwrap_or("debug");
     let mut cargo = std::process::Command::new(env!("CARGO"));
     cargo
-        .args(["build", "--quiet", "-p", package, "--bin", bin])
+        .args(["build", "--quiet", "--workspace", "--bin", bin])
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(workspace_root())
@@ -447,18 +448,14 @@ pub fn workspace_binary(package: &str, bin: &str) -> Result<std::path::PathBuf> 
             cargo.args(["--profile", other]);
         }
     }
-    let status = cargo
-        .status()
-        .with_context(|| format!("running cargo build -p {package} --bin {bin}"))?;
+    let what = format!("cargo build --workspace --bin {bin}");
+    let status = cargo.status().with_context(|| format!("running {what}"))?;
     if !status.success() {
-        bail!("cargo build -p {package} --bin {bin} failed ({status})");
+        bail!("{what} failed ({status})");
     }
     let path = profile_dir.join(bin);
     if !path.is_file() {
-        bail!(
-            "cargo build -p {package} --bin {bin} left no {}",
-            path.display()
-        );
+        bail!("{what} left no {}", path.display());
     }
     Ok(path)
 }

@@ -24,6 +24,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use orrery_crds::Composition;
+use orrery_crds::registry::RegistryEntry;
 use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, keep, unique_name,
     wait_for, workspace_binary, workspace_root,
@@ -95,6 +96,8 @@ struct Operator {
 }
 
 impl Operator {
+    /// Starts a candidate for the Lease `orrery-operator` in `namespace`, with `identity` and
+    /// a Lease of `duration` seconds renewed `grace` seconds before expiry.
     async fn start(
         bin: &Path,
         env: &TestEnv,
@@ -103,15 +106,37 @@ impl Operator {
         identity: &str,
         (duration, grace): (u64, u64),
     ) -> Result<Operator> {
+        let duration = duration.to_string();
+        let grace = grace.to_string();
+        let election = [
+            "--leader-election-namespace",
+            namespace,
+            "--leader-election-identity",
+            identity,
+            "--lease-duration",
+            &duration,
+            "--lease-grace",
+            &grace,
+        ];
+        Operator::spawn(bin, env, files, namespace, identity, &election).await
+    }
+
+    /// Starts `orrery-operator controller` for `namespace` with `extra` flags; `identity`
+    /// names it in the test's log.
+    async fn spawn(
+        bin: &Path,
+        env: &TestEnv,
+        files: &Files,
+        namespace: &str,
+        identity: &str,
+        extra: &[&str],
+    ) -> Result<Operator> {
         let mut child = Command::new(bin)
             .arg("controller")
             .arg("--config")
             .arg(&files.config)
             .args(["--namespace", namespace])
-            .args(["--leader-election-namespace", namespace])
-            .args(["--leader-election-identity", identity])
-            .args(["--lease-duration", &duration.to_string()])
-            .args(["--lease-grace", &grace.to_string()])
+            .args(extra)
             .args(["--listen", "127.0.0.1:0"])
             .env("KUBECONFIG", &env.kubeconfig)
             .env_remove("POD_NAME")
@@ -283,10 +308,9 @@ async fn setup(prefix: &str) -> Result<(&'static TestEnv, TestNamespace, Client,
     ensure_crds(env).await?;
     let ns = TestNamespace::create(env, prefix).await?;
     let client = env.admin().await?;
-    let bin =
-        tokio::task::spawn_blocking(|| workspace_binary("orrery-operator", "orrery-operator"))
-            .await
-            .context("the build task")??;
+    let bin = tokio::task::spawn_blocking(|| workspace_binary("orrery-operator"))
+        .await
+        .context("the build task")??;
     let scripted =
         std::fs::read_to_string(workspace_root().join("examples/registry/scripted.yaml"))?;
     apply_yaml(&client, Some(&ns.name), &scripted).await?;
@@ -324,11 +348,14 @@ async fn of_two_operators_only_the_lease_holder_reconciles_and_the_other_takes_o
     })
     .await?;
     assert_eq!((code, body.trim()), (200, "leader: controllers running"));
-    let (code, body) = standby.get("/readyz").await?;
-    assert_eq!(
-        (code, body.trim().to_owned()),
-        (200, format!("standby: the Lease is held by {first}"))
-    );
+    let want = format!("standby: the Lease is held by {first}");
+    eventually(TIMEOUT, || async {
+        let (code, body) = standby.get("/readyz").await?;
+        ensure!((code, body.trim()) == (200, want.as_str()), "{code} {body}");
+        Ok(())
+    })
+    .await
+    .context("the standby is ready and names the holder")?;
     for op in [&leader, &standby] {
         assert_eq!(op.get("/healthz").await?.0, 200, "{}", op.identity);
     }
@@ -347,6 +374,15 @@ async fn of_two_operators_only_the_lease_holder_reconciles_and_the_other_takes_o
             .await?
             >= 1.0
     );
+    // The scripted entry gets its status from the leader (and so a counted reconcile).
+    wait_for(
+        &ns.api::<RegistryEntry>(&client),
+        "scripted",
+        "Ready=True",
+        TIMEOUT,
+        has_condition::<RegistryEntry>("Ready", "True"),
+    )
+    .await?;
     assert!(
         leader
             .metric("orrery_reconciles_total{kind=\"RegistryEntry\"}")
@@ -490,5 +526,42 @@ async fn a_leader_stopped_with_sigterm_releases_the_lease_and_the_standby_takes_
     assert!(status.success(), "{status}; log: {:#?}", second.lines());
     assert_drained(&second);
     assert_drained(&first);
+    Ok(())
+}
+
+#[tokio::test]
+async fn without_leader_election_one_process_reconciles_at_once_and_makes_no_lease() -> Result<()> {
+    let (env, ns, client, bin, files) = setup("op-single").await?;
+    let mut op = Operator::spawn(
+        &bin,
+        env,
+        &files,
+        &ns.name,
+        "op-solo",
+        &["--leader-elect=false"],
+    )
+    .await?;
+    let compositions: Api<Composition> = ns.api(&client);
+    apply_yaml(&client, Some(&ns.name), &composition("solo")).await?;
+    wait_valid(&compositions, "solo").await?;
+    eventually(TIMEOUT, || async {
+        let (code, body) = op.get("/readyz").await?;
+        ensure!(
+            (code, body.trim()) == (200, "leader: controllers running"),
+            "{code} {body}"
+        );
+        Ok(())
+    })
+    .await?;
+    assert_eq!(op.metric("orrery_leader").await?, 1.0);
+    let leases: Api<Lease> = ns.api(&client);
+    assert!(
+        leases.get_opt(LEASE_NAME).await?.is_none(),
+        "no Lease without leader election"
+    );
+    op.signal(nix::sys::signal::Signal::SIGTERM)?;
+    let status = op.exited(TIMEOUT).await?;
+    assert!(status.success(), "{status}; log: {:#?}", op.lines());
+    assert_drained(&op);
     Ok(())
 }
