@@ -146,18 +146,21 @@ impl LeaseSettings {
                 fix: "make the grace shorter than the duration, e.g. a third of it",
             });
         }
-        for (flag, value) in [
-            ("--leader-election-name", &self.name),
-            ("--leader-election-namespace", &self.namespace),
-        ] {
-            if !is_dns_label_ish(value) {
-                return Err(LeaderError::Settings {
-                    flag,
-                    problem: format!("{value:?} is not a valid Kubernetes object name"),
-                    fix: "use lower-case letters, digits, '-' and '.', at most 253 characters, \
-                          starting and ending with a letter or digit",
-                });
-            }
+        if !is_dns_subdomain(&self.name) {
+            return Err(LeaderError::Settings {
+                flag: "--leader-election-name",
+                problem: format!("{:?} is not a valid Lease name", self.name),
+                fix: "use lower-case letters, digits, '-' and '.', at most 253 characters, \
+                      starting and ending with a letter or digit",
+            });
+        }
+        if !is_dns_label(&self.namespace) {
+            return Err(LeaderError::Settings {
+                flag: "--leader-election-namespace",
+                problem: format!("{:?} is not a valid namespace name", self.namespace),
+                fix: "use lower-case letters, digits and '-', at most 63 characters, starting \
+                      and ending with a letter or digit",
+            });
         }
         if self.identity.is_empty() || self.identity.len() > 253 {
             return Err(LeaderError::Settings {
@@ -186,13 +189,19 @@ impl LeaseSettings {
     }
 }
 
-fn is_dns_label_ish(s: &str) -> bool {
+/// A DNS-1123 label: what a namespace's name must be.
+fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 253
+        && s.len() <= 63
         && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// A DNS-1123 subdomain: what most objects' names, a Lease's included, must be.
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// What this process is in the election.
@@ -283,15 +292,23 @@ impl Elector {
     }
 }
 
-/// Resolves with the reason once `role` says [`Role::Lost`] (never if it does not).
+/// Resolves with the reason once `role` says [`Role::Lost`], or once the campaign ended
+/// without releasing the Lease (its task failed: nothing renews the Lease any more). Never
+/// resolves after [`Elector::release`].
 pub async fn lost(mut role: watch::Receiver<Role>) -> String {
     loop {
-        if let Role::Lost { reason } = &*role.borrow_and_update() {
-            return reason.clone();
+        let now = role.borrow_and_update().clone();
+        match now {
+            Role::Lost { reason } => return reason,
+            Role::Released => return std::future::pending().await,
+            Role::Standby { .. } | Role::Leader => {}
         }
         if role.changed().await.is_err() {
-            // The campaign ended without a loss (released): never resolve.
-            return std::future::pending().await;
+            let released = *role.borrow() == Role::Released;
+            if released {
+                return std::future::pending().await;
+            }
+            return "the campaign for the Lease stopped unexpectedly: nothing renews it".into();
         }
     }
 }
@@ -521,6 +538,32 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(text.starts_with("--leader-election-name:"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_loss_is_reported_with_its_reason_and_a_release_is_not_a_loss() {
+        let (tx, rx) = watch::channel(Role::Leader);
+        let waiting = tokio::spawn(lost(rx));
+        tx.send_replace(Role::Lost {
+            reason: "the Lease is now held by op-b".into(),
+        });
+        assert_eq!(
+            waiting.await.ok().as_deref(),
+            Some("the Lease is now held by op-b")
+        );
+
+        let (tx, rx) = watch::channel(Role::Leader);
+        drop(tx);
+        assert!(
+            lost(rx).await.contains("stopped unexpectedly"),
+            "a campaign that died is a loss"
+        );
+
+        let (tx, rx) = watch::channel(Role::Leader);
+        tx.send_replace(Role::Released);
+        drop(tx);
+        let released = tokio::time::timeout(Duration::from_millis(50), lost(rx)).await;
+        assert!(released.is_err(), "a release never resolves as a loss");
     }
 
     #[test]
