@@ -66,6 +66,16 @@ pub mod reasons {
     /// A run was refused before it started (invalid composition, entry not ready, over the
     /// owner's daily budget).
     pub const REFUSED: &str = "Refused";
+    /// A run names a Composition (or a revision of one) that does not exist yet; it starts
+    /// when it appears.
+    pub const WAITING_FOR_COMPOSITION: &str = "WaitingForComposition";
+    /// A run's entries have not been probed yet; it starts when they are `Ready`.
+    pub const WAITING_FOR_ENTRIES: &str = "WaitingForEntries";
+    /// A run uses an entry that is `Ready=False` (refused, probe failed, pin changed and not
+    /// accepted): it is refused.
+    pub const ENTRY_NOT_READY: &str = "EntryNotReady";
+    /// A run was cancelled before its runner pod started.
+    pub const CANCELLED: &str = "Cancelled";
 }
 
 #[cfg(test)]

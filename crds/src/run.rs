@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Composition","type":"string","jsonPath":".status.composition.name"}"#,
     printcolumn = r#"{"name":"Tokens","type":"integer","jsonPath":".status.totals.tokens"}"#,
-    printcolumn = r#"{"name":"Owner","type":"string","priority":1,"jsonPath":".spec.owner"}"#,
+    printcolumn = r#"{"name":"Owner","type":"string","jsonPath":".spec.owner"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = kube::core::Rule::new("!has(oldSelf.status) || !has(oldSelf.status.decisions) || (has(self.status) && has(self.status.decisions))").message("status.decisions is append-only: a decision cannot be removed").field_path(".status.decisions")
 )]

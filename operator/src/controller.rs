@@ -128,13 +128,15 @@ where
     }
 }
 
-/// Runs the Composition and RegistryEntry controllers over every namespace (or only
+/// Runs the Composition, RegistryEntry and StudioRun controllers over every namespace (or only
 /// `namespace`) until `shutdown` resolves; then each finishes the reconciles in flight and
-/// returns. They count their reconciles and errors into `metrics`.
+/// returns. They count their reconciles and errors into `metrics`; `signer` signs the run
+/// tokens.
 pub async fn run<F>(
     client: Client,
     config: Arc<Config>,
     metrics: Arc<Metrics>,
+    signer: Arc<crate::run::token::RunTokenSigner>,
     namespace: Option<String>,
     shutdown: F,
 ) where
@@ -150,30 +152,51 @@ pub async fn run<F>(
     };
     let compositions =
         crate::composition::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
-    let entries = crate::registry::reconcile::controller(ctx, namespace.as_deref(), signal(&tx));
+    let entries =
+        crate::registry::reconcile::controller(ctx.clone(), namespace.as_deref(), signal(&tx));
+    let runs = crate::run::reconcile::controller(ctx, signer, namespace.as_deref(), signal(&tx));
     tokio::spawn(async move {
         shutdown.await;
         let _ = tx.send(());
     });
-    futures::join!(compositions, entries);
+    futures::join!(compositions, entries, runs);
 }
 
 /// How long a failed reconcile waits before it is tried again.
 pub const RETRY: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// A reconciler's context that carries the process's [`Metrics`].
+pub trait Metered {
+    /// The metrics the reconciles are counted in.
+    fn metrics(&self) -> &Metrics;
+}
+
+impl Metered for Context {
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+}
+
+impl Metered for crate::run::reconcile::RunContext {
+    fn metrics(&self) -> &Metrics {
+        &self.base.metrics
+    }
+}
+
 /// Wraps a reconciler so that each reconcile it starts is counted in
 /// `orrery_reconciles_total{kind}` (failed ones too: [`error_policy`] counts those again by
 /// their error label) and in `orrery_reconciles_in_flight` while it runs.
-pub fn counted<K, F, Fut>(
+pub fn counted<K, C, F, Fut>(
     mut reconcile: F,
-) -> impl FnMut(Arc<K>, Arc<Context>) -> futures::future::BoxFuture<'static, Fut::Output>
+) -> impl FnMut(Arc<K>, Arc<C>) -> futures::future::BoxFuture<'static, Fut::Output>
 where
     K: Resource<DynamicType = ()>,
-    F: FnMut(Arc<K>, Arc<Context>) -> Fut,
+    C: Metered,
+    F: FnMut(Arc<K>, Arc<C>) -> Fut,
     Fut: Future + Send + 'static,
 {
     move |object, ctx| {
-        let in_flight = ctx.metrics.start_reconcile(&K::kind(&()));
+        let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
         let reconcile = reconcile(object, ctx);
         Box::pin(async move {
             let out = reconcile.await;

@@ -59,6 +59,19 @@ pub enum Error {
         /// How to fix it.
         fix: String,
     },
+    /// A child's name is taken by an object the run does not own.
+    #[error(
+        "a {kind} named {name:?} already exists in namespace {namespace} and is not this run's: \
+         delete it or give the run another name"
+    )]
+    NameTaken {
+        /// The child's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+    },
     /// A Composition revision (ControllerRevision) is missing or unreadable.
     #[error("ControllerRevision {name:?}: {problem}")]
     Revision {
@@ -71,7 +84,7 @@ pub enum Error {
 
 impl Error {
     /// Every label [`Error::label`] can return, for registering the metric series up front.
-    pub const LABELS: [&'static str; 8] = [
+    pub const LABELS: [&'static str; 9] = [
         "kube_api",
         "config",
         "missing_metadata",
@@ -80,6 +93,7 @@ impl Error {
         "run_token",
         "endpoint",
         "revision",
+        "name_taken",
     ];
 
     /// The metric label of this error (`errors_total{error="…"}`).
@@ -93,6 +107,7 @@ impl Error {
             Error::RunToken { .. } => "run_token",
             Error::Endpoint { .. } => "endpoint",
             Error::Revision { .. } => "revision",
+            Error::NameTaken { .. } => "name_taken",
         }
     }
 
@@ -140,6 +155,11 @@ mod tests {
             Error::Revision {
                 name: "n".into(),
                 problem: "p".into(),
+            },
+            Error::NameTaken {
+                kind: "Pod".into(),
+                name: "r-runner".into(),
+                namespace: "team".into(),
             },
         ];
         if let Some(source) = json {

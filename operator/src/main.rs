@@ -3,8 +3,8 @@
 //! `controller --config FILE` checks the deployment config, connects to the cluster of
 //! `KUBECONFIG` (or the in-cluster config) and campaigns for the leader Lease
 //! (`--leader-election-namespace`/`--leader-election-name`, default
-//! `$POD_NAMESPACE`/`orrery-operator`). Only the holder runs the Composition and
-//! RegistryEntry controllers (`--namespace NS` scopes them to one namespace); a standby waits
+//! `$POD_NAMESPACE`/`orrery-operator`). Only the holder runs the Composition, RegistryEntry and
+//! StudioRun controllers (`--namespace NS` scopes them to one namespace); a standby waits
 //! and takes over when the holder stops renewing (within `--lease-duration`) or releases the
 //! Lease. `--leader-elect=false` runs the controllers without a Lease (one process, dev use).
 //!
@@ -151,7 +151,7 @@ fn main() -> ExitCode {
                 RunTokenSigner::from_config(&args.config, &c.run_token).map(|signer| (c, signer))
             });
             match loaded {
-                Ok((config, _signer)) => match controller(args, config) {
+                Ok((config, signer)) => match controller(args, config, signer) {
                     Ok(code) => code,
                     Err(e) => {
                         eprintln!("orrery-operator: {e:#}");
@@ -205,7 +205,11 @@ async fn stopping(mut rx: watch::Receiver<bool>) {
 }
 
 /// Runs the controller process (see the module docs); returns its exit code.
-fn controller(args: ControllerArgs, config: Config) -> anyhow::Result<ExitCode> {
+fn controller(
+    args: ControllerArgs,
+    config: Config,
+    signer: RunTokenSigner,
+) -> anyhow::Result<ExitCode> {
     let lease = args.lease(
         std::env::var("POD_NAMESPACE").ok(),
         std::env::var("POD_NAME").ok(),
@@ -239,7 +243,7 @@ fn controller(args: ControllerArgs, config: Config) -> anyhow::Result<ExitCode> 
         ));
         eprintln!("orrery-operator: serving /metrics, /healthz, /readyz on http://{address}");
 
-        let code = lead(&args, config, lease, &metrics, &health, stop).await;
+        let code = lead(&args, config, signer, lease, &metrics, &health, stop).await;
         health.not_ready("stopped");
         let _ = server_stop.send(());
         match server.await {
@@ -256,6 +260,7 @@ fn controller(args: ControllerArgs, config: Config) -> anyhow::Result<ExitCode> 
 async fn lead(
     args: &ControllerArgs,
     config: Config,
+    signer: RunTokenSigner,
     lease: Option<LeaseSettings>,
     metrics: &Arc<Metrics>,
     health: &Arc<Health>,
@@ -271,7 +276,7 @@ async fn lead(
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!(
-        "orrery-operator: config {}; reconciling {} (StudioRuns are not reconciled by this build)",
+        "orrery-operator: config {}; reconciling {}",
         args.config,
         args.namespace
             .as_deref()
@@ -306,6 +311,7 @@ async fn lead(
         client.clone(),
         Arc::new(config),
         metrics.clone(),
+        Arc::new(signer),
         args.namespace.clone(),
         stopping(stop.clone()),
     );

@@ -392,7 +392,7 @@ async fn of_two_operators_only_the_lease_holder_reconciles_and_the_other_takes_o
     );
     assert_eq!(leader.metric("orrery_leader").await?, 1.0);
     assert_eq!(standby.metric("orrery_leader").await?, 0.0);
-    for kind in ["Composition", "RegistryEntry"] {
+    for kind in ["Composition", "RegistryEntry", "StudioRun"] {
         assert_eq!(
             standby
                 .metric(&format!("orrery_reconciles_total{{kind=\"{kind}\"}}"))

@@ -45,6 +45,7 @@ impl Operator {
             client,
             config,
             Arc::new(Metrics::new()),
+            orrery_tests::operator_fixture::test_signer()?,
             Some(namespace.to_owned()),
             async move {
                 let _ = stopped.await;

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail, ensure};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Node, Pod, PodCondition, Secret};
 use kube::Client;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use orrery_tests::harness::{TIMEOUT, TestNamespace, wait_deleted, wait_for};
 use orrery_tests::pod_executor::{
     CONTAINER_ID_PREFIX, ExecutorConfig, MOUNT_ROOT_ENV, PodExecutor,
@@ -295,6 +295,43 @@ async fn a_running_pod_is_ready_and_deleting_it_stops_its_process() -> Result<()
             started.elapsed()
         );
         wait_process_gone(pid).await?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_lowered_active_deadline_stops_a_running_pod_and_keeps_it_with_its_message() -> Result<()>
+{
+    run("pe-deadline", async |f| {
+        let mut sleeper = podtest("deadline", &["--message", "up", "--sleep", "600"]);
+        sleeper["spec"]["activeDeadlineSeconds"] = json!(3600);
+        sleeper["spec"]["terminationGracePeriodSeconds"] = json!(30);
+        f.create(sleeper).await?;
+        let pods = f.pods();
+        let running = wait_for(&pods, "deadline", "Running", TIMEOUT, |p: Option<&Pod>| {
+            phase_of(p) == Some("Running")
+        })
+        .await?
+        .context("pod vanished")?;
+        let pid = pid_of(&running)?;
+        // Lowering the deadline below the time the pod has run (what the operator does to
+        // cancel a run) stops it with SIGTERM, and the object stays for its status.
+        let patch = json!({ "spec": { "activeDeadlineSeconds": 1 } });
+        pods.patch("deadline", &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        let pod = f.wait_phase("deadline", "Failed").await?;
+        let status = pod.status.as_ref().context("status")?;
+        assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+        let t = terminated(&pod)?;
+        assert_eq!(t.exit_code, 143, "ended by SIGTERM, not SIGKILL");
+        let message = t.message.unwrap_or_default();
+        assert!(
+            message.contains("up") && message.contains("got SIGTERM"),
+            "{message}"
+        );
+        wait_process_gone(pid).await?;
+        assert!(pods.get_opt("deadline").await?.is_some(), "the pod is kept");
         Ok(())
     })
     .await

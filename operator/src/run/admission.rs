@@ -84,10 +84,22 @@ pub fn needs_relay(plan: &Plan) -> Option<String> {
     })
 }
 
-/// Refuses a plan using an entry that is not `Ready` (not probed yet, refused, or its pin
-/// changed and nobody accepted the new one); `Err` names each entry and why.
-pub fn check_entries_ready(plan: &Plan, entries: &[RegistryEntry]) -> Result<(), String> {
-    let mut problems = Vec::new();
+/// Whether the entries a plan uses let it start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryReadiness {
+    /// Every entry is `Ready=True`.
+    Ready,
+    /// Some entry has not been probed yet (`Ready` Unknown or absent): the run waits.
+    Waiting(String),
+    /// Some entry is missing or `Ready=False` (refused, probe failed, its pin changed and
+    /// nobody accepted the new one): the run is refused.
+    Refused(String),
+}
+
+/// The readiness of the entries `plan` uses; the messages name each entry and why.
+pub fn entries_readiness(plan: &Plan, entries: &[RegistryEntry]) -> EntryReadiness {
+    let mut refused = Vec::new();
+    let mut waiting = Vec::new();
     for name in super::builders::plan_entry_names(plan) {
         let entry = entries
             .iter()
@@ -98,19 +110,21 @@ pub fn check_entries_ready(plan: &Plan, entries: &[RegistryEntry]) -> Result<(),
                 .and_then(|s| crate::kstatus::find(&s.conditions, READY))
         });
         match (entry, ready) {
-            (None, _) => problems.push(format!("RegistryEntry {name} does not exist")),
+            (None, _) => refused.push(format!("RegistryEntry {name} does not exist")),
             (Some(_), Some(c)) if c.status == ConditionStatus::True => {}
-            (Some(_), Some(c)) => problems.push(format!(
+            (Some(_), Some(c)) if c.status == ConditionStatus::False => refused.push(format!(
                 "RegistryEntry {name} is not Ready ({}: {})",
                 c.reason, c.message
             )),
-            (Some(_), None) => problems.push(format!("RegistryEntry {name} is not Ready yet")),
+            (Some(_), _) => waiting.push(format!("RegistryEntry {name} is not Ready yet")),
         }
     }
-    if problems.is_empty() {
-        Ok(())
+    if !refused.is_empty() {
+        EntryReadiness::Refused(refused.join("; "))
+    } else if !waiting.is_empty() {
+        EntryReadiness::Waiting(waiting.join("; "))
     } else {
-        Err(problems.join("; "))
+        EntryReadiness::Ready
     }
 }
 
@@ -269,7 +283,7 @@ pub fn check_daily_budget(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::expect_used)]
+    #![allow(clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::run::builders::tests::{config, document, run};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -483,17 +497,16 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_runs_only_on_ready_entries() {
+    fn a_plan_waits_for_unprobed_entries_and_is_refused_on_entries_not_ready() {
         use crate::kstatus::{Health, set_health};
         let config = config("");
         let doc = document(&config);
         let mut entries = crate::run::builders::tests::entries();
-        let err = check_entries_ready(&doc.plan, &entries)
-            .err()
-            .unwrap_or_default();
         assert_eq!(
-            err,
-            "RegistryEntry gpt is not Ready yet; RegistryEntry tools is not Ready yet"
+            entries_readiness(&doc.plan, &entries),
+            EntryReadiness::Waiting(
+                "RegistryEntry gpt is not Ready yet; RegistryEntry tools is not Ready yet".into()
+            )
         );
         for e in entries.iter_mut() {
             let status = e.status.get_or_insert_with(Default::default);
@@ -507,7 +520,10 @@ mod tests {
                 at(0),
             );
         }
-        assert_eq!(check_entries_ready(&doc.plan, &entries), Ok(()));
+        assert_eq!(
+            entries_readiness(&doc.plan, &entries),
+            EntryReadiness::Ready
+        );
         if let Some(status) = entries
             .iter_mut()
             .find(|e| e.metadata.name.as_deref() == Some("tools"))
@@ -523,17 +539,16 @@ mod tests {
                 at(1),
             );
         }
-        let err = check_entries_ready(&doc.plan, &entries)
-            .err()
-            .unwrap_or_default();
         assert_eq!(
-            err,
-            "RegistryEntry tools is not Ready (PinChanged: the card changed)"
+            entries_readiness(&doc.plan, &entries),
+            EntryReadiness::Refused(
+                "RegistryEntry tools is not Ready (PinChanged: the card changed)".into()
+            )
         );
         entries.retain(|e| e.metadata.name.as_deref() != Some("gpt"));
-        let err = check_entries_ready(&doc.plan, &entries)
-            .err()
-            .unwrap_or_default();
+        let EntryReadiness::Refused(err) = entries_readiness(&doc.plan, &entries) else {
+            panic!("a missing entry refuses the run");
+        };
         assert!(err.starts_with("RegistryEntry gpt does not exist"), "{err}");
     }
 

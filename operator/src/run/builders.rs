@@ -294,6 +294,8 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
             format!("{PLAN_DIR}/{PLAN_KEY}"),
             "--tools".to_owned(),
             "real".to_owned(),
+            "--termination-log".to_owned(),
+            TERMINATION_MESSAGE_PATH.to_owned(),
         ]),
         env: Some(envs),
         resources: Some(ResourceRequirements {
@@ -617,7 +619,10 @@ pub(crate) mod tests {
                     "--plan".to_owned(),
                     "/etc/orrery/run/plan.json".to_owned(),
                     "--tools".to_owned(),
-                    "real".to_owned()
+                    "real".to_owned(),
+                    // Named, not defaulted: a kubelet stand-in maps paths it sees in args.
+                    "--termination-log".to_owned(),
+                    "/dev/termination-log".to_owned()
                 ][..]
             )
         );

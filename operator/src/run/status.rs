@@ -18,6 +18,9 @@ pub const MAX_ERROR_BYTES: usize = 1024;
 
 pub use orrery_crds::plan_document::{RunSummary, parse_summary};
 
+/// The message of a run whose pod is created and not running yet.
+const STARTING_MESSAGE: &str = "the runner pod is starting";
+
 /// What the runner pod says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodState {
@@ -194,6 +197,16 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
     let cancel = |at: Option<String>| -> End {
         (RunPhase::Cancelled, Outcome::Cancelled.as_str(), None, at)
     };
+    // Stopped from outside the run: its pod deleted, or the kubelet's deadline backstop.
+    let deleted = pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+    let past_deadline = pod
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.reason.as_deref())
+        == Some("DeadlineExceeded");
+    let pod_name = pod
+        .and_then(|p| p.metadata.name.clone())
+        .or_else(|| status.runner_pod.clone())
+        .unwrap_or_default();
     let end: Option<End> = match pod_state(pod) {
         PodState::Absent => {
             let Some(name) = status.runner_pod.clone() else {
@@ -217,7 +230,7 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                 &mut status,
                 RunPhase::Pending,
                 reasons::STARTING,
-                "the runner pod is starting".into(),
+                STARTING_MESSAGE.into(),
                 generation,
                 now,
             );
@@ -246,7 +259,42 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
             finished_at,
         } => {
             status.start_time = status.start_time.or(started_at);
+            let stopped_from_outside = |said: Option<String>| -> Option<End> {
+                let said = said.map(|m| format!(" ({m})")).unwrap_or_default();
+                if deleted {
+                    Some((
+                        RunPhase::Failed,
+                        reasons::POD_DELETED,
+                        failure(format!(
+                            "the runner pod {pod_name} was deleted before the run ended; the runner stopped on SIGTERM{said}"
+                        )),
+                        finished_at.clone(),
+                    ))
+                } else if past_deadline {
+                    Some((
+                        RunPhase::Failed,
+                        reasons::DEADLINE_EXCEEDED,
+                        failure(format!(
+                            "the kubelet stopped the runner pod {pod_name} past its deadline{said}"
+                        )),
+                        finished_at.clone(),
+                    ))
+                } else {
+                    None
+                }
+            };
             Some(match message.as_deref().and_then(parse_summary) {
+                // A runner that stopped on SIGTERM says Cancelled; unless the run was
+                // cancelled, it was stopped from outside: that is a failure, with the totals.
+                Some(summary)
+                    if summary.outcome == Outcome::Cancelled
+                        && !cancelled
+                        && (deleted || past_deadline) =>
+                {
+                    status.totals = Some(summary.totals);
+                    status.events_dropped = i64::try_from(summary.dropped).ok();
+                    stopped_from_outside(None).unwrap_or_else(|| cancel(finished_at.clone()))
+                }
                 Some(summary) => {
                     status.totals = Some(summary.totals);
                     status.events_dropped = i64::try_from(summary.dropped).ok();
@@ -258,6 +306,10 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                     )
                 }
                 None if cancelled => cancel(finished_at),
+                None if deleted || past_deadline => {
+                    stopped_from_outside(Some(format!("exit code {exit_code}, no summary")))
+                        .unwrap_or_else(|| cancel(finished_at.clone()))
+                }
                 None => {
                     let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
                     let said = message
@@ -305,6 +357,26 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
     status
 }
 
+/// A run that waits before its pod is created (for its composition, its entries, a slot):
+/// `Pending` with `reason` and what it waits for.
+pub fn waiting_status(
+    run: &StudioRun,
+    reason: &'static str,
+    message: String,
+    now: Timestamp,
+) -> StudioRunStatus {
+    let mut status = run.status.clone().unwrap_or_default();
+    set_phase(
+        &mut status,
+        RunPhase::Pending,
+        reason,
+        message,
+        run.metadata.generation,
+        now,
+    );
+    status
+}
+
 /// A run waiting for a slot: `Pending`, reason `Queued`, its position in the message.
 pub fn queued_status(
     run: &StudioRun,
@@ -312,12 +384,23 @@ pub fn queued_status(
     why: &str,
     now: Timestamp,
 ) -> StudioRunStatus {
-    let mut status = run.status.clone().unwrap_or_default();
-    set_phase(
-        &mut status,
-        RunPhase::Pending,
+    waiting_status(
+        run,
         reasons::QUEUED,
         format!("queued at position {position}: {why}; it starts by itself when a slot frees"),
+        now,
+    )
+}
+
+/// A run cancelled (or deleted) before its runner pod was created: `Cancelled`.
+pub fn cancelled_status(run: &StudioRun, now: Timestamp) -> StudioRunStatus {
+    let mut status = run.status.clone().unwrap_or_default();
+    finish(
+        &mut status,
+        RunPhase::Cancelled,
+        reasons::CANCELLED,
+        None,
+        None,
         run.metadata.generation,
         now,
     );
@@ -345,8 +428,9 @@ pub fn refused_status(
     status
 }
 
-/// A run whose children were just created: `Pending` (reason `Starting`) with the composition
-/// it runs and its pod's name.
+/// A run whose children were just created: `Pending` (reason `Starting`, the same message
+/// [`run_status`] gives a starting pod, so seeing the pod start writes nothing more) with the
+/// composition it runs and its pod's name.
 pub fn started_status(
     run: &StudioRun,
     composition: RanComposition,
@@ -360,7 +444,7 @@ pub fn started_status(
         &mut status,
         RunPhase::Pending,
         reasons::STARTING,
-        format!("the runner pod {pod} is created"),
+        STARTING_MESSAGE.to_owned(),
         run.metadata.generation,
         now,
     );
@@ -443,6 +527,18 @@ mod tests {
             }),
             None,
         )
+    }
+
+    fn deleting(mut pod: Pod) -> Pod {
+        pod.metadata.deletion_timestamp = Some(Time(at(65)));
+        pod
+    }
+
+    fn with_reason(mut pod: Pod, reason: &str) -> Pod {
+        if let Some(status) = pod.status.as_mut() {
+            status.reason = Some(reason.into());
+        }
+        pod
     }
 
     fn summary(outcome: &str, error: Option<&str>) -> String {
@@ -595,6 +691,34 @@ mod tests {
                 reasons::POD_DELETED,
                 False,
             ),
+            (
+                "deleted while running: the runner stopped on SIGTERM",
+                Some(deleting(terminated(
+                    130,
+                    "Error",
+                    &summary("Cancelled", None),
+                ))),
+                RunPhase::Failed,
+                reasons::POD_DELETED,
+                False,
+            ),
+            (
+                "deleted, the runner killed without a summary",
+                Some(deleting(terminated(137, "Error", ""))),
+                RunPhase::Failed,
+                reasons::POD_DELETED,
+                False,
+            ),
+            (
+                "stopped by the deadline backstop",
+                Some(with_reason(
+                    terminated(130, "Error", &summary("Cancelled", None)),
+                    "DeadlineExceeded",
+                )),
+                RunPhase::Failed,
+                reasons::DEADLINE_EXCEEDED,
+                False,
+            ),
         ];
         for (name, pod, phase, reason, succeeded) in cases {
             let status = run_status(&started(), pod.as_ref(), at(70));
@@ -661,6 +785,16 @@ mod tests {
             Some(terminated(143, "Error", "")),
             None,
             Some(pod("Failed", None, Some("DeadlineExceeded"))),
+            // How a cancel ends: the lowered deadline stops the runner, which says Cancelled.
+            Some(with_reason(
+                terminated(130, "Error", &summary("Cancelled", None)),
+                "DeadlineExceeded",
+            )),
+            Some(deleting(terminated(
+                130,
+                "Error",
+                &summary("Cancelled", None),
+            ))),
         ] {
             let status = run_status(&r, pod.as_ref(), at(70));
             check(

@@ -16,6 +16,9 @@
 //!   termination message from `terminationMessagePath`; restarts per `restartPolicy`;
 //! - deletion: SIGTERM to the container's process group, SIGKILL after the grace period, the
 //!   final status, then `DELETE` with grace period 0;
+//! - `activeDeadlineSeconds` (counted from the start, re-read when the pod changes, so it may be
+//!   lowered on a running pod): SIGTERM, SIGKILL after the grace period, then `Failed` with
+//!   reason `DeadlineExceeded`, the object kept;
 //! - an image that is not the project's: the pod fails with reason `ErrImagePull`.
 //!
 //! Not done: probes (containers are ready when started), resource limits, `kubectl

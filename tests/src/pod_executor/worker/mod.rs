@@ -41,6 +41,10 @@ enum Stop {
     Gone,
     /// The executor shuts down (node shutdown).
     Shutdown,
+    /// The pod ran past `spec.activeDeadlineSeconds` (counted from its start, like the
+    /// kubelet): graceful termination, then `Failed` with reason `DeadlineExceeded`; the
+    /// object stays.
+    DeadlineExceeded,
 }
 
 /// A container slot.
@@ -66,9 +70,20 @@ struct Signals {
     rx: watch::Receiver<Option<Pod>>,
     shutdown: CancellationToken,
     pod: Pod,
+    /// When the pod started on this node (its `startTime`): `activeDeadlineSeconds` counts
+    /// from here. The deadline may be lowered while the pod runs (it is re-read on every
+    /// update), which is how a run is cancelled without deleting its pod.
+    started: Option<tokio::time::Instant>,
 }
 
 impl Signals {
+    /// When the pod's active deadline passes, if it has one and has started.
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        let seconds = self.pod.spec.as_ref()?.active_deadline_seconds?;
+        let seconds = u64::try_from(seconds).unwrap_or(0);
+        Some(self.started? + Duration::from_secs(seconds))
+    }
+
     fn stop(&self) -> Option<Stop> {
         if self.shutdown.is_cancelled() {
             Some(Stop::Shutdown)
@@ -76,19 +91,31 @@ impl Signals {
             Some(Stop::Gone)
         } else if self.pod.metadata.deletion_timestamp.is_some() {
             Some(Stop::Deleting)
+        } else if self
+            .deadline()
+            .is_some_and(|d| d <= tokio::time::Instant::now())
+        {
+            Some(Stop::DeadlineExceeded)
         } else {
             None
         }
     }
 
-    /// Waits until the pod is deleted, gone, or the executor shuts down.
+    /// Waits until the pod is deleted, gone, past its deadline, or the executor shuts down.
     async fn stopped(&mut self) -> Stop {
         loop {
             if let Some(stop) = self.stop() {
                 return stop;
             }
+            let deadline = self.deadline();
             tokio::select! {
                 _ = self.shutdown.cancelled() => return Stop::Shutdown,
+                _ = async {
+                    match deadline {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => return Stop::DeadlineExceeded,
                 changed = self.rx.changed() => {
                     if changed.is_err() {
                         return Stop::Shutdown;
@@ -146,7 +173,12 @@ impl Worker {
         Worker {
             ctx,
             api,
-            signals: Signals { rx, shutdown, pod },
+            signals: Signals {
+                rx,
+                shutdown,
+                pod,
+                started: None,
+            },
             state,
             dir,
             bins: BTreeMap::new(),
@@ -212,6 +244,7 @@ impl Worker {
         }
         self.state.sandbox_ready = true;
         self.state.start_time = Some(Timestamp::now());
+        self.signals.started = Some(tokio::time::Instant::now());
         self.patch().await?;
 
         for i in 0..self.state.init.len() {

@@ -18,7 +18,7 @@ impl Worker {
     pub(super) async fn terminate(&mut self, stop: Stop) -> Result<(), PodExecutorError> {
         let grace = match stop {
             Stop::Gone => Duration::ZERO,
-            Stop::Deleting => self.grace(),
+            Stop::Deleting | Stop::DeadlineExceeded => self.grace(),
             Stop::Shutdown => self.grace().min(self.ctx.shutdown_grace),
         };
         let first = if grace.is_zero() {
@@ -58,7 +58,19 @@ impl Worker {
                     Some("Pod was terminated in response to imminent node shutdown.".into());
                 self.patch().await
             }
+            Stop::DeadlineExceeded => self.deadline_exceeded().await,
         }
+    }
+
+    /// The kubelet's words for a pod past `activeDeadlineSeconds`: `Failed`, reason
+    /// `DeadlineExceeded`; the containers keep the exit status and termination message they
+    /// ended with.
+    async fn deadline_exceeded(&mut self) -> Result<(), PodExecutorError> {
+        self.state.phase = Phase::Failed;
+        self.state.reason = Some("DeadlineExceeded".into());
+        self.state.message =
+            Some("Pod was active on the node longer than the specified deadline".into());
+        self.patch().await
     }
 
     /// Collects exits until every process has ended or `timeout` passes.
@@ -94,6 +106,7 @@ impl Worker {
                 Ok(())
             }
             Stop::Deleting => self.delete_now().await,
+            Stop::DeadlineExceeded => self.deadline_exceeded().await,
             Stop::Shutdown => {
                 self.state.phase = Phase::Failed;
                 self.state.reason = Some("Terminated".into());

@@ -1,0 +1,271 @@
+//! Before a run starts: what it runs (a Composition at a revision, or the composition written
+//! inline) and whether it may run (its input, its budget overrides, the one validator, the
+//! relay it would need, its entries' readiness, the endpoints its NetworkPolicy must open),
+//! compiled into the plan document its pod executes. Pure: the reconciler reads the objects and
+//! acts on the answer.
+
+use super::admission::{EntryReadiness, apply_budget_overrides, entries_readiness, needs_relay};
+use super::builders::{PlanDocument, plan_document};
+use crate::composition::status::{registry_view, spec_digest};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use orrery_crds::conditions::reasons;
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::run::{RanComposition, check_input};
+use orrery_crds::{CompositionSpec, StudioRun};
+
+/// `status.composition.name` of a run whose composition is written inline.
+pub const INLINE_COMPOSITION: &str = "inline";
+
+/// How many validation errors a refusal's message quotes.
+const QUOTED_ERRORS: usize = 3;
+
+/// The composition a run executes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// The Composition's name, or [`INLINE_COMPOSITION`].
+    pub name: String,
+    /// The revision (the Composition's generation it was recorded at); `None` inline.
+    pub revision: Option<i64>,
+    /// The spec at that revision.
+    pub spec: CompositionSpec,
+}
+
+impl Source {
+    /// The composition written in the run itself, if it has one.
+    pub fn inline(run: &StudioRun) -> Option<Source> {
+        run.spec.composition.clone().map(|spec| Source {
+            name: INLINE_COMPOSITION.to_owned(),
+            revision: None,
+            spec,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self.revision {
+            Some(r) => format!("Composition {} (revision {r})", self.name),
+            None if self.name == INLINE_COMPOSITION => "the inline composition".to_owned(),
+            None => format!("Composition {}", self.name),
+        }
+    }
+}
+
+/// What a run can do now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Prepared {
+    /// Everything checks: start it with this plan.
+    Ready(Box<PlanDocument>),
+    /// Not yet: it waits (`Pending`) and is looked at again when what it waits for changes.
+    Waiting {
+        /// The condition reason.
+        reason: &'static str,
+        /// What it waits for.
+        message: String,
+    },
+    /// Never: it ends `Failed` with this reason and message.
+    Refused {
+        /// The condition reason.
+        reason: &'static str,
+        /// Why, and what to do.
+        message: String,
+    },
+}
+
+fn refused(reason: &'static str, message: String) -> Prepared {
+    Prepared::Refused { reason, message }
+}
+
+/// Checks `run` against `source` and the namespace's `entries` under `config`, in the order a
+/// person fixes things: the input, the budget overrides, the composition's validity, the relay
+/// it would need, its entries' readiness, the endpoints its NetworkPolicy must name.
+pub fn prepare(
+    run: &StudioRun,
+    source: Source,
+    entries: &[RegistryEntry],
+    config: &Config,
+) -> Result<Prepared> {
+    if let Err(e) = check_input(&run.spec.input) {
+        return Ok(refused(reasons::REFUSED, format!("spec.input: {e}")));
+    }
+    let what = source.describe();
+    let digest = spec_digest(&source.spec)?;
+    let spec =
+        match apply_budget_overrides(&source.spec, run.spec.budgets.as_ref(), &config.ceilings()) {
+            Ok(spec) => spec,
+            Err(message) => return Ok(refused(reasons::REFUSED, message)),
+        };
+    let registry = registry_view(entries);
+    let plan = match orrery_crds::plan::plan(&spec, &registry, &config.deployment_limits()) {
+        Ok(plan) => plan,
+        Err(validation) => {
+            let quoted: Vec<String> = validation
+                .errors
+                .iter()
+                .take(QUOTED_ERRORS)
+                .map(|e| e.to_string())
+                .collect();
+            return Ok(refused(
+                reasons::INVALID,
+                format!(
+                    "{what} is not valid ({} error(s)): {}; fix the composition (`orrery validate` shows every error) and create the run again",
+                    validation.errors.len(),
+                    quoted.join("; ")
+                ),
+            ));
+        }
+    };
+    if let Some(why) = needs_relay(&plan) {
+        return Ok(refused(reasons::NEEDS_SIDECAR, why));
+    }
+    match entries_readiness(&plan, entries) {
+        EntryReadiness::Ready => {}
+        EntryReadiness::Waiting(message) => {
+            return Ok(Prepared::Waiting {
+                reason: reasons::WAITING_FOR_ENTRIES,
+                message: format!("{message}; the run starts when they are Ready"),
+            });
+        }
+        EntryReadiness::Refused(message) => {
+            return Ok(refused(reasons::ENTRY_NOT_READY, message));
+        }
+    }
+    let composition = RanComposition {
+        name: source.name,
+        revision: source.revision,
+        digest,
+    };
+    let document = plan_document(run, composition, spec, plan, entries, config)?;
+    match super::network::plan_endpoints(&document) {
+        Ok(_) => Ok(Prepared::Ready(Box::new(document))),
+        Err(e @ Error::Endpoint { .. }) => Ok(refused(reasons::REFUSED, e.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::kstatus::{Health, set_health};
+    use crate::run::builders::tests::{config, entries, run};
+    use k8s_openapi::jiff::Timestamp;
+    use orrery_crds::budget::Budgets;
+
+    fn ready(mut entries: Vec<RegistryEntry>) -> Vec<RegistryEntry> {
+        for e in entries.iter_mut() {
+            let status = e.status.get_or_insert_with(Default::default);
+            set_health(
+                &mut status.conditions,
+                &Health::Ready {
+                    reason: "Probed",
+                    message: String::new(),
+                },
+                None,
+                Timestamp::UNIX_EPOCH,
+            );
+        }
+        entries
+    }
+
+    fn source(yaml: &str) -> Source {
+        Source {
+            name: "notes".into(),
+            revision: Some(2),
+            spec: serde_yaml::from_str(yaml).expect("a composition spec"),
+        }
+    }
+
+    const PLAIN: &str = "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: gpt, \
+                         instruction: do}]}";
+
+    fn outcome(run: &StudioRun, source: Source, entries: &[RegistryEntry]) -> Prepared {
+        prepare(run, source, entries, &config("")).expect("prepare")
+    }
+
+    fn refusal(p: Prepared) -> (&'static str, String) {
+        match p {
+            Prepared::Refused { reason, message } => (reason, message),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_run_on_ready_entries_gets_its_plan_with_the_composition_it_ran() {
+        let entries = ready(entries());
+        let Prepared::Ready(doc) = outcome(&run("r"), source(PLAIN), &entries) else {
+            panic!("a valid run is ready");
+        };
+        assert_eq!(doc.composition.name, "notes");
+        assert_eq!(doc.composition.revision, Some(2));
+        assert_eq!(
+            doc.composition.digest,
+            spec_digest(&source(PLAIN).spec).expect("digest")
+        );
+        assert_eq!(doc.run.name, "r");
+        assert_eq!(
+            doc.entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>(),
+            ["gpt"]
+        );
+    }
+
+    #[test]
+    fn each_check_refuses_or_waits_with_its_reason() {
+        let ready_entries = ready(entries());
+        let mut long = run("r");
+        long.spec.input = "x".repeat(200_000);
+        let (reason, message) = refusal(outcome(&long, source(PLAIN), &ready_entries));
+        assert_eq!(reason, reasons::REFUSED);
+        assert!(message.starts_with("spec.input:"), "{message}");
+
+        let mut greedy = run("r");
+        greedy.spec.budgets = Some(Budgets {
+            max_tokens: Some(10_000_000),
+            ..Budgets::default()
+        });
+        let (reason, message) = refusal(outcome(&greedy, source(PLAIN), &ready_entries));
+        assert_eq!(reason, reasons::REFUSED);
+        assert!(message.contains("spec.budgets.maxTokens"), "{message}");
+
+        let broken = source(
+            "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: nope, instruction: do}]}",
+        );
+        let (reason, message) = refusal(outcome(&run("r"), broken, &ready_entries));
+        assert_eq!(reason, reasons::INVALID);
+        assert!(
+            message.starts_with("Composition notes (revision 2) is not valid (1 error(s))"),
+            "{message}"
+        );
+
+        let approval = source(
+            "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: gpt, instruction: do}, \
+             {id: b, kind: HumanApproval, prompt: ok?}], edges: [{from: a, to: b}]}",
+        );
+        let (reason, _) = refusal(outcome(&run("r"), approval, &ready_entries));
+        assert_eq!(reason, reasons::NEEDS_SIDECAR);
+
+        match outcome(&run("r"), source(PLAIN), &entries()) {
+            Prepared::Waiting { reason, message } => {
+                assert_eq!(reason, reasons::WAITING_FOR_ENTRIES);
+                assert!(
+                    message.contains("RegistryEntry gpt is not Ready yet"),
+                    "{message}"
+                );
+            }
+            other => panic!("unprobed entries make the run wait, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_inline_composition_runs_under_the_inline_name_without_a_revision() {
+        let mut r = run("r");
+        assert_eq!(Source::inline(&r), None);
+        r.spec.composition = Some(source(PLAIN).spec);
+        let inline = Source::inline(&r).expect("inline");
+        assert_eq!(inline.name, INLINE_COMPOSITION);
+        assert_eq!(inline.revision, None);
+        assert_eq!(inline.describe(), "the inline composition");
+    }
+}

@@ -1,0 +1,689 @@
+//! The StudioRun controller. A run goes once through: resolve what it runs (its Composition at
+//! a revision, or inline) → [`super::prepare`] (refuse or wait) → the daily budget and the
+//! queue ([`super::admission`], one decision at a time per process) → create its plan Secret,
+//! NetworkPolicy and runner Pod (all owned by it) → follow the pod ([`super::status`]) → delete
+//! it a TTL after it ended. Cancel (`spec.cancel`) lowers the pod's `activeDeadlineSeconds` so
+//! the kubelet stops the runner with SIGTERM and the pod (with the runner's summary) stays to be
+//! read; deleting the run deletes its children through their ownerReferences (the pod gets
+//! SIGTERM). Status is written only when it changed; Events mark the transitions.
+
+use super::admission::{QueueDecision, check_daily_budget, enforces_restricted, queue_decision};
+use super::builders::{
+    RUN_UID_LABEL, RUNNER_APP, active_deadline_seconds, child_names, identity, plan_secret,
+    runner_pod,
+};
+use super::network::network_policy;
+use super::prepare::{Prepared, Source, prepare};
+use super::status::{
+    cancelled_status, queued_status, refused_status, run_status, started_status, ttl_remaining,
+    waiting_status,
+};
+use super::token::{RunTokenSigner, run_claims};
+use crate::composition::builders::{current_revision, revision_name, spec_of};
+use crate::controller::{Context, apply_status, drain, scoped};
+use crate::error::{Error, Result};
+use crate::kstatus::find;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Resource, ResourceExt};
+use orrery_crds::conditions::{SUCCEEDED, reasons};
+use orrery_crds::plan_document::PlanDocument;
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::run::RunPhase;
+use orrery_crds::{Composition, StudioRun, StudioRunStatus};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A run waiting for its entries or its composition is looked at again this often besides
+/// the watches that wake it (a missed event costs at most this).
+const WAIT_RECHECK: Duration = Duration::from_secs(60);
+/// A finished run is looked at again at least this often until its TTL deletes it.
+const TTL_RECHECK_MAX: Duration = Duration::from_secs(6 * 3600);
+
+/// What the StudioRun reconciler is given besides the shared [`Context`].
+pub struct RunContext {
+    /// The shared context (client, config, Events).
+    pub base: Arc<Context>,
+    /// Signs each run's token.
+    pub signer: Arc<RunTokenSigner>,
+    /// Every StudioRun the controller watches (its reflector).
+    runs: Store<StudioRun>,
+    /// One admission decision at a time; the UIDs of runs admitted whose stored status does
+    /// not show their pod yet (so two runs never take the same last slot).
+    admitted: tokio::sync::Mutex<HashSet<String>>,
+    /// Namespaces already told (by an Event) that they do not enforce Pod Security
+    /// `restricted`.
+    warned: std::sync::Mutex<HashSet<String>>,
+}
+
+/// Whether a run has ended.
+fn is_final(status: Option<&StudioRunStatus>) -> bool {
+    status.is_some_and(|s| s.phase.is_some_and(RunPhase::is_terminal))
+}
+
+fn reason_of(run: &StudioRun) -> Option<&str> {
+    run.status
+        .as_ref()
+        .and_then(|s| find(&s.conditions, SUCCEEDED))
+        .map(|c| c.reason.as_str())
+}
+
+/// Whether `run` has not started and waits for one of `waiting` (condition reasons).
+fn waits_for(run: &StudioRun, waiting: &[&str]) -> bool {
+    !is_final(run.status.as_ref())
+        && run.status.as_ref().is_none_or(|s| s.runner_pod.is_none())
+        && reason_of(run).is_some_and(|r| waiting.contains(&r))
+}
+
+/// The runs of `namespace` in `store` that wait for one of `waiting`.
+fn waiting_runs(
+    store: &Store<StudioRun>,
+    namespace: Option<String>,
+    waiting: &[&str],
+) -> Vec<ObjectRef<StudioRun>> {
+    store
+        .state()
+        .iter()
+        .filter(|r| r.namespace() == namespace && waits_for(r, waiting))
+        .map(|r| ObjectRef::from_obj(r.as_ref()))
+        .collect()
+}
+
+/// Creates `object` unless it exists; an existing one must be owned by the run `uid` (a name
+/// taken by something else is an error, never adopted).
+async fn create_owned<K>(api: &Api<K>, object: &K, uid: &str) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let name = object.meta().name.clone().unwrap_or_default();
+            let existing = api.get(&name).await?;
+            let ours = existing
+                .meta()
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid);
+            if ours {
+                Ok(())
+            } else {
+                Err(Error::NameTaken {
+                    kind: K::kind(&()).into_owned(),
+                    name,
+                    namespace: existing.meta().namespace.clone().unwrap_or_default(),
+                })
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the pod is this run's (by the UID label and the owner reference).
+fn check_pod_owner(pod: &Pod, uid: &str) -> Result<()> {
+    let labelled = pod
+        .labels()
+        .get(RUN_UID_LABEL)
+        .is_some_and(|value| value == uid);
+    let owned = pod
+        .owner_references()
+        .iter()
+        .any(|o| o.uid == uid && o.controller == Some(true));
+    if labelled && owned {
+        Ok(())
+    } else {
+        Err(Error::NameTaken {
+            kind: "Pod".into(),
+            name: pod.name_any(),
+            namespace: pod.namespace().unwrap_or_default(),
+        })
+    }
+}
+
+impl RunContext {
+    fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        Api::namespaced(self.base.client.clone(), namespace)
+    }
+
+    /// Writes `status` if it differs from the run's; returns whether it wrote.
+    async fn write(&self, run: &StudioRun, status: &StudioRunStatus) -> Result<bool> {
+        if run.status.as_ref() == Some(status) {
+            return Ok(false);
+        }
+        let mut body = status.clone();
+        // Decisions are appended by approvers; the operator never owns them (an apply that
+        // carried them would take them over, and one that dropped them would delete them).
+        body.decisions.clear();
+        let id = identity(run)?;
+        apply_status(&self.api::<StudioRun>(&id.namespace), &id.name, &body).await?;
+        Ok(true)
+    }
+
+    /// Writes `status` and, if the `Succeeded` reason changed, publishes an Event with it.
+    async fn transition(&self, run: &StudioRun, status: StudioRunStatus) -> Result<()> {
+        let before = reason_of(run).map(str::to_owned);
+        if !self.write(run, &status).await? {
+            return Ok(());
+        }
+        let Some(now) = find(&status.conditions, SUCCEEDED) else {
+            return Ok(());
+        };
+        if before.as_deref() == Some(now.reason.as_str()) {
+            return Ok(());
+        }
+        let failed = status.phase.is_some_and(RunPhase::is_terminal)
+            && status.phase != Some(RunPhase::Succeeded);
+        // Progress inside a pod that is already running (Starting → Running) is in the status;
+        // Events mark where a person looks: refusals, waits, the start and the end.
+        if now.reason == reasons::RUNNING || now.reason == reasons::STARTING {
+            return Ok(());
+        }
+        let type_ = if failed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        self.base
+            .event(run, type_, &now.reason, now.message.clone())
+            .await;
+        Ok(())
+    }
+
+    /// Resolves the composition the run names: `Err` is the wait or refusal to record.
+    async fn source(
+        &self,
+        run: &StudioRun,
+        namespace: &str,
+    ) -> Result<std::result::Result<Source, Prepared>> {
+        if let Some(inline) = Source::inline(run) {
+            return Ok(Ok(inline));
+        }
+        let Some(reference) = &run.spec.composition_ref else {
+            return Ok(Err(Prepared::Refused {
+                reason: reasons::REFUSED,
+                message: "the run names no composition: set spec.compositionRef.name or write spec.composition".into(),
+            }));
+        };
+        let compositions = self.api::<Composition>(namespace);
+        let Some(composition) = compositions.get_opt(&reference.name).await? else {
+            return Ok(Err(Prepared::Waiting {
+                reason: reasons::WAITING_FOR_COMPOSITION,
+                message: format!(
+                    "Composition {} does not exist in namespace {namespace}; the run starts when it is created",
+                    reference.name
+                ),
+            }));
+        };
+        let current = current_revision(&composition)?;
+        let wanted = reference.revision.unwrap_or(current);
+        if wanted == current {
+            return Ok(Ok(Source {
+                name: reference.name.clone(),
+                revision: Some(current),
+                spec: composition.spec.clone(),
+            }));
+        }
+        let name = revision_name(&reference.name, wanted);
+        let revisions = self.api::<ControllerRevision>(namespace);
+        let owned = |r: &ControllerRevision| {
+            r.revision == wanted
+                && r.owner_references()
+                    .iter()
+                    .any(|o| Some(&o.uid) == composition.metadata.uid.as_ref())
+        };
+        match revisions.get_opt(&name).await? {
+            Some(revision) if owned(&revision) => Ok(Ok(Source {
+                name: reference.name.clone(),
+                revision: Some(wanted),
+                spec: spec_of(&revision)?,
+            })),
+            _ => Ok(Err(Prepared::Refused {
+                reason: reasons::REFUSED,
+                message: format!(
+                    "revision {wanted} of Composition {} is not kept (the current one is {current}; the newest {} are kept): name a kept revision in spec.compositionRef.revision or leave it out for the current one",
+                    reference.name,
+                    crate::composition::builders::REVISION_HISTORY_LIMIT
+                ),
+            })),
+        }
+    }
+
+    /// The daily budget and the queue, decided one run at a time: `Ok(None)` admits the run.
+    async fn admit(
+        &self,
+        run: &StudioRun,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Result<Option<StudioRunStatus>> {
+        let limits = &self.base.config.run_limits;
+        let uid = run.uid().unwrap_or_default();
+        let mut admitted = self.admitted.lock().await;
+        let mut all: Vec<StudioRun> = self.runs.state().iter().map(|r| (**r).clone()).collect();
+        // A run admitted here whose stored status does not show its pod yet holds its slot.
+        let mut seen = HashSet::new();
+        for other in all.iter_mut() {
+            let other_uid = other.uid().unwrap_or_default();
+            if !admitted.contains(&other_uid) {
+                continue;
+            }
+            let status = other.status.get_or_insert_with(Default::default);
+            if status.runner_pod.is_none() && !is_final(Some(status)) {
+                status.runner_pod = Some(String::new());
+                seen.insert(other_uid);
+            }
+        }
+        admitted.retain(|u| seen.contains(u));
+        if let Err(message) = check_daily_budget(run, &all, limits, now) {
+            return Ok(Some(refused_status(
+                run,
+                reasons::DAILY_BUDGET_EXCEEDED,
+                &message,
+                now,
+            )));
+        }
+        let ns = Some(namespace.to_owned());
+        all.retain(|r| r.namespace() == ns);
+        match queue_decision(run, &all, limits) {
+            QueueDecision::Start => {
+                admitted.insert(uid);
+                Ok(None)
+            }
+            QueueDecision::Queued { position, why } => {
+                Ok(Some(queued_status(run, position, &why, now)))
+            }
+        }
+    }
+
+    /// Says once per namespace (per operator process) that the namespace does not enforce Pod
+    /// Security `restricted`; the runner pod is restricted either way.
+    async fn warn_pod_security(&self, run: &StudioRun, namespace: &str) -> Result<()> {
+        let fresh = self
+            .warned
+            .lock()
+            .map(|mut w| w.insert(namespace.to_owned()))
+            .unwrap_or(false);
+        if !fresh {
+            return Ok(());
+        }
+        let namespaces: Api<Namespace> = Api::all(self.base.client.clone());
+        let restricted = namespaces
+            .get_opt(namespace)
+            .await?
+            .is_some_and(|n| enforces_restricted(&n));
+        if !restricted {
+            self.base
+                .event(
+                    run,
+                    EventType::Warning,
+                    "PodSecurityNotEnforced",
+                    format!(
+                        "namespace {namespace} does not enforce Pod Security restricted (label {}=restricted); runner pods are restricted anyway, but other pods here may not be",
+                        super::admission::POD_SECURITY_ENFORCE_LABEL
+                    ),
+                )
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Creates the run's children (Secret, NetworkPolicy, Pod: in that order, so a pod never
+    /// starts without its policy) and records the start.
+    async fn start(&self, run: &StudioRun, document: &PlanDocument, now: Timestamp) -> Result<()> {
+        let id = identity(run)?;
+        let config = &self.base.config;
+        self.warn_pod_security(run, &id.namespace).await?;
+        let lifetime = u64::try_from(active_deadline_seconds(&document.plan.budgets, config))
+            .unwrap_or(u64::MAX);
+        let claims = run_claims(
+            &id.namespace,
+            &id.name,
+            &id.uid,
+            &config.run_token.audience,
+            now.as_second(),
+            lifetime,
+        );
+        let token = self.signer.sign(&claims)?;
+        let secret = plan_secret(run, document, &token)?;
+        create_owned(&self.api::<Secret>(&id.namespace), &secret, &id.uid).await?;
+        let policy = network_policy(run, document, config)?;
+        create_owned(&self.api::<NetworkPolicy>(&id.namespace), &policy, &id.uid).await?;
+        let pod = runner_pod(run, document, config)?;
+        create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.uid).await?;
+        let pod_name = child_names(&id.name).pod;
+        let status = started_status(run, document.composition.clone(), &pod_name, now);
+        self.write(run, &status).await?;
+        self.base
+            .event(
+                run,
+                EventType::Normal,
+                "Started",
+                format!(
+                    "runner pod {pod_name} created for {} revision {}",
+                    document.composition.name,
+                    document
+                        .composition
+                        .revision
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| "-".into())
+                ),
+            )
+            .await;
+        Ok(())
+    }
+
+    /// Stops a cancelled run's pod: one that has started gets its deadline lowered to the time
+    /// it has run (the kubelet sends SIGTERM and keeps the pod, with the runner's summary); one
+    /// that never started is deleted.
+    async fn stop_pod(&self, pod: &Pod, now: Timestamp) -> Result<()> {
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed"))
+            || pod.metadata.deletion_timestamp.is_some()
+        {
+            return Ok(());
+        }
+        let namespace = pod.namespace().unwrap_or_default();
+        let pods = self.api::<Pod>(&namespace);
+        let Some(started) = status.and_then(|s| s.start_time.as_ref()) else {
+            match pods.delete(&pod.name_any(), &DeleteParams::default()).await {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let ran = now.as_second().saturating_sub(started.0.as_second()).max(1);
+        let current = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        if current.is_some_and(|c| c <= ran) {
+            return Ok(());
+        }
+        let patch = serde_json::json!({ "spec": { "activeDeadlineSeconds": ran } });
+        match pods
+            .patch(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The composition a started run recorded, or (when the operator stopped between creating
+    /// the pod and writing the status) the one its plan Secret holds.
+    async fn recovered(&self, run: &StudioRun, pod: &Pod) -> Result<StudioRun> {
+        let mut run = run.clone();
+        if run.status.as_ref().is_some_and(|s| s.runner_pod.is_some()) {
+            return Ok(run);
+        }
+        let id = identity(&run)?;
+        let names = child_names(&id.name);
+        let secret = self.api::<Secret>(&id.namespace).get(&names.secret).await?;
+        let plan = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(super::builders::PLAN_KEY))
+            .map(|b| b.0.clone())
+            .unwrap_or_default();
+        let document: PlanDocument =
+            serde_json::from_slice(&plan).map_err(|e| Error::json("the run's plan Secret", e))?;
+        run.status = Some(started_status(
+            &run,
+            document.composition,
+            &pod.name_any(),
+            Timestamp::now(),
+        ));
+        Ok(run)
+    }
+
+    /// A finished run: deleted (with its children) once its TTL has passed.
+    async fn after_finish(&self, run: &StudioRun, now: Timestamp) -> Result<Action> {
+        let ttl = self.base.config.ttl_seconds_after_finished;
+        match ttl_remaining(run, ttl, now) {
+            Some(0) => {
+                let id = identity(run)?;
+                let params = DeleteParams {
+                    propagation_policy: Some(PropagationPolicy::Background),
+                    ..DeleteParams::default()
+                };
+                match self
+                    .api::<StudioRun>(&id.namespace)
+                    .delete(&id.name, &params)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                Ok(Action::await_change())
+            }
+            Some(left) => Ok(Action::requeue(
+                Duration::from_secs(left.max(1)).min(TTL_RECHECK_MAX),
+            )),
+            None => Ok(Action::await_change()),
+        }
+    }
+}
+
+/// Reconciles one StudioRun.
+pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Action> {
+    let id = identity(&run)?;
+    let now = Timestamp::now();
+    if is_final(run.status.as_ref()) {
+        return ctx.after_finish(&run, now).await;
+    }
+    let names = child_names(&id.name);
+    let pod = ctx.api::<Pod>(&id.namespace).get_opt(&names.pod).await?;
+    if let Some(pod) = &pod {
+        check_pod_owner(pod, &id.uid)?;
+    }
+    let cancelled = run.spec.cancel || run.metadata.deletion_timestamp.is_some();
+    let started = run.status.as_ref().is_some_and(|s| s.runner_pod.is_some());
+    if let Some(pod) = &pod {
+        if cancelled {
+            ctx.stop_pod(pod, now).await?;
+        }
+        let known = ctx.recovered(&run, pod).await?;
+        let status = run_status(&known, Some(pod), now);
+        let finished = is_final(Some(&status));
+        ctx.transition(&run, status).await?;
+        return if finished {
+            Ok(Action::requeue(Duration::from_secs(1)))
+        } else {
+            Ok(Action::await_change())
+        };
+    }
+    if started {
+        // The pod is gone: run_status says how the run ended.
+        ctx.transition(&run, run_status(&run, None, now)).await?;
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    if cancelled {
+        ctx.transition(&run, cancelled_status(&run, now)).await?;
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let source = match ctx.source(&run, &id.namespace).await? {
+        Ok(source) => source,
+        Err(outcome) => return record(&ctx, &run, outcome, now).await,
+    };
+    let entries = ctx
+        .api::<RegistryEntry>(&id.namespace)
+        .list(&Default::default())
+        .await?
+        .items;
+    let document = match prepare(&run, source, &entries, &ctx.base.config)? {
+        Prepared::Ready(document) => document,
+        outcome => return record(&ctx, &run, outcome, now).await,
+    };
+    if let Some(status) = ctx.admit(&run, &id.namespace, now).await? {
+        let finished = is_final(Some(&status));
+        ctx.transition(&run, status).await?;
+        return Ok(if finished {
+            Action::requeue(Duration::from_secs(1))
+        } else {
+            Action::await_change()
+        });
+    }
+    ctx.start(&run, &document, now).await?;
+    Ok(Action::await_change())
+}
+
+/// Records a wait or a refusal.
+async fn record(
+    ctx: &RunContext,
+    run: &StudioRun,
+    outcome: Prepared,
+    now: Timestamp,
+) -> Result<Action> {
+    match outcome {
+        Prepared::Waiting { reason, message } => {
+            ctx.transition(run, waiting_status(run, reason, message, now))
+                .await?;
+            Ok(Action::requeue(WAIT_RECHECK))
+        }
+        Prepared::Refused { reason, message } => {
+            ctx.transition(run, refused_status(run, reason, &message, now))
+                .await?;
+            Ok(Action::requeue(Duration::from_secs(1)))
+        }
+        Prepared::Ready(_) => Ok(Action::await_change()),
+    }
+}
+
+fn error_policy(run: Arc<StudioRun>, error: &Error, ctx: Arc<RunContext>) -> Action {
+    crate::controller::error_policy(run, error, ctx.base.clone())
+}
+
+/// The StudioRun controller over every namespace (or only `namespace`) until `shutdown`
+/// resolves. It watches StudioRuns, their runner pods, and (to wake the runs waiting for them)
+/// Compositions, RegistryEntries and the other runs of a namespace (a slot frees when one
+/// ends).
+pub fn controller(
+    base: Arc<Context>,
+    signer: Arc<RunTokenSigner>,
+    namespace: Option<&str>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let client = base.client.clone();
+    let controller = Controller::new(
+        scoped::<StudioRun>(client.clone(), namespace),
+        watcher::Config::default(),
+    )
+    .owns(
+        scoped::<Pod>(client.clone(), namespace),
+        watcher::Config::default().labels(&format!("app.kubernetes.io/name={RUNNER_APP}")),
+    );
+    let store = controller.store();
+    let (for_compositions, for_entries, for_slots) = (store.clone(), store.clone(), store.clone());
+    let ctx = Arc::new(RunContext {
+        base,
+        signer,
+        runs: store,
+        admitted: tokio::sync::Mutex::new(HashSet::new()),
+        warned: std::sync::Mutex::new(HashSet::new()),
+    });
+    let stream = controller
+        .watches(
+            scoped::<Composition>(client.clone(), namespace),
+            watcher::Config::default(),
+            move |c| {
+                waiting_runs(
+                    &for_compositions,
+                    c.namespace(),
+                    &[reasons::WAITING_FOR_COMPOSITION],
+                )
+            },
+        )
+        .watches(
+            scoped::<RegistryEntry>(client.clone(), namespace),
+            watcher::Config::default(),
+            move |e| waiting_runs(&for_entries, e.namespace(), &[reasons::WAITING_FOR_ENTRIES]),
+        )
+        .watches(
+            scoped::<StudioRun>(client, namespace),
+            watcher::Config::default(),
+            move |r| {
+                if is_final(r.status.as_ref()) {
+                    waiting_runs(&for_slots, r.namespace(), &[reasons::QUEUED])
+                } else {
+                    Vec::new()
+                }
+            },
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(crate::controller::counted(reconcile), error_policy, ctx);
+    drain("StudioRun", stream)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+    use super::*;
+    use crate::run::builders::tests::run;
+    use orrery_crds::common::ConditionStatus;
+
+    fn with_reason(mut r: StudioRun, reason: &'static str, pod: Option<&str>) -> StudioRun {
+        let mut status = waiting_status(&r, reason, "m".into(), Timestamp::UNIX_EPOCH);
+        status.runner_pod = pod.map(str::to_owned);
+        r.status = Some(status);
+        r
+    }
+
+    #[test]
+    fn only_runs_not_started_that_wait_for_the_thing_are_woken() {
+        let queued = with_reason(run("a"), reasons::QUEUED, None);
+        assert!(waits_for(&queued, &[reasons::QUEUED]));
+        assert!(!waits_for(&queued, &[reasons::WAITING_FOR_ENTRIES]));
+        let started = with_reason(run("b"), reasons::QUEUED, Some("b-runner"));
+        assert!(!waits_for(&started, &[reasons::QUEUED]));
+        assert!(!waits_for(&run("c"), &[reasons::QUEUED]), "no status yet");
+        let mut ended = with_reason(run("d"), reasons::QUEUED, None);
+        ended.status = Some(refused_status(
+            &ended,
+            reasons::REFUSED,
+            "no",
+            Timestamp::UNIX_EPOCH,
+        ));
+        assert!(!waits_for(&ended, &[reasons::QUEUED, reasons::REFUSED]));
+        assert_eq!(
+            ended
+                .status
+                .as_ref()
+                .and_then(|s| find(&s.conditions, SUCCEEDED))
+                .map(|c| c.status),
+            Some(ConditionStatus::False)
+        );
+    }
+
+    #[test]
+    fn a_pod_is_the_runs_only_with_its_uid_label_and_controller_reference() {
+        let config = crate::run::builders::tests::config("");
+        let r = run("notes-1");
+        let doc = crate::run::builders::tests::document(&config);
+        let pod = runner_pod(&r, &doc, &config).expect("pod");
+        assert!(check_pod_owner(&pod, "uid-notes-1").is_ok());
+        let err = check_pod_owner(&pod, "uid-other").expect_err("another run's pod");
+        assert!(err.to_string().contains("notes-1-runner"), "{err}");
+        let mut unlabelled = pod.clone();
+        unlabelled.metadata.labels = None;
+        assert!(check_pod_owner(&unlabelled, "uid-notes-1").is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! The operator's controllers run in-process for a test: a run-token signer with a key made
+//! for the tests, the example deployment config adjusted for the test control plane (the
+//! runner image the pod executor runs), and [`Operator`], which runs the controllers on a
+//! task scoped to one namespace until [`Operator::stop`].
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use kube::Client;
+use orrery_operator::Config;
+use orrery_operator::run::token::RunTokenSigner;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::harness::{TIMEOUT, workspace_root};
+
+/// An Ed25519 key made for these tests only (`openssl genpkey -algorithm ed25519`); it signs
+/// nothing outside them.
+pub const TEST_SIGNING_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIJCA/XvmXjIkkujgD5y+mEEiluJLgK2GY7INN0Y0w8Jx
+-----END PRIVATE KEY-----
+";
+
+/// The image the pod executor maps to the `orrery` binary.
+pub const RUNNER_IMAGE: &str = "orrery/runner:dev";
+
+/// A signer with [`TEST_SIGNING_KEY`].
+pub fn test_signer() -> Result<Arc<RunTokenSigner>> {
+    RunTokenSigner::from_ed_pem(TEST_SIGNING_KEY.as_bytes())
+        .map(Arc::new)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `examples/operator/config.yaml` with the runner image set to [`RUNNER_IMAGE`].
+pub fn test_config() -> Result<Config> {
+    let path = workspace_root().join("examples/operator/config.yaml");
+    let mut config = Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.runner.image = RUNNER_IMAGE.to_owned();
+    Ok(config)
+}
+
+/// The controllers of one test, stopped (gracefully) by [`Operator::stop`].
+pub struct Operator {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Operator {
+    /// Runs every controller with `client` and `config`, watching only `namespace`.
+    pub fn start(client: Client, config: Config, namespace: &str) -> Result<Operator> {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(orrery_operator::controller::run(
+            client,
+            Arc::new(config),
+            Arc::new(orrery_operator::metrics::Metrics::new()),
+            test_signer()?,
+            Some(namespace.to_owned()),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Operator { stop, task })
+    }
+
+    /// Stops the controllers and waits until the reconciles in flight have finished.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        tokio::time::timeout(TIMEOUT, self.task)
+            .await
+            .context("the controllers did not stop after the shutdown signal")?
+            .context("the controllers' task")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,747 @@
+//! The StudioRun controller on the real kube-apiserver, with the pod executor as the kubelet:
+//! a run executes in its own restricted runner pod behind its own NetworkPolicy and ends
+//! `Succeeded` with its totals; a revision is run as recorded; a run waits for a Composition
+//! that does not exist yet; cancel, a killed runner and a deleted pod end the run as they
+//! should; an operator restarted mid-run creates no second pod; a concurrency limit queues a
+//! run until a slot frees; a finished run is deleted with its children after its TTL.
+//!
+//! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail, ensure};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::StudioRun;
+use orrery_crds::run::RunPhase;
+use orrery_operator::Config;
+use orrery_operator::run::builders::RUN_UID_LABEL;
+use orrery_tests::harness::{
+    GC_TIMEOUT, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition,
+    kubectl, wait_deleted, wait_for,
+};
+use orrery_tests::operator_fixture::{Operator, test_config};
+use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_tests::testenv::{self, ADMIN, TestEnv};
+use serde_json::json;
+
+/// A run that a Scripted model answers at once takes a few seconds end to end here.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+struct Fixture {
+    env: &'static TestEnv,
+    ns: TestNamespace,
+    admin: Client,
+    exec: Option<PodExecutor>,
+}
+
+fn bin_dir() -> Result<PathBuf> {
+    let dir = default_bin_dir();
+    ensure!(
+        dir.join("orrery").is_file(),
+        "no orrery binary in {}: build it first (cargo build -p orrery-runner)",
+        dir.display()
+    );
+    Ok(dir)
+}
+
+impl Fixture {
+    async fn new(prefix: &str) -> Result<Fixture> {
+        let env = testenv::shared_async().await?;
+        ensure_crds(env).await?;
+        let ns = TestNamespace::create(env, prefix).await?;
+        let admin = env.admin().await?;
+        let config = ExecutorConfig::new(format!("node-{}", ns.name))
+            .namespace(&ns.name)
+            .bin_dir(bin_dir()?)
+            .api_server(&env.server);
+        let exec = PodExecutor::start_with(admin.clone(), config).await?;
+        let f = Fixture {
+            env,
+            ns,
+            admin,
+            exec: Some(exec),
+        };
+        f.apply(SCRIPTED).await?;
+        Ok(f)
+    }
+
+    fn config(&self) -> Result<Config> {
+        let mut config = test_config()?;
+        // The test's own model entries, whatever their names.
+        config.allowed_models = None;
+        config.default_model = None;
+        Ok(config)
+    }
+
+    fn operator(&self, config: Config) -> Result<Operator> {
+        Operator::start(self.admin.clone(), config, &self.ns.name)
+    }
+
+    fn runs(&self) -> Api<StudioRun> {
+        self.ns.api(&self.admin)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        self.ns.api(&self.admin)
+    }
+
+    async fn apply(&self, yaml: &str) -> Result<()> {
+        apply_yaml(&self.admin, Some(&self.ns.name), yaml).await?;
+        Ok(())
+    }
+
+    async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
+        wait_for(
+            &self.runs(),
+            name,
+            &format!("phase {phase:?}"),
+            RUN_TIMEOUT,
+            move |r: Option<&StudioRun>| phase_of(r) == Some(phase),
+        )
+        .await?
+        .with_context(|| format!("{name} is gone"))
+    }
+
+    /// The runner pods of run `run` (by its UID label), however many there are.
+    async fn runner_pods(&self, run: &StudioRun) -> Result<Vec<Pod>> {
+        let uid = run.uid().context("uid")?;
+        Ok(self
+            .pods()
+            .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
+            .await?
+            .items)
+    }
+
+    async fn events_of(&self, name: &str) -> Result<Vec<(String, String)>> {
+        let events: Api<Event> = self.ns.api(&self.admin);
+        Ok(events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect())
+    }
+
+    async fn shutdown(mut self) -> Result<()> {
+        if let Some(exec) = self.exec.take() {
+            exec.shutdown().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `test` with a fresh fixture and stops the pod executor whatever happens.
+async fn run(prefix: &str, test: impl AsyncFnOnce(&Fixture) -> Result<()>) -> Result<()> {
+    use futures::FutureExt;
+    let f = Fixture::new(prefix).await?;
+    let result = std::panic::AssertUnwindSafe(test(&f)).catch_unwind().await;
+    let stopped = f.shutdown().await;
+    match result {
+        Ok(result) => result.and(stopped),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+fn phase_of(run: Option<&StudioRun>) -> Option<RunPhase> {
+    run.and_then(|r| r.status.as_ref()).and_then(|s| s.phase)
+}
+
+fn condition_reason(run: &StudioRun, type_: &str) -> Option<String> {
+    run.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.r#type == type_)
+        .map(|c| c.reason.clone())
+}
+
+/// The model entries: `scripted` answers at once, `slow` takes ten minutes per turn (runs
+/// that must still be going when the test acts on them), `brief` two seconds.
+const SCRIPTED: &str = r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: scripted}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{reply: "draft of: {{input}}"}]
+        polish: [{reply: "polished: {{input}}"}]
+---
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: slow}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{delayMs: 600000, reply: "late"}]
+---
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: brief}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{delayMs: 2000, reply: "after a while"}]
+"#;
+
+/// A two-node pipeline on model `model`.
+fn pipeline(model: &str) -> serde_json::Value {
+    json!({
+        "pattern": "Pipeline",
+        "budgets": {"timeoutSeconds": 600},
+        "nodes": [
+            {"id": "draft", "kind": "LLMAgent", "model": model, "instruction": "Draft it."},
+            {"id": "polish", "kind": "LLMAgent", "model": "scripted", "instruction": "Polish it."}
+        ],
+        "edges": [{"from": "draft", "to": "polish"}]
+    })
+}
+
+fn inline_run(name: &str, model: &str, owner: &str) -> String {
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {"composition": pipeline(model), "input": "the notes", "owner": owner}
+    })
+    .to_string()
+}
+
+fn composition(name: &str, model: &str) -> String {
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "Composition",
+        "metadata": {"name": name},
+        "spec": pipeline(model)
+    })
+    .to_string()
+}
+
+fn ref_run(name: &str, composition: &str, revision: Option<i64>) -> String {
+    let mut reference = json!({"name": composition});
+    if let Some(r) = revision {
+        reference["revision"] = json!(r);
+    }
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {"compositionRef": reference, "input": "the notes", "owner": "jane@example.com"}
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy() -> Result<()> {
+    run("run-ok", async |f| {
+        let operator = f.operator(f.config()?)?;
+        f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
+            .await?;
+        // What a person types: kubectl wait on the Succeeded condition.
+        kubectl(
+            f.env,
+            ADMIN,
+            &[
+                "wait",
+                "-n",
+                &f.ns.name,
+                "--for=condition=Succeeded",
+                "--timeout=90s",
+                "studiorun/notes-1",
+            ],
+        )?;
+        let done = f.runs().get("notes-1").await?;
+        let status = done.status.clone().context("status")?;
+        assert_eq!(status.phase, Some(RunPhase::Succeeded));
+        let totals = status.totals.context("totals")?;
+        assert_eq!(totals.tool_calls, 0);
+        let ran = status.composition.context("composition")?;
+        assert_eq!(ran.name, "inline");
+        assert_eq!(ran.digest.len(), 64);
+        assert!(status.start_time.is_some() && status.completion_time.is_some());
+        assert_eq!(status.runner_pod.as_deref(), Some("notes-1-runner"));
+        assert_eq!(status.observed_generation, done.metadata.generation);
+        for (type_, want) in [("Succeeded", "True"), ("Ready", "True")] {
+            assert!(
+                has_condition::<StudioRun>(type_, want)(Some(&done)),
+                "{type_}={want}: {:#?}",
+                done.status
+            );
+        }
+        let phase = kubectl(
+            f.env,
+            ADMIN,
+            &[
+                "get",
+                "-n",
+                &f.ns.name,
+                "studiorun/notes-1",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        )?;
+        assert_eq!(phase, "Succeeded");
+
+        // The pod: restricted in every field Pod Security checks, and it ran to the end.
+        let pods = f.runner_pods(&done).await?;
+        ensure!(pods.len() == 1, "one runner pod, got {}", pods.len());
+        let pod = serde_json::to_value(&pods[0])?;
+        let spec = &pod["spec"];
+        assert_eq!(spec["automountServiceAccountToken"], json!(false));
+        assert_eq!(spec["enableServiceLinks"], json!(false));
+        assert_eq!(spec["restartPolicy"], json!("Never"));
+        assert_eq!(spec["securityContext"]["runAsNonRoot"], json!(true));
+        assert_eq!(
+            spec["securityContext"]["seccompProfile"]["type"],
+            json!("RuntimeDefault")
+        );
+        assert!(spec["activeDeadlineSeconds"].as_i64() > Some(600));
+        let container = &spec["containers"][0];
+        let security = &container["securityContext"];
+        assert_eq!(security["allowPrivilegeEscalation"], json!(false));
+        assert_eq!(security["readOnlyRootFilesystem"], json!(true));
+        assert_eq!(security["runAsNonRoot"], json!(true));
+        assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+        assert_eq!(container["terminationMessagePolicy"], json!("File"));
+        assert_eq!(pod["status"]["phase"], json!("Succeeded"));
+        assert_eq!(
+            pod["metadata"]["ownerReferences"][0]["uid"],
+            json!(done.uid())
+        );
+
+        // The NetworkPolicy: only this pod, no ingress, egress to DNS and the sidecar only
+        // (a Scripted model reaches nothing).
+        let policies: Api<NetworkPolicy> = f.ns.api(&f.admin);
+        let policy = serde_json::to_value(policies.get("notes-1-egress").await?)?;
+        assert_eq!(
+            policy["spec"]["podSelector"]["matchLabels"],
+            json!({ RUN_UID_LABEL: done.uid() })
+        );
+        assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert!(
+            policy["spec"]
+                .get("ingress")
+                .is_none_or(|i| i == &json!([]))
+        );
+        let egress = policy["spec"]["egress"].as_array().context("egress")?;
+        assert_eq!(egress.len(), 2, "DNS and the sidecar: {egress:#?}");
+        assert_eq!(
+            egress[0]["ports"],
+            json!([{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}])
+        );
+        assert_eq!(
+            egress[0]["to"][0]["namespaceSelector"]["matchLabels"],
+            json!({"kubernetes.io/metadata.name": "kube-system"})
+        );
+        assert_eq!(
+            egress[1]["to"][0]["podSelector"]["matchLabels"],
+            json!({"app.kubernetes.io/name": "orrery-sidecar"})
+        );
+
+        // The plan Secret: immutable, owned, and it holds the plan, the input and a token.
+        let secrets: Api<Secret> = f.ns.api(&f.admin);
+        let secret = secrets.get("notes-1-plan").await?;
+        assert_eq!(secret.immutable, Some(true));
+        let keys: Vec<&String> = secret.data.as_ref().context("data")?.keys().collect();
+        assert_eq!(keys, ["input", "plan.json", "token"]);
+
+        let events = f.events_of("notes-1").await?;
+        let reasons: Vec<&str> = events.iter().map(|(r, _)| r.as_str()).collect();
+        assert!(reasons.contains(&"Started"), "{events:?}");
+        assert!(reasons.contains(&"Succeeded"), "{events:?}");
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_there_yet()
+-> Result<()> {
+    run("run-rev", async |f| {
+        let operator = f.operator(f.config()?)?;
+        f.apply(&composition("notes", "scripted")).await?;
+        // Generation 2: another model for the first node.
+        f.apply(&composition("notes", "brief")).await?;
+        f.apply(&ref_run("old", "notes", Some(1))).await?;
+        f.apply(&ref_run("current", "notes", None)).await?;
+        f.apply(&ref_run("gone", "notes", Some(7))).await?;
+        let old = f.wait_phase("old", RunPhase::Succeeded).await?;
+        let current = f.wait_phase("current", RunPhase::Succeeded).await?;
+        let revision = |r: &StudioRun| r.status.as_ref()?.composition.as_ref()?.revision;
+        assert_eq!(revision(&old), Some(1));
+        assert_eq!(revision(&current), Some(2));
+        let digest = |r: &StudioRun| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.composition.as_ref())
+                .map(|c| c.digest.clone())
+        };
+        assert_ne!(digest(&old), digest(&current), "two revisions, two digests");
+        let gone = f.wait_phase("gone", RunPhase::Failed).await?;
+        let message = gone
+            .status
+            .as_ref()
+            .and_then(|s| s.error.as_ref())
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.contains("revision 7 of Composition notes is not kept"),
+            "{message}"
+        );
+        assert!(f.runner_pods(&gone).await?.is_empty());
+
+        // A run applied before its Composition (GitOps applies in any order) waits for it.
+        f.apply(&ref_run("early", "later", None)).await?;
+        let waiting = wait_for(
+            &f.runs(),
+            "early",
+            "WaitingForComposition",
+            TIMEOUT,
+            |r: Option<&StudioRun>| {
+                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref()
+                    == Some("WaitingForComposition")
+            },
+        )
+        .await?
+        .context("early is gone")?;
+        assert_eq!(phase_of(Some(&waiting)), Some(RunPhase::Pending));
+        f.apply(&composition("later", "scripted")).await?;
+        f.wait_phase("early", RunPhase::Succeeded).await?;
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Result<()> {
+    run("run-cancel", async |f| {
+        let operator = f.operator(f.config()?)?;
+        f.apply(&inline_run("long", "slow", "jane@example.com"))
+            .await?;
+        f.wait_phase("long", RunPhase::Running).await?;
+        let patch = json!({"spec": {"cancel": true}});
+        f.runs()
+            .patch("long", &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        let done = f.wait_phase("long", RunPhase::Cancelled).await?;
+        assert_eq!(
+            condition_reason(&done, "Succeeded").as_deref(),
+            Some("Cancelled")
+        );
+        // The pod is kept (the kubelet stopped it at its lowered deadline) with the runner's
+        // own summary: the runner saw SIGTERM and ended the run itself.
+        let pods = f.runner_pods(&done).await?;
+        let pod = pods.first().context("the pod is kept")?;
+        let status = pod.status.as_ref().context("pod status")?;
+        assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+        let terminated = status
+            .container_statuses
+            .iter()
+            .flatten()
+            .find_map(|c| c.state.as_ref()?.terminated.clone())
+            .context("terminated")?;
+        assert_eq!(
+            terminated.exit_code, 130,
+            "the runner's exit code for Cancelled"
+        );
+        assert!(
+            terminated
+                .message
+                .unwrap_or_default()
+                .contains("\"Cancelled\""),
+            "the runner's summary is the termination message"
+        );
+        operator.stop().await
+    })
+    .await
+}
+
+fn runner_pid(pod: &Pod) -> Result<i32> {
+    let id = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .and_then(|c| c.container_id.clone())
+        .context("no containerID")?;
+    Ok(id
+        .strip_prefix(orrery_tests::pod_executor::CONTAINER_ID_PREFIX)
+        .with_context(|| format!("containerID {id}"))?
+        .parse()?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
+    run("run-kill", async |f| {
+        let operator = f.operator(f.config()?)?;
+        f.apply(&inline_run("killed", "slow", "jane@example.com"))
+            .await?;
+        f.apply(&inline_run("orphaned", "slow", "jane@example.com"))
+            .await?;
+        f.wait_phase("killed", RunPhase::Running).await?;
+        f.wait_phase("orphaned", RunPhase::Running).await?;
+
+        let pod = f.pods().get("killed-runner").await?;
+        let pid = runner_pid(&pod)?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )?;
+        let killed = f.wait_phase("killed", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&killed, "Succeeded").as_deref(),
+            Some("RunnerCrashed")
+        );
+        let message = killed.status.and_then(|s| s.error).map(|e| e.message);
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.contains("exited with code 137")),
+            "{message:?}"
+        );
+
+        f.pods()
+            .delete("orphaned-runner", &DeleteParams::default())
+            .await?;
+        let orphaned = f.wait_phase("orphaned", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&orphaned, "Succeeded").as_deref(),
+            Some("PodDeleted")
+        );
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_restarted_mid_run_creates_no_second_pod_and_records_the_outcome() -> Result<()>
+{
+    run("run-restart", async |f| {
+        let operator = f.operator(f.config()?)?;
+        f.apply(&inline_run("steady", "brief", "jane@example.com"))
+            .await?;
+        let running = f.wait_phase("steady", RunPhase::Running).await?;
+        let first = f.runner_pods(&running).await?;
+        ensure!(first.len() == 1, "one pod before the restart");
+        operator.stop().await?;
+        // The run ends while no operator runs; the next one reads the outcome from the pod.
+        let pods = f.pods();
+        wait_for(
+            &pods,
+            "steady-runner",
+            "the pod to end",
+            RUN_TIMEOUT,
+            |p: Option<&Pod>| {
+                p.and_then(|p| p.status.as_ref())
+                    .and_then(|s| s.phase.as_deref())
+                    == Some("Succeeded")
+            },
+        )
+        .await?;
+        let operator = f.operator(f.config()?)?;
+        let done = f.wait_phase("steady", RunPhase::Succeeded).await?;
+        let after = f.runner_pods(&done).await?;
+        assert_eq!(after.len(), 1, "no second pod");
+        assert_eq!(after[0].uid(), first[0].uid(), "the same pod");
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> Result<()> {
+    run("run-queue", async |f| {
+        let mut config = f.config()?;
+        config.run_limits.max_concurrent_runs_per_owner = Some(1);
+        let operator = f.operator(config)?;
+        f.apply(&inline_run("first", "brief", "jane@example.com"))
+            .await?;
+        f.wait_phase("first", RunPhase::Running).await?;
+        f.apply(&inline_run("second", "brief", "jane@example.com"))
+            .await?;
+        // Another owner is not held by jane's limit.
+        f.apply(&inline_run("other", "scripted", "raj@example.com"))
+            .await?;
+        let queued = wait_for(
+            &f.runs(),
+            "second",
+            "Queued",
+            TIMEOUT,
+            |r: Option<&StudioRun>| {
+                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref() == Some("Queued")
+            },
+        )
+        .await?
+        .context("second is gone")?;
+        let message = queued
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with("queued at position 1: owner jane@example.com has 1 of 1"),
+            "{message}"
+        );
+        assert!(
+            f.runner_pods(&queued).await?.is_empty(),
+            "no pod while queued"
+        );
+        f.wait_phase("other", RunPhase::Succeeded).await?;
+        let first = f.wait_phase("first", RunPhase::Succeeded).await?;
+        let second = f.wait_phase("second", RunPhase::Succeeded).await?;
+        let ended = |r: &StudioRun| r.status.as_ref().and_then(|s| s.completion_time.clone());
+        let started = |r: &StudioRun| r.status.as_ref().and_then(|s| s.start_time.clone());
+        assert!(
+            started(&second) >= ended(&first),
+            "second started {:?} after first ended {:?}",
+            started(&second),
+            ended(&first)
+        );
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<()> {
+    run("run-ttl", async |f| {
+        let mut config = f.config()?;
+        config.ttl_seconds_after_finished = 3;
+        let operator = f.operator(config)?;
+        f.apply(&inline_run("brief-life", "scripted", "jane@example.com"))
+            .await?;
+        let done = f.wait_phase("brief-life", RunPhase::Succeeded).await?;
+        wait_deleted(&f.runs(), "brief-life", TIMEOUT).await?;
+        // The garbage collector takes the children.
+        let secrets: Api<Secret> = f.ns.api(&f.admin);
+        wait_deleted(&secrets, "brief-life-plan", GC_TIMEOUT).await?;
+        eventually(GC_TIMEOUT, || async {
+            if f.runner_pods(&done).await?.is_empty() {
+                Ok(())
+            } else {
+                bail!("the runner pod is still there")
+            }
+        })
+        .await?;
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_needing_a_person_fails_at_once_saying_the_sidecar_is_needed() -> Result<()> {
+    run("run-relay", async |f| {
+        let operator = f.operator(f.config()?)?;
+        let mut spec = pipeline("scripted");
+        spec["nodes"]
+            .as_array_mut()
+            .context("nodes")?
+            .push(json!({"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"}));
+        spec["edges"]
+            .as_array_mut()
+            .context("edges")?
+            .push(json!({"from": "polish", "to": "review"}));
+        let run = json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+            "metadata": {"name": "reviewed"},
+            "spec": {"composition": spec, "input": "x", "owner": "jane@example.com"}
+        });
+        f.apply(&run.to_string()).await?;
+        let failed = f.wait_phase("reviewed", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&failed, "Succeeded").as_deref(),
+            Some("NeedsSidecar")
+        );
+        assert!(f.runner_pods(&failed).await?.is_empty());
+        let events: BTreeMap<String, String> = f.events_of("reviewed").await?.into_iter().collect();
+        assert!(
+            events
+                .get("NeedsSidecar")
+                .is_some_and(|note| note.contains("HumanApproval node(s) review")),
+            "{events:?}"
+        );
+        operator.stop().await
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_not() -> Result<()> {
+    run("run-budget", async |f| {
+        let mut config = f.config()?;
+        config.run_limits.daily_token_budget_per_owner = Some(1000);
+        let operator = f.operator(config)?;
+        f.apply(
+            r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: costly}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{reply: "expensive", usage: {inputTokens: 800, outputTokens: 400}}]
+"#,
+        )
+        .await?;
+        f.apply(&inline_run("spend", "costly", "jane@example.com"))
+            .await?;
+        let spent = f.wait_phase("spend", RunPhase::Succeeded).await?;
+        let tokens = spent
+            .status
+            .as_ref()
+            .and_then(|s| s.totals.as_ref())
+            .map(|t| t.tokens)
+            .unwrap_or_default();
+        ensure!(tokens >= 1200, "the run used {tokens} tokens");
+        // The ledger for the day is the sum of the owner's runs' totals: jane is over.
+        f.apply(&inline_run("again", "scripted", "jane@example.com"))
+            .await?;
+        let refused = f.wait_phase("again", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&refused, "Succeeded").as_deref(),
+            Some("DailyBudgetExceeded")
+        );
+        let message = refused
+            .status
+            .as_ref()
+            .and_then(|s| s.error.as_ref())
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "owner jane@example.com's runs used {tokens} of 1000 tokens today"
+            )),
+            "{message}"
+        );
+        assert!(f.runner_pods(&refused).await?.is_empty());
+        f.apply(&inline_run("fresh", "scripted", "raj@example.com"))
+            .await?;
+        f.wait_phase("fresh", RunPhase::Succeeded).await?;
+        operator.stop().await
+    })
+    .await
+}
