@@ -29,6 +29,7 @@ use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, keep, unique_name,
     wait_for, workspace_binary, workspace_root,
 };
+use orrery_tests::operator_fixture::TEST_SIGNING_KEY;
 use orrery_tests::testenv::{self, TestEnv};
 
 /// The Lease's duration and grace in these tests (the defaults are 15 s and 5 s).
@@ -43,13 +44,6 @@ const LEASE_NAME: &str = "orrery-operator";
 /// The short Lease most tests use.
 const SHORT: (u64, u64) = (LEASE_DURATION, LEASE_GRACE);
 
-/// A key made for these tests only (`openssl genpkey -algorithm ed25519`), the same as the
-/// operator's token tests.
-const SIGNING_KEY: &str = "-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VwBCIEIJFsMCDY7n2ZvsfrK8nmpZUA0JQnU0Q3YI6biGiPXvhi
------END PRIVATE KEY-----
-";
-
 /// A directory with the operator's config and signing key, removed on drop unless kept.
 struct Files {
     dir: PathBuf,
@@ -61,7 +55,7 @@ impl Files {
         let dir = std::env::temp_dir().join(unique_name("orrery-e2e-leader"));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let key = dir.join("key.pem");
-        std::fs::write(&key, SIGNING_KEY)?;
+        std::fs::write(&key, TEST_SIGNING_KEY)?;
         let example = workspace_root().join("examples/operator/config.yaml");
         let mut config: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(&example)?)?;
