@@ -293,6 +293,7 @@ async fn lead(
         Some(settings) => {
             let elector = Elector::start(kube_config, settings).await?;
             if !wait_leading(&elector, health, stop.clone()).await {
+                health.not_ready("stopping");
                 elector.release().await?;
                 eprintln!("orrery-operator: stopped as a standby");
                 return Ok(ExitCode::SUCCESS);
