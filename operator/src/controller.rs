@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::error::Result;
+use crate::metrics::Metrics;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -24,12 +25,15 @@ pub struct Context {
     pub config: Arc<Config>,
     /// Publishes Kubernetes Events (`events.k8s.io/v1`).
     pub recorder: Recorder,
+    /// What `/metrics` shows: reconciles, errors, runs, the queue, pod start latency.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
     /// A context for `client` and `config`; Events are reported by `orrery-operator` with the
-    /// pod's name (`POD_NAME`) or the host name as the instance.
-    pub fn new(client: Client, config: Arc<Config>) -> Self {
+    /// pod's name (`POD_NAME`) or the host name as the instance; the reconcilers count into
+    /// `metrics`.
+    pub fn new(client: Client, config: Arc<Config>, metrics: Arc<Metrics>) -> Self {
         let reporter = Reporter {
             controller: REPORTER.into(),
             instance: std::env::var("POD_NAME")
@@ -41,6 +45,7 @@ impl Context {
             client,
             config,
             recorder,
+            metrics,
         }
     }
 
@@ -125,17 +130,19 @@ where
 
 /// Runs the Composition, RegistryEntry and StudioRun controllers over every namespace (or only
 /// `namespace`) until `shutdown` resolves; then each finishes the reconciles in flight and
-/// returns. `signer` signs the run tokens.
+/// returns. They count their reconciles and errors into `metrics`; `signer` signs the run
+/// tokens.
 pub async fn run<F>(
     client: Client,
     config: Arc<Config>,
+    metrics: Arc<Metrics>,
     signer: Arc<crate::run::token::RunTokenSigner>,
     namespace: Option<String>,
     shutdown: F,
 ) where
     F: Future<Output = ()> + Send + Sync + 'static,
 {
-    let ctx = Arc::new(Context::new(client, config));
+    let ctx = Arc::new(Context::new(client, config, metrics));
     let (tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let signal = |tx: &tokio::sync::broadcast::Sender<()>| {
         let mut rx = tx.subscribe();
@@ -158,17 +165,60 @@ pub async fn run<F>(
 /// How long a failed reconcile waits before it is tried again.
 pub const RETRY: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// A reconciler's context that carries the process's [`Metrics`].
+pub trait Metered {
+    /// The metrics the reconciles are counted in.
+    fn metrics(&self) -> &Metrics;
+}
+
+impl Metered for Context {
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+}
+
+impl Metered for crate::run::reconcile::RunContext {
+    fn metrics(&self) -> &Metrics {
+        &self.base.metrics
+    }
+}
+
+/// Wraps a reconciler so that each reconcile it starts is counted in
+/// `orrery_reconciles_total{kind}` (failed ones too: [`error_policy`] counts those again by
+/// their error label) and in `orrery_reconciles_in_flight` while it runs.
+pub fn counted<K, C, F, Fut>(
+    mut reconcile: F,
+) -> impl FnMut(Arc<K>, Arc<C>) -> futures::future::BoxFuture<'static, Fut::Output>
+where
+    K: Resource<DynamicType = ()>,
+    C: Metered,
+    F: FnMut(Arc<K>, Arc<C>) -> Fut,
+    Fut: Future + Send + 'static,
+{
+    move |object, ctx| {
+        let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
+        let reconcile = reconcile(object, ctx);
+        Box::pin(async move {
+            let out = reconcile.await;
+            drop(in_flight);
+            out
+        })
+    }
+}
+
 /// What happens after a failed reconcile of any kind: logged with the object, the error and
-/// its metric label, and retried after [`RETRY`].
+/// its metric label, counted in `orrery_reconcile_errors_total{kind,error}`, and retried after
+/// [`RETRY`].
 pub fn error_policy<K>(
     object: Arc<K>,
     error: &crate::error::Error,
-    _ctx: Arc<Context>,
+    ctx: Arc<Context>,
 ) -> kube::runtime::controller::Action
 where
     K: Resource<DynamicType = ()>,
 {
     use kube::ResourceExt;
+    ctx.metrics.failed(&K::kind(&()), error.label());
     eprintln!(
         "orrery-operator: {} {}/{}: {} [{}]",
         K::kind(&()),

@@ -12,12 +12,17 @@
 //! - [`controller`]: the context every reconciler shares; running the controllers.
 //! - [`kstatus`]: the `Ready`/`Reconciling`/`Stalled` conditions every kind carries.
 //! - [`error`]: the error type, whose variants are metric labels.
+//! - [`metrics`]: what `/metrics` shows; [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`leader`]: leader election on a Lease (only the leader runs the controllers).
 
 pub mod composition;
 pub mod config;
 pub mod controller;
 pub mod error;
+pub mod http;
 pub mod kstatus;
+pub mod leader;
+pub mod metrics;
 pub mod names;
 pub mod registry;
 pub mod run;

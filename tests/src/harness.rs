@@ -401,6 +401,65 @@ pub fn workspace_root() -> std::path::PathBuf {
     tests.parent().unwrap_or(tests).to_path_buf()
 }
 
+/// Names a prebuilt binary to use instead of building it, per binary:
+/// `ORRERY_BIN_<NAME>` with the name upper-cased and `-` as `_` (e.g.
+/// `ORRERY_BIN_ORRERY_OPERATOR=/path/to/orrery-operator`).
+pub fn binary_override_env(bin: &str) -> String {
+    format!("ORRERY_BIN_{}", bin.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// The path of the workspace's binary `bin`, built first (`cargo build --workspace --bin
+/// <bin>`, a no-op when it is current) into the target directory and profile of the running
+/// test binary: `CARGO_BIN_EXE_*` exists only for a crate's own binaries, and `cargo test` does
+/// not build other packages' binaries. `--workspace` resolves features as a plain `cargo build`
+/// at the root does, so the two share one build of the binary. The override variable of
+/// [`binary_override_env`] skips the build.
+pub fn workspace_binary(bin: &str) -> Result<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os(binary_override_env(bin)).filter(|p| !p.is_empty()) {
+        return Ok(path.into());
+    }
+    let exe = std::env::current_exe().context("locating the running test binary")?;
+    // <target>/<profile>/deps/<test binary>
+    let profile_dir = exe
+        .parent()
+        .filter(|d| d.file_name().is_some_and(|n| n == "deps"))
+        .and_then(std::path::Path::parent)
+        .with_context(|| format!("{} is not in <target>/<profile>/deps/", exe.display()))?;
+    let target_dir = profile_dir
+        .parent()
+        .with_context(|| format!("{} has no parent", profile_dir.display()))?;
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("debug");
+    let mut cargo = std::process::Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--workspace", "--bin", bin])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(workspace_root())
+        .stdin(std::process::Stdio::null());
+    match profile {
+        "debug" => {}
+        "release" => {
+            cargo.arg("--release");
+        }
+        other => {
+            cargo.args(["--profile", other]);
+        }
+    }
+    let what = format!("cargo build --workspace --bin {bin}");
+    let status = cargo.status().with_context(|| format!("running {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    let path = profile_dir.join(bin);
+    if !path.is_file() {
+        bail!("{what} left no {}", path.display());
+    }
+    Ok(path)
+}
+
 /// What a `kubectl` run printed.
 #[derive(Debug, Clone)]
 pub struct KubectlOutput {

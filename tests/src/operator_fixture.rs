@@ -52,6 +52,7 @@ impl Operator {
         let task = tokio::spawn(orrery_operator::controller::run(
             client,
             Arc::new(config),
+            Arc::new(orrery_operator::metrics::Metrics::new()),
             test_signer()?,
             Some(namespace.to_owned()),
             async move {

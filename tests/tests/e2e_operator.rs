@@ -25,6 +25,7 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, CompositionStatus};
 use orrery_operator::Config;
 use orrery_operator::controller::Context;
+use orrery_operator::metrics::Metrics;
 use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
     workspace_root,
@@ -43,7 +44,11 @@ async fn start_operator(env: &TestEnv, namespace: &str) -> Result<Operator> {
 /// tenant namespace.
 async fn operator_context(env: &TestEnv, namespace: &str) -> Result<Arc<Context>> {
     let client = operator_client(env, namespace).await?;
-    Ok(Arc::new(Context::new(client, Arc::new(example_config()?))))
+    Ok(Arc::new(Context::new(
+        client,
+        Arc::new(example_config()?),
+        Arc::new(Metrics::new()),
+    )))
 }
 
 fn example_config() -> Result<Config> {

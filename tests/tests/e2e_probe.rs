@@ -408,6 +408,7 @@ async fn a_repeat_reconcile_of_an_entry_being_probed_writes_nothing_and_starts_n
     let ctx = Arc::new(orrery_operator::controller::Context::new(
         operator_client(env, &ns.name).await?,
         Arc::new(config()?),
+        Arc::new(orrery_operator::metrics::Metrics::new()),
     ));
     let registry: Api<RegistryEntry> = ns.api(&client);
     let pods: Api<Pod> = ns.api(&client);

@@ -122,6 +122,8 @@ const TABLE: &[Row] = &[
     // The leader Lease: only in the operator's namespace.
     row("create", "leases.coordination.k8s.io", OrrerySystem, YES),
     row("update", "leases.coordination.k8s.io", OrrerySystem, YES),
+    row("watch",  "leases.coordination.k8s.io", OrrerySystem, YES),
+    row("watch",  "leases.coordination.k8s.io", Tenant, NO),
     row("delete", "leases.coordination.k8s.io", OrrerySystem, NO),
     row("create", "leases.coordination.k8s.io", Tenant, NO),
     // No wildcard anywhere.

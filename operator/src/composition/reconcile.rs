@@ -201,7 +201,11 @@ pub fn controller(
             move |entry| compositions_using(&store, &entry),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, crate::controller::error_policy, ctx);
+        .run(
+            crate::controller::counted(reconcile),
+            crate::controller::error_policy,
+            ctx,
+        );
     drain("Composition", stream)
 }
 

@@ -197,6 +197,10 @@ pub fn controller(
         watcher::Config::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}")),
     )
     .graceful_shutdown_on(shutdown)
-    .run(reconcile, crate::controller::error_policy, ctx);
+    .run(
+        crate::controller::counted(reconcile),
+        crate::controller::error_policy,
+        ctx,
+    );
     drain("RegistryEntry", stream)
 }

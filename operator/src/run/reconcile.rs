@@ -661,7 +661,7 @@ pub fn controller(
             },
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx);
+        .run(crate::controller::counted(reconcile), error_policy, ctx);
     drain("StudioRun", stream)
 }
 

@@ -121,6 +121,9 @@ fn start_operator(dir: &std::path::Path, kubeconfig: &std::path::Path) -> Result
     Command::new(operator_binary()?)
         .args(["controller", "--config"])
         .arg(&path)
+        // One process: no Lease (its renewals would count among the writes measured), and
+        // /metrics on any free port.
+        .args(["--leader-elect=false", "--listen", "127.0.0.1:0"])
         .env("KUBECONFIG", kubeconfig)
         .stdout(log.try_clone()?)
         .stderr(log)
