@@ -79,6 +79,12 @@ pub mod reasons {
     /// The apiserver refused a run's Secret, NetworkPolicy or Pod: forbidden (a quota, an
     /// admission policy) is retried with the run `Pending`; invalid fails the run.
     pub const CREATE_REFUSED: &str = "CreateRefused";
+    /// A run's child name is taken by an object that is not its own, or a child left by an
+    /// earlier attempt holds another plan: the run fails, saying which.
+    pub const CHILD_CONFLICT: &str = "ChildConflict";
+    /// A run's pod did not start within `runner.startTimeoutSeconds` (unschedulable, image not
+    /// pulled, a Secret missing): it is deleted and the run fails with what it waited on.
+    pub const POD_NOT_STARTED: &str = "PodNotStarted";
 }
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ pub const DEFAULT_PROBE_INTERVAL_SECONDS: u64 = 3600;
 pub const MIN_PROBE_INTERVAL_SECONDS: u64 = 60;
 /// The longest probe interval: a week.
 pub const MAX_PROBE_INTERVAL_SECONDS: u64 = 7 * 24 * 3600;
+/// A runner pod that has not started this long after it was created fails the run (it cannot
+/// be scheduled, its image cannot be pulled, a Secret it mounts is missing).
+pub const DEFAULT_START_TIMEOUT_SECONDS: u64 = 300;
 /// The audience of run tokens: the sidecar.
 pub const DEFAULT_RUN_TOKEN_AUDIENCE: &str = "orrery-sidecar";
 /// The issuer of run tokens.
@@ -156,6 +159,14 @@ pub struct RunnerConfig {
     /// Seconds past the run's deadline before the kubelet kills its pod.
     #[serde(default = "default_margin")]
     pub deadline_margin_seconds: u64,
+    /// Seconds a runner pod may take to start (scheduling, pulling the image, mounting its
+    /// Secrets); past it the pod is deleted and the run fails with the reason it was stuck on.
+    #[serde(default = "default_start_timeout")]
+    pub start_timeout_seconds: u64,
+}
+
+fn default_start_timeout() -> u64 {
+    DEFAULT_START_TIMEOUT_SECONDS
 }
 
 fn default_pull_policy() -> String {
@@ -543,6 +554,25 @@ impl Config {
                 "set between 1 and 86400 seconds (a day); the default is 900",
             );
         }
+        if self.run_limits.daily_token_budget_per_owner.is_some()
+            && self.ttl_seconds_after_finished < 24 * 3600
+        {
+            problem(
+                "ttlSecondsAfterFinished".into(),
+                format!(
+                    "{} deletes finished runs within a day, but the daily token budget is the sum of the owner's runs of the day: deleted runs would stop counting",
+                    self.ttl_seconds_after_finished
+                ),
+                "set at least 86400 while runLimits.dailyTokenBudgetPerOwner is set",
+            );
+        }
+        if !(1..=24 * 3600).contains(&self.runner.start_timeout_seconds) {
+            problem(
+                "runner.startTimeoutSeconds".into(),
+                format!("{} is outside 1..=86400", self.runner.start_timeout_seconds),
+                "set between 1 and 86400 seconds; the default is 300",
+            );
+        }
         if self.ttl_seconds_after_finished == 0 {
             problem(
                 "ttlSecondsAfterFinished".into(),
@@ -916,6 +946,15 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
             ("probeIntervalSeconds: 59", &["probeIntervalSeconds"]),
             ("probeIntervalSeconds: 604801", &["probeIntervalSeconds"]),
             ("probeIntervalSeconds: 60", &[]),
+            // The daily ledger is the day's runs: deleting them sooner would forget spending.
+            (
+                "runLimits: {dailyTokenBudgetPerOwner: 1000}\nttlSecondsAfterFinished: 3600",
+                &["ttlSecondsAfterFinished"],
+            ),
+            (
+                "runLimits: {dailyTokenBudgetPerOwner: 1000}\nttlSecondsAfterFinished: 86400",
+                &[],
+            ),
         ];
         let versioned: &[(String, &[&str])] = &[
             (MINIMAL.replace("/v1alpha1", "/v1"), &["apiVersion"]),

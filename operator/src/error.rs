@@ -72,6 +72,21 @@ pub enum Error {
         /// Its namespace.
         namespace: String,
     },
+    /// A child left by an earlier attempt holds something other than what the run would
+    /// create now (another plan, another policy): it is never used.
+    #[error(
+        "the {kind} {name:?} in namespace {namespace} was made for this run but holds another \
+         plan than it would get now (an earlier attempt before its Composition or entries \
+         changed, or not the operator's): delete it and the run is started again"
+    )]
+    ChildDiffers {
+        /// The child's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+    },
     /// A Composition revision (ControllerRevision) is missing or unreadable.
     #[error("ControllerRevision {name:?}: {problem}")]
     Revision {
@@ -84,7 +99,7 @@ pub enum Error {
 
 impl Error {
     /// Every label [`Error::label`] can return, for registering the metric series up front.
-    pub const LABELS: [&'static str; 9] = [
+    pub const LABELS: [&'static str; 10] = [
         "kube_api",
         "config",
         "missing_metadata",
@@ -94,6 +109,7 @@ impl Error {
         "endpoint",
         "revision",
         "name_taken",
+        "child_differs",
     ];
 
     /// The metric label of this error (`errors_total{error="…"}`).
@@ -108,6 +124,7 @@ impl Error {
             Error::Endpoint { .. } => "endpoint",
             Error::Revision { .. } => "revision",
             Error::NameTaken { .. } => "name_taken",
+            Error::ChildDiffers { .. } => "child_differs",
         }
     }
 
@@ -159,6 +176,11 @@ mod tests {
             Error::NameTaken {
                 kind: "Pod".into(),
                 name: "r-runner".into(),
+                namespace: "team".into(),
+            },
+            Error::ChildDiffers {
+                kind: "Secret".into(),
+                name: "r-plan".into(),
                 namespace: "team".into(),
             },
         ];

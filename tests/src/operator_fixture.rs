@@ -71,4 +71,10 @@ impl Operator {
             .context("the controllers' task")?;
         Ok(())
     }
+
+    /// Kills the controllers where they are (a crash: no reconcile finishes).
+    pub async fn kill(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
 }

@@ -56,7 +56,8 @@ fn bin_dir() -> Result<PathBuf> {
 }
 
 impl Fixture {
-    async fn new(prefix: &str) -> Result<Fixture> {
+    /// A namespace with the Scripted model entries and (when `kubelet`) a pod executor.
+    async fn new(prefix: &str, kubelet: bool) -> Result<Fixture> {
         let env = testenv::shared_async().await?;
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, prefix).await?;
@@ -65,12 +66,16 @@ impl Fixture {
             .namespace(&ns.name)
             .bin_dir(bin_dir()?)
             .api_server(&env.server);
-        let exec = PodExecutor::start_with(admin.clone(), config).await?;
+        let exec = if kubelet {
+            Some(PodExecutor::start_with(admin.clone(), config).await?)
+        } else {
+            None
+        };
         let f = Fixture {
             env,
             ns,
             admin,
-            exec: Some(exec),
+            exec,
         };
         f.apply(SCRIPTED).await?;
         Ok(f)
@@ -148,8 +153,17 @@ impl Fixture {
 
 /// Runs `test` with a fresh fixture and stops the pod executor whatever happens.
 async fn run(prefix: &str, test: impl AsyncFnOnce(&Fixture) -> Result<()>) -> Result<()> {
+    run_with(prefix, true, test).await
+}
+
+/// [`run`], with or without a kubelet (the pod executor).
+async fn run_with(
+    prefix: &str,
+    kubelet: bool,
+    test: impl AsyncFnOnce(&Fixture) -> Result<()>,
+) -> Result<()> {
     use futures::FutureExt;
-    let f = Fixture::new(prefix).await?;
+    let f = Fixture::new(prefix, kubelet).await?;
     let result = std::panic::AssertUnwindSafe(test(&f)).catch_unwind().await;
     let stopped = f.shutdown().await;
     match result {
@@ -259,6 +273,13 @@ fn ref_run(name: &str, composition: &str, revision: Option<i64>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy() -> Result<()> {
     run("run-ok", async |f| {
+        // The namespace enforces Pod Security restricted: the apiserver itself admits the
+        // runner pod against it.
+        let label = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(f.admin.clone());
+        namespaces
+            .patch(&f.ns.name, &PatchParams::default(), &Patch::Merge(&label))
+            .await?;
         let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
             .await?;
@@ -338,29 +359,29 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
         // (a Scripted model reaches nothing).
         let policies: Api<NetworkPolicy> = f.ns.api(&f.admin);
         let policy = serde_json::to_value(policies.get("notes-1-egress").await?)?;
+        let peer = |namespace: &str, labels: serde_json::Value| {
+            json!({
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "podSelector": {"matchLabels": labels}
+            })
+        };
         assert_eq!(
-            policy["spec"]["podSelector"]["matchLabels"],
-            json!({ RUN_UID_LABEL: done.uid() })
-        );
-        assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
-        assert!(
-            policy["spec"]
-                .get("ingress")
-                .is_none_or(|i| i == &json!([]))
-        );
-        let egress = policy["spec"]["egress"].as_array().context("egress")?;
-        assert_eq!(egress.len(), 2, "DNS and the sidecar: {egress:#?}");
-        assert_eq!(
-            egress[0]["ports"],
-            json!([{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}])
-        );
-        assert_eq!(
-            egress[0]["to"][0]["namespaceSelector"]["matchLabels"],
-            json!({"kubernetes.io/metadata.name": "kube-system"})
-        );
-        assert_eq!(
-            egress[1]["to"][0]["podSelector"]["matchLabels"],
-            json!({"app.kubernetes.io/name": "orrery-sidecar"})
+            policy["spec"],
+            json!({
+                "podSelector": {"matchLabels": { RUN_UID_LABEL: done.uid() }},
+                "policyTypes": ["Ingress", "Egress"],
+                "egress": [
+                    {
+                        "to": [peer("kube-system", json!({"k8s-app": "kube-dns"}))],
+                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+                    },
+                    {
+                        "to": [peer("orrery-system", json!({"app.kubernetes.io/name": "orrery-sidecar"}))],
+                        "ports": [{"protocol": "TCP", "port": 8080}]
+                    }
+                ]
+            }),
+            "no ingress; egress to DNS and the sidecar only (a Scripted model reaches nothing)"
         );
 
         // The plan Secret: immutable, owned, and it holds the plan, the input and a token.
@@ -374,6 +395,10 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
         let reasons: Vec<&str> = events.iter().map(|(r, _)| r.as_str()).collect();
         assert!(reasons.contains(&"Started"), "{events:?}");
         assert!(reasons.contains(&"Succeeded"), "{events:?}");
+        assert!(
+            !reasons.contains(&"PodSecurityNotEnforced"),
+            "the namespace enforces restricted: {events:?}"
+        );
         operator.stop().await
     })
     .await
@@ -492,6 +517,15 @@ async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Re
             terminated.exit_code, 130,
             "the runner's exit code for Cancelled"
         );
+        let events = f.events_of("long").await?;
+        assert_eq!(
+            events
+                .iter()
+                .filter(|(reason, _)| reason == "PodSecurityNotEnforced")
+                .count(),
+            1,
+            "an unlabelled namespace is told once that it does not enforce restricted: {events:?}"
+        );
         assert!(
             terminated
                 .message
@@ -562,16 +596,26 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_restarted_mid_run_creates_no_second_pod_and_records_the_outcome() -> Result<()>
-{
+async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_records_the_outcome()
+-> Result<()> {
     run("run-restart", async |f| {
         let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("steady", "brief", "jane@example.com"))
             .await?;
         let running = f.wait_phase("steady", RunPhase::Running).await?;
         let first = f.runner_pods(&running).await?;
-        ensure!(first.len() == 1, "one pod before the restart");
-        operator.stop().await?;
+        ensure!(first.len() == 1, "one pod before the crash");
+        operator.kill().await;
+        ensure!(
+            phase_of(Some(&f.runs().get("steady").await?)) == Some(RunPhase::Running),
+            "the run was still running when the operator died"
+        );
+        // As if it had died between creating the pod and recording it: the status forgets
+        // the pod and the composition; the next operator finds both from the children.
+        let forget = json!({"status": {"runnerPod": null, "composition": null}});
+        f.runs()
+            .patch_status("steady", &PatchParams::default(), &Patch::Merge(&forget))
+            .await?;
         // The run ends while no operator runs; the next one reads the outcome from the pod.
         let pods = f.pods();
         wait_for(
@@ -591,6 +635,13 @@ async fn an_operator_restarted_mid_run_creates_no_second_pod_and_records_the_out
         let after = f.runner_pods(&done).await?;
         assert_eq!(after.len(), 1, "no second pod");
         assert_eq!(after[0].uid(), first[0].uid(), "the same pod");
+        let status = done.status.context("status")?;
+        assert_eq!(status.runner_pod.as_deref(), Some("steady-runner"));
+        assert_eq!(
+            status.composition.map(|c| c.name).as_deref(),
+            Some("inline"),
+            "the composition it ran, read back from its plan Secret"
+        );
         operator.stop().await
     })
     .await
@@ -602,10 +653,12 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
         let mut config = f.config()?;
         config.run_limits.max_concurrent_runs_per_owner = Some(1);
         let operator = f.operator(config).await?;
-        f.apply(&inline_run("first", "brief", "jane@example.com"))
+        // The slot is held until the test frees it (a ten-minute turn), whatever the speed of
+        // the machine.
+        f.apply(&inline_run("first", "slow", "jane@example.com"))
             .await?;
         f.wait_phase("first", RunPhase::Running).await?;
-        f.apply(&inline_run("second", "brief", "jane@example.com"))
+        f.apply(&inline_run("second", "scripted", "jane@example.com"))
             .await?;
         // Another owner is not held by jane's limit.
         f.apply(&inline_run("other", "scripted", "raj@example.com"))
@@ -631,21 +684,21 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
             message.starts_with("queued at position 1: owner jane@example.com has 1 of 1"),
             "{message}"
         );
-        assert!(
-            f.runner_pods(&queued).await?.is_empty(),
-            "no pod while queued"
-        );
         f.wait_phase("other", RunPhase::Succeeded).await?;
-        let first = f.wait_phase("first", RunPhase::Succeeded).await?;
-        let second = f.wait_phase("second", RunPhase::Succeeded).await?;
-        let ended = |r: &StudioRun| r.status.as_ref().and_then(|s| s.completion_time.clone());
-        let started = |r: &StudioRun| r.status.as_ref().and_then(|s| s.start_time.clone());
-        assert!(
-            started(&second) >= ended(&first),
-            "second started {:?} after first ended {:?}",
-            started(&second),
-            ended(&first)
+        ensure!(
+            f.runner_pods(&queued).await?.is_empty(),
+            "no pod for second while first holds the slot"
         );
+        ensure!(
+            phase_of(Some(&f.runs().get("second").await?)) == Some(RunPhase::Pending),
+            "second still waits"
+        );
+        let patch = json!({"spec": {"cancel": true}});
+        f.runs()
+            .patch("first", &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        f.wait_phase("first", RunPhase::Cancelled).await?;
+        f.wait_phase("second", RunPhase::Succeeded).await?;
         operator.stop().await
     })
     .await
@@ -874,6 +927,39 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
             ],
         );
         result
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_it_waited_on()
+-> Result<()> {
+    // No kubelet here: the runner pod is never scheduled.
+    run_with("run-stuck", false, async |f| {
+        let mut config = f.config()?;
+        config.runner.start_timeout_seconds = 3;
+        let operator = f.operator(config).await?;
+        f.apply(&inline_run("stuck", "scripted", "jane@example.com"))
+            .await?;
+        let failed = f.wait_phase("stuck", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&failed, "Succeeded").as_deref(),
+            Some("PodNotStarted")
+        );
+        let message = failed
+            .status
+            .as_ref()
+            .and_then(|s| s.error.as_ref())
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with(
+                "the runner pod stuck-runner did not start within 3s (runner.startTimeoutSeconds)"
+            ),
+            "{message}"
+        );
+        wait_deleted(&f.pods(), "stuck-runner", TIMEOUT).await?;
+        operator.stop().await
     })
     .await
 }

@@ -15,6 +15,7 @@ use orrery_crds::plan::Plan;
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RunPhase;
 use orrery_crds::{CompositionSpec, StudioRun};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 /// Applies a run's budget overrides to the composition's spec. Each override must be at most
@@ -186,46 +187,65 @@ fn queue_key(run: &StudioRun) -> (Option<Timestamp>, String) {
     )
 }
 
-/// Whether `run` may start under the concurrency limits, given every run of its namespace
-/// (`runs` may include `run` itself). Waiting runs are admitted in creation order: one that a
-/// limit holds does not keep a later run of another owner from a free namespace slot.
-pub fn queue_decision(run: &StudioRun, runs: &[StudioRun], limits: &RunLimits) -> QueueDecision {
+fn same_run(a: &StudioRun, b: &StudioRun) -> bool {
+    std::ptr::eq(a, b)
+        || (a.metadata.name == b.metadata.name && a.metadata.namespace == b.metadata.namespace)
+}
+
+fn namespace_of(run: &StudioRun) -> &str {
+    run.metadata.namespace.as_deref().unwrap_or_default()
+}
+
+/// Whether `run` may start under the concurrency limits, given every run the operator sees
+/// (`runs` may include `run` itself): an owner's runs count in every namespace, a namespace's
+/// only there. Waiting runs are admitted in creation order: one that a limit holds does not
+/// keep a later run from a slot it may take.
+pub fn queue_decision<R: Borrow<StudioRun>>(
+    run: &StudioRun,
+    runs: &[R],
+    limits: &RunLimits,
+) -> QueueDecision {
     if holds_slot(run) {
         return QueueDecision::Start;
     }
     let per_owner = limits.max_concurrent_runs_per_owner.map(|n| n as usize);
     let per_namespace = limits.max_concurrent_runs_per_namespace.map(|n| n as usize);
-    let others = runs
-        .iter()
-        .filter(|r| !std::ptr::eq(*r, run) && r.metadata.name != run.metadata.name);
-    let mut namespace_active = 0;
+    let mut namespace_active: BTreeMap<&str, usize> = BTreeMap::new();
     let mut owner_active: BTreeMap<&str, usize> = BTreeMap::new();
     let mut waiting: Vec<&StudioRun> = vec![run];
-    for other in others {
+    for other in runs.iter().map(Borrow::borrow) {
+        if same_run(other, run) {
+            continue;
+        }
         if holds_slot(other) {
-            namespace_active += 1;
+            *namespace_active.entry(namespace_of(other)).or_default() += 1;
             *owner_active.entry(other.spec.owner.as_str()).or_default() += 1;
         } else if waits(other) {
             waiting.push(other);
         }
     }
     waiting.sort_by_key(|r| queue_key(r));
+    let mine = namespace_of(run);
     let mut position = 0;
     for candidate in waiting {
         let owner = candidate.spec.owner.as_str();
+        let namespace = namespace_of(candidate);
         let owned = owner_active.get(owner).copied().unwrap_or(0);
+        let here = namespace_active.get(namespace).copied().unwrap_or(0);
         let owner_full = per_owner.is_some_and(|limit| owned >= limit);
-        let namespace_full = per_namespace.is_some_and(|limit| namespace_active >= limit);
+        let namespace_full = per_namespace.is_some_and(|limit| here >= limit);
         let is_me = std::ptr::eq(candidate, run);
         if !owner_full && !namespace_full {
             if is_me {
                 return QueueDecision::Start;
             }
-            namespace_active += 1;
+            *namespace_active.entry(namespace).or_default() += 1;
             *owner_active.entry(owner).or_default() += 1;
             continue;
         }
-        position += 1;
+        if namespace == mine || owner == run.spec.owner {
+            position += 1;
+        }
         if is_me {
             let why = if owner_full {
                 format!(
@@ -234,7 +254,7 @@ pub fn queue_decision(run: &StudioRun, runs: &[StudioRun], limits: &RunLimits) -
                 )
             } else {
                 format!(
-                    "the namespace has {namespace_active} of {} runs executing (runLimits.maxConcurrentRunsPerNamespace)",
+                    "the namespace has {here} of {} runs executing (runLimits.maxConcurrentRunsPerNamespace)",
                     per_namespace.unwrap_or(0)
                 )
             };
@@ -245,9 +265,10 @@ pub fn queue_decision(run: &StudioRun, runs: &[StudioRun], limits: &RunLimits) -
 }
 
 /// The model tokens `owner`'s runs created on `now`'s UTC day used (their status totals).
-pub fn tokens_used_today(owner: &str, runs: &[StudioRun], now: Timestamp) -> u64 {
+pub fn tokens_used_today<R: Borrow<StudioRun>>(owner: &str, runs: &[R], now: Timestamp) -> u64 {
     let today = now.to_zoned(TimeZone::UTC).date();
     runs.iter()
+        .map(Borrow::borrow)
         .filter(|r| r.spec.owner == owner)
         .filter(|r| {
             r.metadata
@@ -262,9 +283,9 @@ pub fn tokens_used_today(owner: &str, runs: &[StudioRun], now: Timestamp) -> u64
 
 /// Refuses a run whose owner's runs already used the daily token budget today; `Err` is the
 /// message for the run's status.
-pub fn check_daily_budget(
+pub fn check_daily_budget<R: Borrow<StudioRun>>(
     run: &StudioRun,
-    runs: &[StudioRun],
+    runs: &[R],
     limits: &RunLimits,
     now: Timestamp,
 ) -> Result<(), String> {
@@ -399,6 +420,35 @@ mod tests {
         // A run that already has its pod keeps its slot whatever the limits.
         assert_eq!(
             decide("a-running", &runs, &limits(Some(1), Some(1))),
+            QueueDecision::Start
+        );
+    }
+
+    #[test]
+    fn an_owners_runs_count_in_every_namespace_and_a_namespaces_only_there() {
+        let elsewhere = |mut run: StudioRun| {
+            run.metadata.namespace = Some("other-team".into());
+            run
+        };
+        let runs = vec![
+            elsewhere(r("a-running", "ann", 0, "run", 0)),
+            elsewhere(r("b-running", "bob", 0, "run", 0)),
+            r("a-wait", "ann", 2, "wait", 0),
+            r("b-wait", "bob", 3, "wait", 0),
+            // The same name in another namespace is another run.
+            elsewhere(r("b-wait", "bob", 1, "wait", 0)),
+        ];
+        let owner1 = "owner ann has 1 of 1 runs executing (runLimits.maxConcurrentRunsPerOwner)";
+        assert_eq!(
+            decide("a-wait", &runs, &limits(Some(1), None)),
+            QueueDecision::Queued {
+                position: 1,
+                why: owner1.into()
+            }
+        );
+        // other-team's two running runs do not fill this namespace's one slot.
+        assert_eq!(
+            decide("a-wait", &runs, &limits(None, Some(1))),
             QueueDecision::Start
         );
     }

@@ -200,6 +200,22 @@ fn entry_secrets(document: &PlanDocument) -> BTreeMap<String, BTreeSet<String>> 
     out
 }
 
+/// The runner container's arguments: the pod mode of `orrery run`. Remote tools are always the
+/// real clients in a cluster (`auto` would answer them with dry-run text when every model is
+/// Scripted, which is for local dry runs); the termination log is named, not defaulted, so a
+/// kubelet stand-in that maps the paths it sees in arguments finds it.
+pub fn runner_args() -> Vec<String> {
+    vec![
+        "run".to_owned(),
+        "--plan".to_owned(),
+        format!("{PLAN_DIR}/{PLAN_KEY}"),
+        "--tools".to_owned(),
+        "real".to_owned(),
+        "--termination-log".to_owned(),
+        TERMINATION_MESSAGE_PATH.to_owned(),
+    ]
+}
+
 /// The runner Pod. Pod Security `restricted` whatever the config says: not root, read-only
 /// root filesystem, every capability dropped, no privilege escalation, seccomp
 /// RuntimeDefault, no service-account token, no service links, resources, a deadline backstop,
@@ -250,17 +266,7 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
         image_pull_policy: Some(config.runner.image_pull_policy.clone()),
-        // Remote tools are always the real clients in a cluster: `auto` would answer them with
-        // dry-run text when every model is Scripted, which is for local dry runs.
-        args: Some(vec![
-            "run".to_owned(),
-            "--plan".to_owned(),
-            format!("{PLAN_DIR}/{PLAN_KEY}"),
-            "--tools".to_owned(),
-            "real".to_owned(),
-            "--termination-log".to_owned(),
-            TERMINATION_MESSAGE_PATH.to_owned(),
-        ]),
+        args: Some(runner_args()),
         env: Some(envs),
         resources: Some(ResourceRequirements {
             requests: quantities(&config.runner.resources.requests),

@@ -104,14 +104,45 @@ fn waiting_runs(
         .collect()
 }
 
-/// Creates `object` unless it exists; an existing one must be owned by the run `uid` (a name
-/// taken by something else is an error, never adopted).
-async fn create_owned<K>(api: &Api<K>, object: &K, uid: &str) -> Result<()>
+/// How many queued runs a freed slot wakes (the first in creation order of the namespace and
+/// the owner): the rest keep waiting for their own recheck, so a long queue is not rewritten
+/// on every slot.
+const QUEUE_WAKE: usize = 8;
+
+/// The first [`QUEUE_WAKE`] queued runs that `freed` (a run that held a slot) may let start:
+/// of its namespace or its owner, oldest first.
+fn queue_head(store: &Store<StudioRun>, freed: &StudioRun) -> Vec<ObjectRef<StudioRun>> {
+    let mut queued: Vec<Arc<StudioRun>> = store
+        .state()
+        .into_iter()
+        .filter(|r| {
+            (r.namespace() == freed.namespace() || r.spec.owner == freed.spec.owner)
+                && waits_for(r, &[reasons::QUEUED])
+        })
+        .collect();
+    queued.sort_by_key(|r| {
+        (
+            r.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            r.name_any(),
+        )
+    });
+    queued
+        .iter()
+        .take(QUEUE_WAKE)
+        .map(|r| ObjectRef::from_obj(r.as_ref()))
+        .collect()
+}
+
+/// Creates `object` unless it exists: `Ok(None)` when created, `Ok(Some(existing))` when an
+/// object of that name already has the run `uid` as its controller (an earlier attempt; the
+/// caller compares its content, since anyone who may create the kind may write any owner
+/// reference). A name taken by something else is an error, never adopted.
+async fn create_owned<K>(api: &Api<K>, object: &K, uid: &str) -> Result<Option<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
 {
     match api.create(&PostParams::default(), object).await {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(None),
         Err(kube::Error::Api(status)) if status.code == 409 => {
             let name = object.meta().name.clone().unwrap_or_default();
             let existing = api.get(&name).await?;
@@ -120,9 +151,9 @@ where
                 .owner_references
                 .iter()
                 .flatten()
-                .any(|o| o.uid == uid);
+                .any(|o| o.uid == uid && o.controller == Some(true));
             if ours {
-                Ok(())
+                Ok(Some(existing))
             } else {
                 Err(Error::NameTaken {
                     kind: K::kind(&()).into_owned(),
@@ -135,8 +166,11 @@ where
     }
 }
 
-/// Whether the pod is this run's (by the UID label and the owner reference).
-fn check_pod_owner(pod: &Pod, uid: &str) -> Result<()> {
+/// Whether the pod is this run's: its UID label and controller reference, and a runner the
+/// operator would have made (the configured image, no command, the runner's arguments, the
+/// run's plan Secret). A look-alike made by someone who may create pods here could otherwise
+/// write the run's outcome and totals.
+fn check_pod_owner(pod: &Pod, uid: &str, image: &str) -> Result<()> {
     let labelled = pod
         .labels()
         .get(RUN_UID_LABEL)
@@ -145,7 +179,25 @@ fn check_pod_owner(pod: &Pod, uid: &str) -> Result<()> {
         .owner_references()
         .iter()
         .any(|o| o.uid == uid && o.controller == Some(true));
-    if labelled && owned {
+    let run_name = pod
+        .annotations()
+        .get(super::builders::RUN_NAME_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
+    let runner = pod.spec.as_ref().is_some_and(|s| {
+        let plan_secret = s.volumes.iter().flatten().find(|v| v.name == "plan");
+        s.containers.len() == 1
+            && s.containers.first().is_some_and(|c| {
+                c.image.as_deref() == Some(image)
+                    && c.command.is_none()
+                    && c.args.as_ref() == Some(&super::builders::runner_args())
+            })
+            && plan_secret
+                .and_then(|v| v.secret.as_ref())
+                .and_then(|s| s.secret_name.as_deref())
+                == Some(child_names(&run_name).secret.as_str())
+    });
+    if labelled && owned && runner {
         Ok(())
     } else {
         Err(Error::NameTaken {
@@ -268,30 +320,37 @@ impl RunContext {
     }
 
     /// The daily budget and the queue, decided one run at a time: `Ok(None)` admits the run.
-    async fn admit(
-        &self,
-        run: &StudioRun,
-        namespace: &str,
-        now: Timestamp,
-    ) -> Result<Option<StudioRunStatus>> {
+    async fn admit(&self, run: &StudioRun, now: Timestamp) -> Result<Option<StudioRunStatus>> {
         let limits = &self.base.config.run_limits;
         let uid = run.uid().unwrap_or_default();
         let mut admitted = self.admitted.lock().await;
-        let mut all: Vec<StudioRun> = self.runs.state().iter().map(|r| (**r).clone()).collect();
-        // A run admitted here whose stored status does not show its pod yet holds its slot.
+        let mut all: Vec<Arc<StudioRun>> = self.runs.state();
+        // A run admitted here whose cached status does not show its pod yet holds its slot
+        // (a copy says so); one the cache shows started, ended or gone leaves the set.
         let mut seen = HashSet::new();
         for other in all.iter_mut() {
             let other_uid = other.uid().unwrap_or_default();
-            if !admitted.contains(&other_uid) {
+            if other_uid == uid || !admitted.contains(&other_uid) {
                 continue;
             }
-            let status = other.status.get_or_insert_with(Default::default);
-            if status.runner_pod.is_none() && !is_final(Some(status)) {
-                status.runner_pod = Some(String::new());
+            let pending = other.status.as_ref().is_none_or(|s| s.runner_pod.is_none())
+                && !is_final(other.status.as_ref());
+            if pending {
+                let mut holding = (**other).clone();
+                holding
+                    .status
+                    .get_or_insert_with(Default::default)
+                    .runner_pod = Some(String::new());
+                *other = Arc::new(holding);
                 seen.insert(other_uid);
             }
         }
         admitted.retain(|u| seen.contains(u));
+        let queued = all
+            .iter()
+            .filter(|r| waits_for(r, &[reasons::QUEUED]))
+            .count();
+        self.base.metrics.set_queue_depth(queued);
         if let Err(message) = check_daily_budget(run, &all, limits, now) {
             return Ok(Some(refused_status(
                 run,
@@ -300,8 +359,6 @@ impl RunContext {
                 now,
             )));
         }
-        let ns = Some(namespace.to_owned());
-        all.retain(|r| r.namespace() == ns);
         match queue_decision(run, &all, limits) {
             QueueDecision::Start => {
                 admitted.insert(uid);
@@ -315,20 +372,29 @@ impl RunContext {
 
     /// Says once per namespace (per operator process) that the namespace does not enforce Pod
     /// Security `restricted`; the runner pod is restricted either way.
-    async fn warn_pod_security(&self, run: &StudioRun, namespace: &str) -> Result<()> {
-        let fresh = self
+    async fn warn_pod_security(&self, run: &StudioRun, namespace: &str) {
+        let warned = self
             .warned
             .lock()
-            .map(|mut w| w.insert(namespace.to_owned()))
-            .unwrap_or(false);
-        if !fresh {
-            return Ok(());
+            .map(|w| w.contains(namespace))
+            .unwrap_or(true);
+        if warned {
+            return;
         }
         let namespaces: Api<Namespace> = Api::all(self.base.client.clone());
-        let restricted = namespaces
-            .get_opt(namespace)
-            .await?
-            .is_some_and(|n| enforces_restricted(&n));
+        let restricted = match namespaces.get_opt(namespace).await {
+            Ok(n) => n.is_some_and(|n| enforces_restricted(&n)),
+            Err(e) => {
+                // Only a warning is lost; it is tried again with the next run here.
+                eprintln!(
+                    "orrery-operator: reading namespace {namespace} for its Pod Security level: {e}"
+                );
+                return;
+            }
+        };
+        if let Ok(mut w) = self.warned.lock() {
+            w.insert(namespace.to_owned());
+        }
         if !restricted {
             self.base
                 .event(
@@ -342,7 +408,6 @@ impl RunContext {
                 )
                 .await;
         }
-        Ok(())
     }
 
     /// Creates the run's children (Secret, NetworkPolicy, Pod: in that order, so a pod never
@@ -350,9 +415,11 @@ impl RunContext {
     async fn start(&self, run: &StudioRun, document: &PlanDocument, now: Timestamp) -> Result<()> {
         let id = identity(run)?;
         let config = &self.base.config;
-        self.warn_pod_security(run, &id.namespace).await?;
+        self.warn_pod_security(run, &id.namespace).await;
+        // The token outlives the longest the pod may take to start plus its deadline backstop.
         let lifetime = u64::try_from(active_deadline_seconds(&document.plan.budgets, config))
-            .unwrap_or(u64::MAX);
+            .unwrap_or(u64::MAX)
+            .saturating_add(config.runner.start_timeout_seconds);
         let claims = run_claims(
             &id.namespace,
             &id.name,
@@ -363,11 +430,45 @@ impl RunContext {
         );
         let token = self.signer.sign(&claims)?;
         let secret = plan_secret(run, document, &token)?;
-        create_owned(&self.api::<Secret>(&id.namespace), &secret, &id.uid).await?;
+        // Children left by an earlier attempt are used only if they hold exactly this plan
+        // (the token aside): a retry never mixes an old plan with a new policy, and a
+        // look-alike made by someone else is never run.
+        let differs = |kind: &str, name: &Option<String>| Error::ChildDiffers {
+            kind: kind.to_owned(),
+            name: name.clone().unwrap_or_default(),
+            namespace: id.namespace.clone(),
+        };
+        if let Some(existing) =
+            create_owned(&self.api::<Secret>(&id.namespace), &secret, &id.uid).await?
+        {
+            let same = |key: &str| {
+                existing.data.as_ref().and_then(|d| d.get(key))
+                    == secret.data.as_ref().and_then(|d| d.get(key))
+            };
+            if !(same(super::builders::PLAN_KEY) && same(super::builders::INPUT_KEY)) {
+                return Err(differs("Secret", &secret.metadata.name));
+            }
+        }
         let policy = network_policy(run, document, config)?;
-        create_owned(&self.api::<NetworkPolicy>(&id.namespace), &policy, &id.uid).await?;
+        if let Some(existing) =
+            create_owned(&self.api::<NetworkPolicy>(&id.namespace), &policy, &id.uid).await?
+            && existing.spec != policy.spec
+        {
+            return Err(differs("NetworkPolicy", &policy.metadata.name));
+        }
         let pod = runner_pod(run, document, config)?;
-        create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.uid).await?;
+        if let Some(existing) = create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.uid).await?
+        {
+            check_pod_owner(&existing, &id.uid, &config.runner.image)?;
+        }
+        if let Some(created) = run.metadata.creation_timestamp.as_ref() {
+            let waited = now
+                .as_millisecond()
+                .saturating_sub(created.0.as_millisecond());
+            self.base
+                .metrics
+                .pod_created(Duration::from_millis(u64::try_from(waited).unwrap_or(0)));
+        }
         let pod_name = child_names(&id.name).pod;
         let status = started_status(run, document.composition.clone(), &pod_name, now);
         self.write(run, &status).await?;
@@ -459,6 +560,11 @@ impl RunContext {
 
     /// A finished run: deleted (with its children) once its TTL has passed.
     async fn after_finish(&self, run: &StudioRun, now: Timestamp) -> Result<Action> {
+        // A finished run's spec may still change (a GitOps re-apply setting `cancel`): the
+        // outcome stands, and the status says it saw the new generation.
+        if let Some(status) = super::status::observed(run) {
+            self.write(run, &status).await?;
+        }
         let ttl = self.base.config.ttl_seconds_after_finished;
         match ttl_remaining(run, ttl, now) {
             Some(0) => {
@@ -490,70 +596,244 @@ impl RunContext {
 pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Action> {
     let id = identity(&run)?;
     let now = Timestamp::now();
+    ctx.count_phases();
     if is_final(run.status.as_ref()) {
         return ctx.after_finish(&run, now).await;
     }
     let names = child_names(&id.name);
     let pod = ctx.api::<Pod>(&id.namespace).get_opt(&names.pod).await?;
-    if let Some(pod) = &pod {
-        check_pod_owner(pod, &id.uid)?;
+    if let Some(pod) = &pod
+        && let Err(e) = check_pod_owner(pod, &id.uid, &ctx.base.config.runner.image)
+    {
+        return record(&ctx, &run, conflict(&e), now).await;
     }
     let cancelled = run.spec.cancel || run.metadata.deletion_timestamp.is_some();
     let started = run.status.as_ref().is_some_and(|s| s.runner_pod.is_some());
     if let Some(pod) = &pod {
-        if cancelled {
-            ctx.stop_pod(pod, now).await?;
-        }
-        let known = ctx.recovered(&run, pod).await?;
-        let status = run_status(&known, Some(pod), now);
-        let finished = is_final(Some(&status));
-        ctx.transition(&run, status).await?;
-        return if finished {
-            Ok(Action::requeue(Duration::from_secs(1)))
-        } else {
-            Ok(Action::await_change())
-        };
+        return ctx.follow(&run, pod, cancelled, now).await;
     }
     if started {
         // The pod is gone: run_status says how the run ended.
         ctx.transition(&run, run_status(&run, None, now)).await?;
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    if cancelled {
+    // From here the run may start. Decide on the stored run, not on a cached copy that can
+    // lag behind a status just written (a run refused a moment ago must not start).
+    let Some(run) = ctx
+        .api::<StudioRun>(&id.namespace)
+        .get_opt(&id.name)
+        .await?
+    else {
+        return Ok(Action::await_change());
+    };
+    if run.metadata.uid.as_deref() != Some(id.uid.as_str())
+        || is_final(run.status.as_ref())
+        || run.status.as_ref().is_some_and(|s| s.runner_pod.is_some())
+    {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    if run.spec.cancel || run.metadata.deletion_timestamp.is_some() {
         ctx.transition(&run, cancelled_status(&run, now)).await?;
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    let source = match ctx.source(&run, &id.namespace).await? {
-        Ok(source) => source,
-        Err(outcome) => return record(&ctx, &run, outcome, now).await,
-    };
-    let entries = ctx
-        .api::<RegistryEntry>(&id.namespace)
-        .list(&Default::default())
-        .await?
-        .items;
-    let document = match prepare(&run, source, &entries, &ctx.base.config)? {
-        Prepared::Ready(document) => document,
-        outcome => return record(&ctx, &run, outcome, now).await,
-    };
-    if let Some(status) = ctx.admit(&run, &id.namespace, now).await? {
+    // The queue first: a waiting run costs no reads of its composition or entries.
+    if let Some(status) = ctx.admit(&run, now).await? {
         let finished = is_final(Some(&status));
         ctx.transition(&run, status).await?;
-        return Ok(if finished {
-            Action::requeue(Duration::from_secs(1))
+        return Ok(Action::requeue(if finished {
+            Duration::from_secs(1)
         } else {
-            Action::await_change()
-        });
+            WAIT_RECHECK
+        }));
     }
-    match ctx.start(&run, &document, now).await {
-        Ok(()) => Ok(Action::await_change()),
+    let started = ctx.prepare_and_start(&run, &id.namespace, now).await;
+    if !matches!(started, Ok(Started::Yes)) {
+        ctx.release(&id.uid).await;
+    }
+    match started {
+        Ok(Started::Yes) => Ok(Action::await_change()),
+        Ok(Started::No(outcome)) => record(&ctx, &run, outcome, now).await,
         Err(Error::Kube(kube::Error::Api(refusal))) if matches!(refusal.code, 403 | 422) => {
             let outcome = create_refusal(refusal.code, &refusal.message);
             record(&ctx, &run, outcome, now).await?;
             Ok(Action::requeue(CREATE_RETRY))
         }
+        Err(e @ (Error::NameTaken { .. } | Error::ChildDiffers { .. })) => {
+            record(&ctx, &run, conflict(&e), now).await
+        }
         Err(e) => Err(e),
     }
+}
+
+/// Whether a run's pod was created.
+enum Started {
+    Yes,
+    No(Prepared),
+}
+
+/// A child's name taken, or a child holding another plan: the run fails saying which and what
+/// to do.
+fn conflict(error: &Error) -> Prepared {
+    Prepared::Refused {
+        reason: reasons::CHILD_CONFLICT,
+        message: error.to_string(),
+    }
+}
+
+impl RunContext {
+    /// Resolves the composition, checks the run ([`prepare`]) and, when it may run, creates
+    /// its children.
+    async fn prepare_and_start(
+        &self,
+        run: &StudioRun,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Result<Started> {
+        let source = match self.source(run, namespace).await? {
+            Ok(source) => source,
+            Err(outcome) => return Ok(Started::No(outcome)),
+        };
+        let entries = self
+            .api::<RegistryEntry>(namespace)
+            .list(&Default::default())
+            .await?
+            .items;
+        match prepare(run, source, &entries, &self.base.config)? {
+            Prepared::Ready(document) => {
+                self.start(run, &document, now).await?;
+                Ok(Started::Yes)
+            }
+            outcome => Ok(Started::No(outcome)),
+        }
+    }
+
+    /// Forgets a run admitted whose pod was not created (it waits, was refused, or failed):
+    /// it holds no slot.
+    async fn release(&self, uid: &str) {
+        self.admitted.lock().await.remove(uid);
+    }
+
+    /// Sets `orrery_runs{phase}` from the cache.
+    fn count_phases(&self) {
+        let runs = self.runs.state();
+        for phase in crate::metrics::PHASES {
+            let n = runs
+                .iter()
+                .filter(|r| r.status.as_ref().and_then(|s| s.phase) == Some(phase))
+                .count();
+            self.base.metrics.set_runs(phase, n);
+        }
+    }
+
+    /// A run with a pod: cancel it if asked, fail it if it never started in time, and record
+    /// what the pod says.
+    async fn follow(
+        &self,
+        run: &StudioRun,
+        pod: &Pod,
+        cancelled: bool,
+        now: Timestamp,
+    ) -> Result<Action> {
+        if cancelled {
+            self.stop_pod(pod, now).await?;
+        }
+        let known = self.recovered(run, pod).await?;
+        if !cancelled && let Some((message, _)) = stuck_starting(pod, &self.base.config, now) {
+            // Recorded before the pod goes, so the deletion does not read as PodDeleted.
+            self.transition(
+                run,
+                refused_status(&known, reasons::POD_NOT_STARTED, &message, now),
+            )
+            .await?;
+            let pods = self.api::<Pod>(&pod.namespace().unwrap_or_default());
+            match pods.delete(&pod.name_any(), &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+        let status = run_status(&known, Some(pod), now);
+        let finished = is_final(Some(&status));
+        let starting = status.phase == Some(RunPhase::Pending);
+        self.transition(run, status).await?;
+        Ok(if finished {
+            Action::requeue(Duration::from_secs(1))
+        } else if starting {
+            // Looked at again when the start timeout passes, even if the pod never changes.
+            let left = stuck_starting(pod, &self.base.config, now)
+                .map(|(_, left)| left)
+                .unwrap_or_else(|| start_time_left(pod, &self.base.config, now));
+            Action::requeue(left.max(Duration::from_secs(1)))
+        } else {
+            Action::await_change()
+        })
+    }
+}
+
+/// How long a starting pod still has before its start timeout.
+fn start_time_left(pod: &Pod, config: &crate::config::Config, now: Timestamp) -> Duration {
+    let created = pod
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(now.as_second(), |t| t.0.as_second());
+    let deadline = created
+        .saturating_add(i64::try_from(config.runner.start_timeout_seconds).unwrap_or(i64::MAX));
+    Duration::from_secs(u64::try_from(deadline.saturating_sub(now.as_second())).unwrap_or(0))
+}
+
+/// A pod still not started past `runner.startTimeoutSeconds`: why (what it waits on), for the
+/// run's error. `None` while it has time or once it has started.
+fn stuck_starting(
+    pod: &Pod,
+    config: &crate::config::Config,
+    now: Timestamp,
+) -> Option<(String, Duration)> {
+    if super::status::pod_state(Some(pod)) != super::status::PodState::Starting
+        || !start_time_left(pod, config, now).is_zero()
+    {
+        return None;
+    }
+    let status = pod.status.as_ref();
+    let waiting = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.iter().find_map(|c| c.state.as_ref()?.waiting.clone()))
+        .map(|w| {
+            format!(
+                "{}{}",
+                w.reason.unwrap_or_default(),
+                w.message.map(|m| format!(": {m}")).unwrap_or_default()
+            )
+        });
+    let unscheduled = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        })
+        .map(|c| {
+            format!(
+                "not scheduled ({}{})",
+                c.reason.clone().unwrap_or_default(),
+                c.message
+                    .clone()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            )
+        });
+    let why = waiting
+        .or(unscheduled)
+        .unwrap_or_else(|| "no reason given".into());
+    let why: String = why.chars().take(600).collect();
+    Some((
+        format!(
+            "the runner pod {} did not start within {}s (runner.startTimeoutSeconds): {why}",
+            pod.name_any(),
+            config.runner.start_timeout_seconds
+        ),
+        Duration::ZERO,
+    ))
 }
 
 /// What a refusal by the apiserver to create a child means for the run: forbidden (a quota,
@@ -653,8 +933,11 @@ pub fn controller(
             scoped::<StudioRun>(client, namespace),
             watcher::Config::default(),
             move |r| {
-                if is_final(r.status.as_ref()) {
-                    waiting_runs(&for_slots, r.namespace(), &[reasons::QUEUED])
+                // A slot frees when a run that holds one ends or goes; any change of such a
+                // run (few per run: started, running, ended, deleted) wakes the queue's head.
+                let holds = r.status.as_ref().is_some_and(|s| s.runner_pod.is_some());
+                if holds || is_final(r.status.as_ref()) || r.metadata.deletion_timestamp.is_some() {
+                    queue_head(&for_slots, &r)
                 } else {
                     Vec::new()
                 }
@@ -729,11 +1012,35 @@ mod tests {
         let r = run("notes-1");
         let doc = crate::run::builders::tests::document(&config);
         let pod = runner_pod(&r, &doc, &config).expect("pod");
-        assert!(check_pod_owner(&pod, "uid-notes-1").is_ok());
-        let err = check_pod_owner(&pod, "uid-other").expect_err("another run's pod");
+        let image = config.runner.image.clone();
+        assert!(check_pod_owner(&pod, "uid-notes-1", &image).is_ok());
+        let err = check_pod_owner(&pod, "uid-other", &image).expect_err("another run's pod");
         assert!(err.to_string().contains("notes-1-runner"), "{err}");
         let mut unlabelled = pod.clone();
         unlabelled.metadata.labels = None;
-        assert!(check_pod_owner(&unlabelled, "uid-notes-1").is_err());
+        assert!(check_pod_owner(&unlabelled, "uid-notes-1", &image).is_err());
+        // A look-alike with the run's labels and owner but another image or command is not
+        // the run's runner: its termination message would be a forged outcome.
+        assert!(check_pod_owner(&pod, "uid-notes-1", "evil/image:1").is_err());
+        let mut commanded = pod.clone();
+        if let Some(c) = commanded
+            .spec
+            .as_mut()
+            .and_then(|s| s.containers.first_mut())
+        {
+            c.command = Some(vec!["/bin/sh".into()]);
+        }
+        assert!(check_pod_owner(&commanded, "uid-notes-1", &image).is_err());
+        let mut other_plan = pod.clone();
+        if let Some(v) = other_plan
+            .spec
+            .as_mut()
+            .and_then(|s| s.volumes.as_mut())
+            .and_then(|v| v.iter_mut().find(|v| v.name == "plan"))
+            .and_then(|v| v.secret.as_mut())
+        {
+            v.secret_name = Some("someone-elses-plan".into());
+        }
+        assert!(check_pod_owner(&other_plan, "uid-notes-1", &image).is_err());
     }
 }

@@ -451,6 +451,26 @@ pub fn started_status(
     status
 }
 
+/// A finished run's status, unchanged but for `observedGeneration` (at the top and on every
+/// condition) when its spec changed after it ended; `None` when it already saw this one.
+pub fn observed(run: &StudioRun) -> Option<StudioRunStatus> {
+    let generation = run.metadata.generation;
+    let mut status = run.status.clone()?;
+    if status.observed_generation == generation
+        && status
+            .conditions
+            .iter()
+            .all(|c| c.observed_generation == generation)
+    {
+        return None;
+    }
+    status.observed_generation = generation;
+    for condition in status.conditions.iter_mut() {
+        condition.observed_generation = generation;
+    }
+    Some(status)
+}
+
 /// Seconds until a finished run is deleted (0: now); `None` while it has not finished.
 pub fn ttl_remaining(run: &StudioRun, ttl_seconds: u64, now: Timestamp) -> Option<u64> {
     let status = run.status.as_ref()?;
@@ -912,6 +932,47 @@ mod tests {
             RunPhase::Pending,
             reasons::STARTING,
             ConditionStatus::Unknown,
+        );
+    }
+
+    #[test]
+    fn a_finished_run_whose_spec_changed_observes_the_generation_and_keeps_its_outcome() {
+        let mut r = started();
+        r.status = Some(run_status(
+            &r,
+            Some(&terminated(0, "Completed", &summary("Succeeded", None))),
+            at(70),
+        ));
+        assert_eq!(observed(&r), None, "nothing new to observe");
+        r.metadata.generation = Some(2);
+        let status = observed(&r).expect("a new generation to observe");
+        assert_eq!(status.observed_generation, Some(2));
+        assert!(
+            status
+                .conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(2))
+        );
+        check(
+            &status,
+            RunPhase::Succeeded,
+            "Succeeded",
+            ConditionStatus::True,
+        );
+        let before = r.status.as_ref().map(|s| s.conditions.clone());
+        assert_eq!(
+            before.map(|c| c
+                .iter()
+                .map(|c| c.last_transition_time.clone())
+                .collect::<Vec<_>>()),
+            Some(
+                status
+                    .conditions
+                    .iter()
+                    .map(|c| c.last_transition_time.clone())
+                    .collect()
+            ),
+            "transition times are kept"
         );
     }
 
