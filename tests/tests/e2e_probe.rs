@@ -26,14 +26,18 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
+use orrery_crds::StudioRun;
 use orrery_crds::common::ConditionStatus;
 use orrery_crds::registry::RegistryEntry;
+use orrery_crds::run::RunPhase;
 use orrery_operator::Config;
 use orrery_operator::registry::probe::{ENTRY_UID_LABEL, PROBE_APP, probe_network_policy_name};
 use orrery_operator::registry::status::ACCEPT_PINS_ANNOTATION;
 use orrery_operator::sandbox;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
-use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, wait_for, workspace_root};
+use orrery_tests::harness::{
+    TestNamespace, apply_yaml, ensure_crds, eventually, wait_for, workspace_root,
+};
 use orrery_tests::operator_fixture::Operator;
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
@@ -147,8 +151,8 @@ fn record_pods(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn entries_are_pinned_by_probe_pods_and_a_changed_card_waits_for_its_acceptance() -> Result<()>
-{
+async fn entries_are_pinned_by_probe_pods_the_critic_loop_runs_on_them_and_a_changed_card_refuses_runs_until_accepted()
+-> Result<()> {
     build_orrery().await?;
     let env = testenv::shared_async().await?;
     ensure_crds(env).await?;
@@ -228,6 +232,51 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     let first_digest = first.card_sha256.clone().context("a card digest")?;
     assert_eq!(first.skills, ["draft"]);
     assert_eq!(first.probed_generation, writer.metadata.generation);
+
+    // The critic-loop example runs on the pinned fleet: its StudioRun ends Succeeded with the
+    // tools and the remote agent called, and its NetworkPolicy opens nothing but DNS and the
+    // sidecar (every endpoint is loopback, which is inside the pod).
+    for file in [
+        "examples/registry/scripted.yaml",
+        "examples/compositions/critic-loop.yaml",
+        "examples/runs/critic-loop-run.yaml",
+    ] {
+        let text = std::fs::read_to_string(workspace_root().join(file))?;
+        apply_yaml(client, Some(&ns.name), &text).await?;
+    }
+    let runs: Api<StudioRun> = ns.api(client);
+    let done = wait_for(
+        &runs,
+        "release-notes-1",
+        "a final phase",
+        PROBE_TIMEOUT,
+        |r: Option<&StudioRun>| {
+            r.and_then(|r| r.status.as_ref())
+                .and_then(|s| s.phase)
+                .is_some_and(|p| p.is_terminal())
+        },
+    )
+    .await?
+    .context("release-notes-1")?;
+    let status = done.status.clone().context("run status")?;
+    ensure!(
+        status.phase == Some(RunPhase::Succeeded),
+        "the critic loop ended {:?}: {:?}",
+        status.phase,
+        status.error
+    );
+    let totals = status.totals.clone().context("totals")?;
+    assert!(totals.tool_calls >= 1, "{totals:?}");
+    assert!(totals.remote_calls >= 1, "{totals:?}");
+    let ran = status.composition.clone().context("composition")?;
+    assert_eq!((ran.name.as_str(), ran.revision), ("critic-loop", Some(1)));
+    let policies: Api<NetworkPolicy> = ns.api(client);
+    let policy = serde_json::to_value(policies.get("release-notes-1-egress").await?)?;
+    assert_eq!(
+        policy["spec"]["egress"].as_array().map(Vec::len),
+        Some(2),
+        "DNS and the sidecar: {policy}"
+    );
 
     // The probe pods: restricted like a runner pod, owned by their entry, running `orrery probe`.
     for entry in [&tools, &writer] {
@@ -356,6 +405,41 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
         }
     })
     .await?;
+
+    // While the change waits for a person, a run that uses the entry is refused, naming it.
+    let mut refused_run: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(
+        workspace_root().join("examples/runs/critic-loop-run.yaml"),
+    )?)?;
+    refused_run["metadata"]["name"] = "during-the-change".into();
+    apply_yaml(
+        client,
+        Some(&ns.name),
+        &serde_yaml::to_string(&refused_run)?,
+    )
+    .await?;
+    let refused = wait_for(
+        &runs,
+        "during-the-change",
+        "Failed",
+        PROBE_TIMEOUT,
+        |r: Option<&StudioRun>| {
+            r.and_then(|r| r.status.as_ref()).and_then(|s| s.phase) == Some(RunPhase::Failed)
+        },
+    )
+    .await?
+    .context("during-the-change")?;
+    let status = refused.status.context("status")?;
+    let reason = status
+        .conditions
+        .iter()
+        .find(|c| c.r#type == "Succeeded")
+        .map(|c| c.reason.clone());
+    assert_eq!(reason.as_deref(), Some("EntryNotReady"));
+    let error = status.error.map(|e| e.message).unwrap_or_default();
+    assert!(
+        error.contains("RegistryEntry demo-writer is not Ready (PinChanged"),
+        "{error}"
+    );
 
     // The one command, as a patch: Ready again, pinned to the new digest.
     let patch = json!({"metadata": {"annotations": {ACCEPT_PINS_ANNOTATION: proposed.digest}}});
