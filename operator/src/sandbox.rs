@@ -115,3 +115,143 @@ pub fn secret_volumes(
     }
     (volumes, mounts)
 }
+
+/// The runner container's environment, the same in runner and probe pods: where the entries'
+/// Secrets are mounted, `HOME` on the writable `/tmp`, the private-network allowlist and the
+/// egress proxy the guard applies.
+pub fn runner_env(
+    config: &crate::config::Config,
+    secrets_dir: &str,
+) -> Vec<k8s_openapi::api::core::v1::EnvVar> {
+    let env = |name: &str, value: String| k8s_openapi::api::core::v1::EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
+    let mut envs = vec![
+        env("ORRERY_SECRETS_DIR", secrets_dir.to_owned()),
+        env("HOME", "/tmp".to_owned()),
+    ];
+    if !config.private_network_allowlist.is_empty() {
+        envs.push(env(
+            "ORRERY_A2A_PRIVATE_ALLOW",
+            config.private_network_allowlist.join(","),
+        ));
+    }
+    if let Some(proxy) = &config.egress_proxy {
+        envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
+    }
+    envs
+}
+
+/// Kubernetes quantities from the config's strings (`None` when there are none).
+pub fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
+    (!map.is_empty()).then(|| {
+        map.iter()
+            .map(|(k, v)| (k.clone(), Quantity(v.clone())))
+            .collect()
+    })
+}
+
+/// The namespace label every namespace carries (`kubernetes.io/metadata.name`).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+/// Where the cluster DNS runs.
+pub const DNS_NAMESPACE: &str = "kube-system";
+/// The label of the cluster DNS pods.
+pub const DNS_POD_LABEL: (&str, &str) = ("k8s-app", "kube-dns");
+
+/// A TCP port of a NetworkPolicy rule.
+pub fn tcp(port: u16) -> k8s_openapi::api::networking::v1::NetworkPolicyPort {
+    k8s_openapi::api::networking::v1::NetworkPolicyPort {
+        protocol: Some("TCP".to_owned()),
+        port: Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i32::from(port))),
+        end_port: None,
+    }
+}
+
+fn match_labels(
+    pairs: impl IntoIterator<Item = (String, String)>,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> {
+    Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_labels: Some(pairs.into_iter().collect()),
+            match_expressions: None,
+        },
+    )
+}
+
+/// Pods with `pod_labels` in namespace `namespace`: ONE peer holding both selectors (both must
+/// match; two peers would mean either).
+pub fn pods_in(
+    namespace: &str,
+    pod_labels: &BTreeMap<String, String>,
+) -> k8s_openapi::api::networking::v1::NetworkPolicyPeer {
+    k8s_openapi::api::networking::v1::NetworkPolicyPeer {
+        namespace_selector: match_labels([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]),
+        pod_selector: match_labels(pod_labels.clone()),
+        ip_block: None,
+    }
+}
+
+/// The egress rule to the cluster DNS (53 over UDP and TCP), first in every policy.
+pub fn dns_egress() -> k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
+    k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
+        to: Some(vec![pods_in(
+            DNS_NAMESPACE,
+            &BTreeMap::from([(DNS_POD_LABEL.0.to_owned(), DNS_POD_LABEL.1.to_owned())]),
+        )]),
+        ports: Some(vec![
+            k8s_openapi::api::networking::v1::NetworkPolicyPort {
+                protocol: Some("UDP".to_owned()),
+                port: Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(53)),
+                end_port: None,
+            },
+            tcp(53),
+        ]),
+    }
+}
+
+/// A label selector matching exactly `pairs`.
+pub fn selector(
+    pairs: BTreeMap<String, String>,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> {
+    match_labels(pairs)
+}
+
+/// The egress rule to the configured egress proxy: its addresses (or networks) and its pods,
+/// on the proxy URL's port.
+pub fn proxy_egress(
+    proxy: &crate::config::EgressProxy,
+) -> crate::error::Result<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule> {
+    use k8s_openapi::api::networking::v1::{IPBlock, NetworkPolicyEgressRule, NetworkPolicyPeer};
+    let port = crate::registry::builders::url_port(&proxy.url).ok_or_else(|| {
+        crate::error::Error::Endpoint {
+            entry: "egressProxy".into(),
+            problem: format!("the proxy URL {:?} has no port", proxy.url),
+            fix: "write egressProxy.url as http://host:port".into(),
+        }
+    })?;
+    let mut to: Vec<NetworkPolicyPeer> = proxy
+        .addresses
+        .iter()
+        .filter_map(|a| {
+            a.parse::<ipnet::IpNet>()
+                .ok()
+                .or_else(|| a.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+        })
+        .map(|net| NetworkPolicyPeer {
+            ip_block: Some(IPBlock {
+                cidr: net.to_string(),
+                except: None,
+            }),
+            ..NetworkPolicyPeer::default()
+        })
+        .collect();
+    if let Some(pods) = &proxy.pods {
+        to.push(pods_in(&pods.namespace, &pods.match_labels));
+    }
+    Ok(NetworkPolicyEgressRule {
+        to: Some(to),
+        ports: Some(vec![tcp(port)]),
+    })
+}

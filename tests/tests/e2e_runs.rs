@@ -24,6 +24,7 @@ use kube::{Api, Client, ResourceExt};
 use orrery_crds::run::RunPhase;
 use orrery_crds::{Composition, StudioRun};
 use orrery_operator::Config;
+use orrery_operator::kstatus::find;
 use orrery_operator::run::builders::RUN_UID_LABEL;
 use orrery_tests::harness::{
     GC_TIMEOUT, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition,
@@ -121,6 +122,21 @@ impl Fixture {
         .with_context(|| format!("{name} is gone"))
     }
 
+    /// Waits until the run's `Succeeded` condition has `reason` (a wait, a queue, a refusal).
+    async fn wait_reason(&self, name: &str, reason: &'static str) -> Result<StudioRun> {
+        wait_for(
+            &self.runs(),
+            name,
+            reason,
+            RUN_TIMEOUT,
+            move |r: Option<&StudioRun>| {
+                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref() == Some(reason)
+            },
+        )
+        .await?
+        .with_context(|| format!("{name} is gone"))
+    }
+
     /// The runner pods of run `run` (by its UID label), however many there are.
     async fn runner_pods(&self, run: &StudioRun) -> Result<Vec<Pod>> {
         let uid = run.uid().context("uid")?;
@@ -177,12 +193,7 @@ fn phase_of(run: Option<&StudioRun>) -> Option<RunPhase> {
 }
 
 fn condition_reason(run: &StudioRun, type_: &str) -> Option<String> {
-    run.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.r#type == type_)
-        .map(|c| c.reason.clone())
+    find(&run.status.as_ref()?.conditions, type_).map(|c| c.reason.clone())
 }
 
 /// The model entries: `scripted` answers at once, `slow` takes ten minutes per turn (runs
@@ -465,18 +476,7 @@ async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_th
 
         // A run applied before its Composition (GitOps applies in any order) waits for it.
         f.apply(&ref_run("early", "later", None)).await?;
-        let waiting = wait_for(
-            &f.runs(),
-            "early",
-            "WaitingForComposition",
-            TIMEOUT,
-            |r: Option<&StudioRun>| {
-                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref()
-                    == Some("WaitingForComposition")
-            },
-        )
-        .await?
-        .context("early is gone")?;
+        let waiting = f.wait_reason("early", "WaitingForComposition").await?;
         assert_eq!(phase_of(Some(&waiting)), Some(RunPhase::Pending));
         f.apply(&composition("later", "scripted")).await?;
         f.wait_phase("early", RunPhase::Succeeded).await?;
@@ -663,21 +663,11 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
         // Another owner is not held by jane's limit.
         f.apply(&inline_run("other", "scripted", "raj@example.com"))
             .await?;
-        let queued = wait_for(
-            &f.runs(),
-            "second",
-            "Queued",
-            TIMEOUT,
-            |r: Option<&StudioRun>| {
-                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref() == Some("Queued")
-            },
-        )
-        .await?
-        .context("second is gone")?;
+        let queued = f.wait_reason("second", "Queued").await?;
         let message = queued
             .status
             .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+            .and_then(|s| find(&s.conditions, "Succeeded"))
             .map(|c| c.message.clone())
             .unwrap_or_default();
         assert!(
@@ -884,23 +874,12 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
             let operator = f.operator(f.config()?).await?;
             f.apply(&inline_run("held", "scripted", "jane@example.com"))
                 .await?;
-            let held = wait_for(
-                &f.runs(),
-                "held",
-                "CreateRefused",
-                RUN_TIMEOUT,
-                |r: Option<&StudioRun>| {
-                    r.and_then(|r| condition_reason(r, "Succeeded")).as_deref()
-                        == Some("CreateRefused")
-                },
-            )
-            .await?
-            .context("held is gone")?;
+            let held = f.wait_reason("held", "CreateRefused").await?;
             assert_eq!(phase_of(Some(&held)), Some(RunPhase::Pending));
             let message = held
                 .status
                 .as_ref()
-                .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+                .and_then(|s| find(&s.conditions, "Succeeded"))
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
             assert!(

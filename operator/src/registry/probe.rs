@@ -12,26 +12,22 @@ use super::builders::{LOOPBACK_HOSTS, entry_urls, is_private, scheme_and_host, s
 use crate::config::{AllowEntry, Config};
 use crate::error::{Error, Result};
 use crate::run::builders::{RUNNER_CONTAINER, SECRETS_DIR, TERMINATION_MESSAGE_PATH};
-use crate::run::network::{DNS_NAMESPACE, DNS_POD_LABEL, NAMESPACE_NAME_LABEL};
 use crate::sandbox;
+use crate::sandbox::{dns_egress, quantities, selector, tcp};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{
-    Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EnvVar, ObjectFieldSelector, Pod,
-    PodSpec, ResourceRequirements, Volume,
+    Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector, Pod, PodSpec,
+    ResourceRequirements, Volume,
 };
 use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
-    NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 use orrery_crds::probe::ProbeRequest;
 use orrery_crds::registry::RegistryEntry;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 /// Label on a probe pod and selector of its NetworkPolicy: the entry's UID.
 pub const ENTRY_UID_LABEL: &str = "studio.orrery.dev/entry-uid";
@@ -171,14 +167,6 @@ fn meta(entry: &RegistryEntry, name: String, extra: Option<(&str, String)>) -> R
     })
 }
 
-fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
-    (!map.is_empty()).then(|| {
-        map.iter()
-            .map(|(k, v)| (k.clone(), Quantity(v.clone())))
-            .collect()
-    })
-}
-
 /// The probe Pod of the entry as it stands ([`probe_pod_name`]): the runner image running
 /// `orrery probe --entry <file> --termination-log /dev/termination-log`, restricted exactly as
 /// a runner pod ([`crate::sandbox`]), never restarted, a deadline backstop, no service-account
@@ -225,24 +213,7 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
     let (secret_volumes, secret_mounts) = sandbox::secret_volumes(secrets, SECRETS_DIR);
     volumes.extend(secret_volumes);
     mounts.extend(secret_mounts);
-    let env = |name: &str, value: String| EnvVar {
-        name: name.to_owned(),
-        value: Some(value),
-        value_from: None,
-    };
-    let mut envs = vec![
-        env("ORRERY_SECRETS_DIR", SECRETS_DIR.to_owned()),
-        env("HOME", "/tmp".to_owned()),
-    ];
-    if !config.private_network_allowlist.is_empty() {
-        envs.push(env(
-            "ORRERY_A2A_PRIVATE_ALLOW",
-            config.private_network_allowlist.join(","),
-        ));
-    }
-    if let Some(proxy) = &config.egress_proxy {
-        envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
-    }
+    let envs = sandbox::runner_env(config, SECRETS_DIR);
     let container = Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
@@ -289,36 +260,10 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
     })
 }
 
-fn tcp(port: u16) -> NetworkPolicyPort {
-    NetworkPolicyPort {
-        protocol: Some("TCP".to_owned()),
-        port: Some(IntOrString::Int(i32::from(port))),
-        end_port: None,
-    }
-}
-
 fn block(cidr: String, except: Option<Vec<String>>) -> NetworkPolicyPeer {
     NetworkPolicyPeer {
         ip_block: Some(IPBlock { cidr, except }),
         ..NetworkPolicyPeer::default()
-    }
-}
-
-fn selector(pairs: BTreeMap<String, String>) -> Option<LabelSelector> {
-    Some(LabelSelector {
-        match_labels: Some(pairs),
-        match_expressions: None,
-    })
-}
-
-fn pods_in(namespace: &str, labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
-    NetworkPolicyPeer {
-        namespace_selector: selector(BTreeMap::from([(
-            NAMESPACE_NAME_LABEL.to_owned(),
-            namespace.to_owned(),
-        )])),
-        pod_selector: selector(labels.clone()),
-        ip_block: None,
     }
 }
 
@@ -383,48 +328,11 @@ pub fn probe_network_policy(entry: &RegistryEntry, config: &Config) -> Result<Ne
         .clone()
         .ok_or_else(|| missing(entry, "uid"))?;
     let ports = entry_ports(entry)?;
-    let mut egress = vec![NetworkPolicyEgressRule {
-        to: Some(vec![pods_in(
-            DNS_NAMESPACE,
-            &BTreeMap::from([(DNS_POD_LABEL.0.to_owned(), DNS_POD_LABEL.1.to_owned())]),
-        )]),
-        ports: Some(vec![
-            NetworkPolicyPort {
-                protocol: Some("UDP".to_owned()),
-                port: Some(IntOrString::Int(53)),
-                end_port: None,
-            },
-            tcp(53),
-        ]),
-    }];
+    let mut egress = vec![dns_egress()];
     let to_ports = Some(ports.iter().copied().map(tcp).collect::<Vec<_>>());
     if !ports.is_empty() {
         match &config.egress_proxy {
-            Some(proxy) => {
-                let port =
-                    super::builders::url_port(&proxy.url).ok_or_else(|| Error::Endpoint {
-                        entry: "egressProxy".into(),
-                        problem: format!("the proxy URL {:?} has no port", proxy.url),
-                        fix: "write egressProxy.url as http://host:port".into(),
-                    })?;
-                let mut to: Vec<NetworkPolicyPeer> = proxy
-                    .addresses
-                    .iter()
-                    .filter_map(|a| {
-                        a.parse::<IpNet>()
-                            .ok()
-                            .or_else(|| a.parse::<IpAddr>().ok().map(IpNet::from))
-                    })
-                    .map(|net| block(net.to_string(), None))
-                    .collect();
-                if let Some(pods) = &proxy.pods {
-                    to.push(pods_in(&pods.namespace, &pods.match_labels));
-                }
-                egress.push(NetworkPolicyEgressRule {
-                    to: Some(to),
-                    ports: Some(vec![tcp(port)]),
-                });
-            }
+            Some(proxy) => egress.push(crate::sandbox::proxy_egress(proxy)?),
             None => egress.push(NetworkPolicyEgressRule {
                 to: Some(public_blocks()),
                 ports: to_ports.clone(),

@@ -7,9 +7,8 @@ use crate::error::{Error, Result};
 use crate::sandbox;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, Pod, PodSpec, ResourceRequirements, Secret, SecretVolumeSource, Volume,
+    Container, Pod, PodSpec, ResourceRequirements, Secret, SecretVolumeSource, Volume,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 use orrery_crds::budget::BudgetLimits;
@@ -178,14 +177,6 @@ pub fn active_deadline_seconds(budgets: &BudgetLimits, config: &Config) -> i64 {
     i64::try_from(total).unwrap_or(i64::MAX)
 }
 
-fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Quantity>> {
-    (!map.is_empty()).then(|| {
-        map.iter()
-            .map(|(k, v)| (k.clone(), Quantity(v.clone())))
-            .collect()
-    })
-}
-
 /// The Secret keys the entries reference, by Secret: what the pod mounts under
 /// [`SECRETS_DIR`].
 fn entry_secrets(document: &PlanDocument) -> BTreeMap<String, BTreeSet<String>> {
@@ -244,24 +235,7 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
         sandbox::secret_volumes(entry_secrets(document), SECRETS_DIR);
     volumes.extend(secret_volumes);
     mounts.extend(secret_mounts);
-    let env = |name: &str, value: String| EnvVar {
-        name: name.to_owned(),
-        value: Some(value),
-        value_from: None,
-    };
-    let mut envs = vec![
-        env("ORRERY_SECRETS_DIR", SECRETS_DIR.to_owned()),
-        env("HOME", "/tmp".to_owned()),
-    ];
-    if !config.private_network_allowlist.is_empty() {
-        envs.push(env(
-            "ORRERY_A2A_PRIVATE_ALLOW",
-            config.private_network_allowlist.join(","),
-        ));
-    }
-    if let Some(proxy) = &config.egress_proxy {
-        envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
-    }
+    let envs = crate::sandbox::runner_env(config, SECRETS_DIR);
     let container = Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
@@ -269,8 +243,8 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
         args: Some(runner_args()),
         env: Some(envs),
         resources: Some(ResourceRequirements {
-            requests: quantities(&config.runner.resources.requests),
-            limits: quantities(&config.runner.resources.limits),
+            requests: crate::sandbox::quantities(&config.runner.resources.requests),
+            limits: crate::sandbox::quantities(&config.runner.resources.limits),
             ..ResourceRequirements::default()
         }),
         security_context: Some(sandbox::container_security_context()),

@@ -8,23 +8,16 @@ use crate::error::{Error, Result};
 use crate::registry::builders::{
     LOOPBACK_HOSTS, entry_urls, is_private, scheme_and_host, url_port,
 };
+pub use crate::sandbox::{DNS_NAMESPACE, DNS_POD_LABEL, NAMESPACE_NAME_LABEL};
+use crate::sandbox::{dns_egress, pods_in, proxy_egress, selector, tcp};
 use ipnet::IpNet;
 use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
-    NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use orrery_crds::StudioRun;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
-
-/// The namespace of the cluster DNS.
-pub const DNS_NAMESPACE: &str = "kube-system";
-/// The conventional label of the cluster DNS pods (CoreDNS keeps it).
-pub const DNS_POD_LABEL: (&str, &str) = ("k8s-app", "kube-dns");
-/// The immutable label every namespace carries with its own name.
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// One endpoint a plan reaches: an entry's addresses and ports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,14 +108,6 @@ pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
     Ok(out)
 }
 
-fn tcp(port: u16) -> NetworkPolicyPort {
-    NetworkPolicyPort {
-        protocol: Some("TCP".to_owned()),
-        port: Some(IntOrString::Int(i32::from(port))),
-        end_port: None,
-    }
-}
-
 fn host_block(addr: IpAddr) -> NetworkPolicyPeer {
     NetworkPolicyPeer {
         ip_block: Some(IPBlock {
@@ -130,23 +115,6 @@ fn host_block(addr: IpAddr) -> NetworkPolicyPeer {
             except: None,
         }),
         ..NetworkPolicyPeer::default()
-    }
-}
-
-fn labels(pairs: impl IntoIterator<Item = (String, String)>) -> Option<LabelSelector> {
-    Some(LabelSelector {
-        match_labels: Some(pairs.into_iter().collect()),
-        match_expressions: None,
-    })
-}
-
-/// Pods with `pod_labels` in namespace `namespace`: ONE peer holding both selectors (both must
-/// match; two peers would mean either).
-fn pods_in(namespace: &str, pod_labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
-    NetworkPolicyPeer {
-        namespace_selector: labels([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]),
-        pod_selector: labels(pod_labels.clone()),
-        ip_block: None,
     }
 }
 
@@ -170,20 +138,7 @@ pub fn network_policy(
 ) -> Result<NetworkPolicy> {
     let id = identity(run)?;
     let endpoints = plan_endpoints(document)?;
-    let dns = NetworkPolicyEgressRule {
-        to: Some(vec![pods_in(
-            DNS_NAMESPACE,
-            &BTreeMap::from([(DNS_POD_LABEL.0.to_owned(), DNS_POD_LABEL.1.to_owned())]),
-        )]),
-        ports: Some(vec![
-            NetworkPolicyPort {
-                protocol: Some("UDP".to_owned()),
-                port: Some(IntOrString::Int(53)),
-                end_port: None,
-            },
-            tcp(53),
-        ]),
-    };
+    let dns = dns_egress();
     let sidecar = NetworkPolicyEgressRule {
         to: Some(vec![pods_in(
             &config.sidecar.namespace,
@@ -194,34 +149,7 @@ pub fn network_policy(
     let mut egress = vec![dns, sidecar];
     match &config.egress_proxy {
         Some(proxy) => {
-            let port = url_port(&proxy.url).ok_or_else(|| Error::Endpoint {
-                entry: "egressProxy".into(),
-                problem: format!("the proxy URL {:?} has no port", proxy.url),
-                fix: "write egressProxy.url as http://host:port".into(),
-            })?;
-            let mut to: Vec<NetworkPolicyPeer> = proxy
-                .addresses
-                .iter()
-                .filter_map(|a| {
-                    a.parse::<IpNet>()
-                        .ok()
-                        .or_else(|| a.parse::<IpAddr>().ok().map(IpNet::from))
-                })
-                .map(|net| NetworkPolicyPeer {
-                    ip_block: Some(IPBlock {
-                        cidr: net.to_string(),
-                        except: None,
-                    }),
-                    ..NetworkPolicyPeer::default()
-                })
-                .collect();
-            if let Some(pods) = &proxy.pods {
-                to.push(pods_in(&pods.namespace, &pods.match_labels));
-            }
-            egress.push(NetworkPolicyEgressRule {
-                to: Some(to),
-                ports: Some(vec![tcp(port)]),
-            });
+            egress.push(proxy_egress(proxy)?);
             egress.extend(endpoints.iter().filter(|e| e.private).map(endpoint_rule));
         }
         None => egress.extend(endpoints.iter().map(endpoint_rule)),
@@ -239,7 +167,7 @@ pub fn network_policy(
             ..ObjectMeta::default()
         },
         spec: Some(NetworkPolicySpec {
-            pod_selector: labels([(RUN_UID_LABEL.to_owned(), id.uid.clone())]),
+            pod_selector: selector(BTreeMap::from([(RUN_UID_LABEL.to_owned(), id.uid.clone())])),
             policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
             ingress: None,
             egress: Some(egress),
