@@ -69,6 +69,20 @@ pub struct RunContext {
     /// Namespaces already told (by an Event) that they do not enforce Pod Security
     /// `restricted`.
     warned: std::sync::Mutex<HashSet<String>>,
+    /// The last status written per run UID (forgotten when the run is deleted).
+    written: std::sync::Mutex<std::collections::HashMap<String, StudioRunStatus>>,
+}
+
+/// Whether two statuses say the same, transition times aside.
+fn same_state(a: &StudioRunStatus, b: &StudioRunStatus) -> bool {
+    let timeless = |s: &StudioRunStatus| {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut() {
+            c.last_transition_time = None;
+        }
+        s
+    };
+    timeless(a) == timeless(b)
 }
 
 /// Whether a run has ended.
@@ -221,18 +235,46 @@ impl RunContext {
         if run.status.as_ref() == Some(status) {
             return Ok(false);
         }
+        let id = identity(run)?;
+        // The watched copy can lag behind what this process just wrote: the same state
+        // computed again from it (only transition times differ) is not written twice.
+        let repeat = self
+            .written
+            .lock()
+            .ok()
+            .and_then(|w| w.get(&id.uid).map(|last| same_state(last, status)))
+            .unwrap_or(false);
+        if repeat {
+            return Ok(false);
+        }
         let mut body = status.clone();
         // Decisions are appended by approvers; the operator never owns them (an apply that
         // carried them would take them over, and one that dropped them would delete them).
         body.decisions.clear();
-        let id = identity(run)?;
         apply_status(&self.api::<StudioRun>(&id.namespace), &id.name, &body).await?;
+        if let Ok(mut w) = self.written.lock() {
+            w.insert(id.uid, status.clone());
+        }
         Ok(true)
+    }
+
+    /// The reason of the last status this process wrote for the run, else the copy's.
+    fn last_reason(&self, run: &StudioRun) -> Option<String> {
+        let uid = run.metadata.uid.clone().unwrap_or_default();
+        self.written
+            .lock()
+            .ok()
+            .and_then(|w| {
+                w.get(&uid)
+                    .and_then(|s| find(&s.conditions, SUCCEEDED))
+                    .map(|c| c.reason.clone())
+            })
+            .or_else(|| reason_of(run).map(str::to_owned))
     }
 
     /// Writes `status` and, if the `Succeeded` reason changed, publishes an Event with it.
     async fn transition(&self, run: &StudioRun, status: StudioRunStatus) -> Result<()> {
-        let before = reason_of(run).map(str::to_owned);
+        let before = self.last_reason(run);
         if !self.write(run, &status).await? {
             return Ok(());
         }
@@ -346,6 +388,11 @@ impl RunContext {
             }
         }
         admitted.retain(|u| seen.contains(u));
+        // Forget what was written for runs that are gone (deleted by a person, not the TTL).
+        if let Ok(mut w) = self.written.lock() {
+            let live: HashSet<String> = all.iter().filter_map(|r| r.uid()).collect();
+            w.retain(|uid, _| live.contains(uid));
+        }
         let queued = all
             .iter()
             .filter(|r| waits_for(r, &[reasons::QUEUED]))
@@ -438,9 +485,16 @@ impl RunContext {
             name: name.clone().unwrap_or_default(),
             namespace: id.namespace.clone(),
         };
-        if let Some(existing) =
-            create_owned(&self.api::<Secret>(&id.namespace), &secret, &id.uid).await?
-        {
+        let policy = network_policy(run, document, config)?;
+        // The Secret and the NetworkPolicy at once (neither needs the other); the pod only
+        // after both, so it never starts without its policy.
+        let secrets = self.api::<Secret>(&id.namespace);
+        let policies = self.api::<NetworkPolicy>(&id.namespace);
+        let (secret_found, policy_found) = futures::join!(
+            create_owned(&secrets, &secret, &id.uid),
+            create_owned(&policies, &policy, &id.uid)
+        );
+        if let Some(existing) = secret_found? {
             let same = |key: &str| {
                 existing.data.as_ref().and_then(|d| d.get(key))
                     == secret.data.as_ref().and_then(|d| d.get(key))
@@ -449,9 +503,7 @@ impl RunContext {
                 return Err(differs("Secret", &secret.metadata.name));
             }
         }
-        let policy = network_policy(run, document, config)?;
-        if let Some(existing) =
-            create_owned(&self.api::<NetworkPolicy>(&id.namespace), &policy, &id.uid).await?
+        if let Some(existing) = policy_found?
             && existing.spec != policy.spec
         {
             return Err(differs("NetworkPolicy", &policy.metadata.name));
@@ -581,6 +633,9 @@ impl RunContext {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(e.into()),
+                }
+                if let Ok(mut w) = self.written.lock() {
+                    w.remove(&id.uid);
                 }
                 Ok(Action::await_change())
             }
@@ -911,6 +966,7 @@ pub fn controller(
         runs: store,
         admitted: tokio::sync::Mutex::new(HashSet::new()),
         warned: std::sync::Mutex::new(HashSet::new()),
+        written: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let stream = controller
         .watches(

@@ -103,7 +103,7 @@ fn operator_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// Writes the config (the example with the executor's image, no run limits, a long TTL) and
+/// Writes the config (the example with the executor's image, no run limits, its 14-day TTL) and
 /// the signing key; starts the operator with `kubeconfig`.
 fn start_operator(dir: &std::path::Path, kubeconfig: &std::path::Path) -> Result<Child> {
     let key = dir.join("key.pem");
@@ -179,6 +179,17 @@ fn operator_write(verb: &str, resource: &str, subresource: &str) -> bool {
     )
 }
 
+/// The operator process, killed however the benchmark ends (an error included).
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The nearest-rank percentile `p` of `sorted` (with 50 samples p99 is the largest).
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -223,7 +234,7 @@ async fn main() -> Result<()> {
     .await?;
     let work = std::env::temp_dir().join(orrery_tests::harness::unique_name("bench-operator"));
     std::fs::create_dir_all(&work)?;
-    let mut operator = start_operator(&work, &env.kubeconfig)?;
+    let operator = KillOnDrop(start_operator(&work, &env.kubeconfig)?);
     let runs: Api<StudioRun> = Api::namespaced(admin.clone(), &ns.name);
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &ns.name);
     let before = request_totals(&admin).await?;
@@ -356,7 +367,7 @@ async fn main() -> Result<()> {
         }
     }
     let total_runs = (args.runs + args.latency_runs) as f64;
-    let pid = operator.id();
+    let pid = operator.0.id();
     let hwm = rss_kib(pid, "VmHWM:");
     let rss = rss_kib(pid, "VmRSS:");
 
@@ -403,8 +414,7 @@ async fn main() -> Result<()> {
             .unwrap_or_else(|| "?".into())
     );
 
-    let _ = operator.kill();
-    let _ = operator.wait();
+    drop(operator);
     watcher_task.abort();
     exec.shutdown().await?;
     Ok(())
