@@ -27,7 +27,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -748,9 +748,12 @@ impl RunContext {
             Ok(source) => source,
             Err(outcome) => return Ok(Started::No(outcome)),
         };
+        // From the apiserver's watch cache (`resourceVersion=0`): a consistent list waits for
+        // the cache to catch up with etcd (tens of milliseconds on every start). A copy a
+        // moment old is safe: the runner checks every pin against the live remote.
         let entries = self
             .api::<RegistryEntry>(namespace)
-            .list(&Default::default())
+            .list(&ListParams::default().match_any())
             .await?
             .items;
         match prepare(run, source, &entries, &self.base.config)? {
