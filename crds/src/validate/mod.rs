@@ -144,6 +144,22 @@ impl Validation {
     }
 }
 
+/// The RegistryEntries a composition names: every node's `model` and the entry of every
+/// well-formed tool reference (`mcp:<entry>.<tool>`, `a2a:<entry>.<skill>`). A node without a
+/// model names none (it takes the deployment's default).
+pub fn named_entries(spec: &CompositionSpec) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for node in &spec.nodes {
+        out.extend(node.model.clone());
+        out.extend(
+            node.tools
+                .iter()
+                .filter_map(|t| tools::parse_tool_ref(t).map(|p| p.entry.to_owned())),
+        );
+    }
+    out
+}
+
 /// Validates a composition against the registry and the deployment's limits. Never calls a
 /// model; returns every problem at once, each at its field (`loc` in the CRD's camelCase,
 /// starting at `spec`), plus warnings such as `label_ends_run`. Codes are listed in

@@ -75,6 +75,18 @@ fn refused(reason: &'static str, message: String) -> Prepared {
     Prepared::Refused { reason, message }
 }
 
+/// The entries `spec` names that are not among `entries`.
+fn missing_entries(spec: &CompositionSpec, entries: &[RegistryEntry]) -> Vec<String> {
+    orrery_crds::validate::named_entries(spec)
+        .into_iter()
+        .filter(|name| {
+            !entries
+                .iter()
+                .any(|e| e.metadata.name.as_deref() == Some(name.as_str()))
+        })
+        .collect()
+}
+
 /// Checks `run` against `source` and the namespace's `entries` under `config`, in the order a
 /// person fixes things: the input, the budget overrides, the composition's validity, the relay
 /// it would need, its entries' readiness, the endpoints its NetworkPolicy must name.
@@ -97,6 +109,17 @@ pub fn prepare(
     let registry = registry_view(entries);
     let plan = match orrery_crds::plan::plan(&spec, &registry, &config.deployment_limits()) {
         Ok(plan) => plan,
+        // An entry the composition names that does not exist yet (GitOps applies in any
+        // order) is waited for, as a missing Composition is.
+        Err(_) if !missing_entries(&spec, entries).is_empty() => {
+            return Ok(Prepared::Waiting {
+                reason: reasons::WAITING_FOR_ENTRIES,
+                message: format!(
+                    "{what} names RegistryEntry {} which does not exist in this namespace yet; the run starts when it is created",
+                    missing_entries(&spec, entries).join(", ")
+                ),
+            });
+        }
         Err(validation) => {
             let quoted: Vec<String> = validation
                 .errors
@@ -230,7 +253,7 @@ mod tests {
         assert!(message.contains("spec.budgets.maxTokens"), "{message}");
 
         let broken = source(
-            "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: nope, instruction: do}]}",
+            "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: gpt, instruction: do, tools: ['mcp:tools.no_such_tool']}]}",
         );
         let (reason, message) = refusal(outcome(&run("r"), broken, &ready_entries));
         assert_eq!(reason, reasons::INVALID);
@@ -245,6 +268,20 @@ mod tests {
         );
         let (reason, _) = refusal(outcome(&run("r"), approval, &ready_entries));
         assert_eq!(reason, reasons::NEEDS_SIDECAR);
+
+        let later = source(
+            "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: not-yet, instruction: do}]}",
+        );
+        match outcome(&run("r"), later, &ready_entries) {
+            Prepared::Waiting { reason, message } => {
+                assert_eq!(reason, reasons::WAITING_FOR_ENTRIES);
+                assert!(
+                    message.contains("names RegistryEntry not-yet which does not exist"),
+                    "{message}"
+                );
+            }
+            other => panic!("a missing entry makes the run wait, got {other:?}"),
+        }
 
         match outcome(&run("r"), source(PLAIN), &entries()) {
             Prepared::Waiting { reason, message } => {
