@@ -184,7 +184,7 @@ where
 /// operator would have made (the configured image, no command, the runner's arguments, the
 /// run's plan Secret). A look-alike made by someone who may create pods here could otherwise
 /// write the run's outcome and totals.
-fn check_pod_owner(pod: &Pod, uid: &str, image: &str) -> Result<()> {
+fn check_pod_owner(pod: &Pod, uid: &str, image: Option<&str>) -> Result<()> {
     let labelled = pod
         .labels()
         .get(RUN_UID_LABEL)
@@ -202,7 +202,7 @@ fn check_pod_owner(pod: &Pod, uid: &str, image: &str) -> Result<()> {
         let plan_secret = s.volumes.iter().flatten().find(|v| v.name == "plan");
         s.containers.len() == 1
             && s.containers.first().is_some_and(|c| {
-                c.image.as_deref() == Some(image)
+                image.is_none_or(|image| c.image.as_deref() == Some(image))
                     && c.command.is_none()
                     && c.args.as_ref() == Some(&super::builders::runner_args())
             })
@@ -511,7 +511,7 @@ impl RunContext {
         let pod = runner_pod(run, document, config)?;
         if let Some(existing) = create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.uid).await?
         {
-            check_pod_owner(&existing, &id.uid, &config.runner.image)?;
+            check_pod_owner(&existing, &id.uid, Some(&config.runner.image))?;
         }
         if let Some(created) = run.metadata.creation_timestamp.as_ref() {
             let waited = now
@@ -657,8 +657,13 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
     }
     let names = child_names(&id.name);
     let pod = ctx.api::<Pod>(&id.namespace).get_opt(&names.pod).await?;
+    // The image is checked only for a pod the run has not recorded yet: one it recorded was
+    // created by this operator, perhaps before an upgrade changed `runner.image`.
+    let recorded =
+        run.status.as_ref().and_then(|s| s.runner_pod.as_deref()) == Some(names.pod.as_str());
+    let image = (!recorded).then_some(ctx.base.config.runner.image.as_str());
     if let Some(pod) = &pod
-        && let Err(e) = check_pod_owner(pod, &id.uid, &ctx.base.config.runner.image)
+        && let Err(e) = check_pod_owner(pod, &id.uid, image)
     {
         return record(&ctx, &run, conflict(&e), now).await;
     }
@@ -1071,16 +1076,18 @@ mod tests {
         let r = run("notes-1");
         let doc = crate::run::builders::tests::document(&config);
         let pod = runner_pod(&r, &doc, &config).expect("pod");
-        let image = config.runner.image.clone();
-        assert!(check_pod_owner(&pod, "uid-notes-1", &image).is_ok());
-        let err = check_pod_owner(&pod, "uid-other", &image).expect_err("another run's pod");
+        let image = Some(config.runner.image.as_str());
+        assert!(check_pod_owner(&pod, "uid-notes-1", image).is_ok());
+        let err = check_pod_owner(&pod, "uid-other", image).expect_err("another run's pod");
         assert!(err.to_string().contains("notes-1-runner"), "{err}");
         let mut unlabelled = pod.clone();
         unlabelled.metadata.labels = None;
-        assert!(check_pod_owner(&unlabelled, "uid-notes-1", &image).is_err());
+        assert!(check_pod_owner(&unlabelled, "uid-notes-1", image).is_err());
         // A look-alike with the run's labels and owner but another image or command is not
         // the run's runner: its termination message would be a forged outcome.
-        assert!(check_pod_owner(&pod, "uid-notes-1", "evil/image:1").is_err());
+        assert!(check_pod_owner(&pod, "uid-notes-1", Some("evil/image:1")).is_err());
+        // A pod the run recorded keeps being its own after an upgrade changed the image.
+        assert!(check_pod_owner(&pod, "uid-notes-1", None).is_ok());
         let mut commanded = pod.clone();
         if let Some(c) = commanded
             .spec
@@ -1089,7 +1096,7 @@ mod tests {
         {
             c.command = Some(vec!["/bin/sh".into()]);
         }
-        assert!(check_pod_owner(&commanded, "uid-notes-1", &image).is_err());
+        assert!(check_pod_owner(&commanded, "uid-notes-1", image).is_err());
         let mut other_plan = pod.clone();
         if let Some(v) = other_plan
             .spec
@@ -1100,6 +1107,6 @@ mod tests {
         {
             v.secret_name = Some("someone-elses-plan".into());
         }
-        assert!(check_pod_owner(&other_plan, "uid-notes-1", &image).is_err());
+        assert!(check_pod_owner(&other_plan, "uid-notes-1", image).is_err());
     }
 }
