@@ -19,6 +19,7 @@
 //!
 //! [`schema`] publishes the JSON Schema of [`TraceEvent`].
 
+pub mod ingest;
 mod types;
 mod visible;
 
