@@ -14,6 +14,7 @@
 //! - [`error`]: the error type, whose variants are metric labels.
 //! - [`metrics`]: what `/metrics` shows; [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`leader`]: leader election on a Lease (only the leader runs the controllers).
+//! - [`sidecar`]: the sidecar's event store and HTTP API.
 
 pub mod composition;
 pub mod config;
@@ -27,6 +28,7 @@ pub mod names;
 pub mod registry;
 pub mod run;
 pub mod sandbox;
+pub mod sidecar;
 
 pub use config::Config;
 pub use error::{Error, Result};

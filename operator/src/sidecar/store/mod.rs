@@ -1,0 +1,1 @@
+//! The sidecar's event store (being written).
