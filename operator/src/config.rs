@@ -225,6 +225,11 @@ pub struct SidecarConfig {
     /// The sidecar pods' labels (the NetworkPolicy peer).
     #[serde(default = "default_sidecar_labels")]
     pub pod_labels: BTreeMap<String, String>,
+    /// The URL runners post to, when it is not the Service's cluster DNS name
+    /// (`http://<serviceName>.<namespace>.svc:<port>`): a development node whose pods run on
+    /// the host, a cluster with another DNS domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 fn default_sidecar_labels() -> BTreeMap<String, String> {
@@ -235,12 +240,15 @@ fn default_sidecar_labels() -> BTreeMap<String, String> {
 }
 
 impl SidecarConfig {
-    /// The URL runners post to: `http://<service>.<namespace>.svc:<port>`.
+    /// The URL runners post to: `url` when set, else `http://<service>.<namespace>.svc:<port>`.
     pub fn url(&self) -> String {
-        format!(
-            "http://{}.{}.svc:{}",
-            self.service_name, self.namespace, self.port
-        )
+        match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!(
+                "http://{}.{}.svc:{}",
+                self.service_name, self.namespace, self.port
+            ),
+        }
     }
 
     /// The pod port a NetworkPolicy must open.
@@ -255,6 +263,11 @@ impl SidecarConfig {
 pub struct RunTokenConfig {
     /// A PEM file with the Ed25519 private key (PKCS#8) tokens are signed with.
     pub signing_key_file: String,
+    /// A PEM file with the matching Ed25519 public key, which the sidecar verifies tokens
+    /// with (it never holds the signing key): `openssl pkey -in key.pem -pubout`. Required by
+    /// `orrery-operator sidecar`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verifying_key_file: Option<String>,
     /// The tokens' audience.
     #[serde(default = "default_audience")]
     pub audience: String,
@@ -671,6 +684,25 @@ impl Config {
                 "name the sidecar pods' labels, e.g. app.kubernetes.io/name: orrery-sidecar",
             );
         }
+        if let Some(url) = &sidecar.url {
+            let parsed = url::Url::parse(url);
+            let fine = parsed.as_ref().is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some()
+                    && u.username().is_empty()
+                    && u.password().is_none()
+                    && u.query().is_none()
+                    && u.fragment().is_none()
+                    && matches!(u.path(), "" | "/")
+            });
+            if !fine {
+                problem(
+                    "sidecar.url".into(),
+                    format!("{url:?} is not an http(s) URL of a host and port alone"),
+                    "give the sidecar's base URL, e.g. http://orrery-sidecar.orrery-system.svc.example.org:8080, or leave it out for the Service's cluster DNS name",
+                );
+            }
+        }
         if self.run_token.signing_key_file.trim().is_empty() {
             problem(
                 "runToken.signingKeyFile".into(),
@@ -1014,6 +1046,18 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
             (
                 MINIMAL.replace("port: 8080", "port: 8080, podLabels: {}"),
                 &["sidecar.podLabels"],
+            ),
+            (
+                MINIMAL.replace("port: 8080", "port: 8080, url: 'http://127.0.0.1:9000'"),
+                &[],
+            ),
+            (
+                MINIMAL.replace("port: 8080", "port: 8080, url: 'ftp://h:1'"),
+                &["sidecar.url"],
+            ),
+            (
+                MINIMAL.replace("port: 8080", "port: 8080, url: 'http://u:p@h:1/api?x'"),
+                &["sidecar.url"],
             ),
             (
                 MINIMAL.replace("/etc/orrery/run-token/key.pem", "' '"),

@@ -211,16 +211,20 @@ impl TestEnv {
 
     /// A client acting as `user` (a kubeconfig context: [`ADMIN`], [`ALICE`], [`BOB`]).
     pub async fn client(&self, user: &str) -> Result<Client> {
+        Client::try_from(self.config(user).await?).context("building the kube client")
+    }
+
+    /// The kube config of `user` (a kubeconfig context).
+    pub async fn config(&self, user: &str) -> Result<kube::Config> {
         let kc = Kubeconfig::read_from(&self.kubeconfig)
             .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
         let opts = KubeConfigOptions {
             context: Some(user.to_string()),
             ..Default::default()
         };
-        let config = kube::Config::from_custom_kubeconfig(kc, &opts)
+        kube::Config::from_custom_kubeconfig(kc, &opts)
             .await
-            .with_context(|| format!("kubeconfig context {user:?}"))?;
-        Client::try_from(config).context("building the kube client")
+            .with_context(|| format!("kubeconfig context {user:?}"))
     }
 
     /// A client acting as `admin` (group `system:masters`).

@@ -109,23 +109,52 @@ pub fn run_claims(
     }
 }
 
+/// Verifies run tokens: what the sidecar does with every request a runner makes. Holds the
+/// operator's public key, parsed once.
+pub struct RunTokenVerifier {
+    key: DecodingKey,
+    validation: Validation,
+}
+
+impl std::fmt::Debug for RunTokenVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunTokenVerifier(Ed25519)")
+    }
+}
+
+impl RunTokenVerifier {
+    /// A verifier from the Ed25519 public key in PEM (`openssl pkey -in key.pem -pubout`),
+    /// accepting tokens for `audience`.
+    pub fn from_public_pem(public_pem: &[u8], audience: &str) -> Result<RunTokenVerifier> {
+        let key = DecodingKey::from_ed_pem(public_pem).map_err(|e| Error::RunToken {
+            message: format!(
+                "the verifying key is not an Ed25519 public key in PEM: {e}; make it from the signing key with `openssl pkey -in key.pem -pubout -out key.pub.pem`"
+            ),
+        })?;
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.set_audience(&[audience]);
+        validation.set_issuer(&[crate::config::RUN_TOKEN_ISSUER]);
+        validation.set_required_spec_claims(&["exp", "nbf", "aud", "iss", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = 5;
+        Ok(RunTokenVerifier { key, validation })
+    }
+
+    /// The claims of `token`, checked: signature, algorithm, issuer, audience, expiry and
+    /// not-before.
+    pub fn verify(&self, token: &str) -> Result<RunClaims> {
+        jsonwebtoken::decode::<RunClaims>(token, &self.key, &self.validation)
+            .map(|data| data.claims)
+            .map_err(|e| Error::RunToken {
+                message: format!("the token is refused: {e}"),
+            })
+    }
+}
+
 /// Verifies a run token with the operator's public key (PEM): signature, algorithm, issuer,
-/// audience, expiry and not-before. What the sidecar does with every request a runner makes.
+/// audience, expiry and not-before ([`RunTokenVerifier`] once).
 pub fn verify(token: &str, public_pem: &[u8], audience: &str) -> Result<RunClaims> {
-    let key = DecodingKey::from_ed_pem(public_pem).map_err(|e| Error::RunToken {
-        message: format!("the verifying key is not an Ed25519 public key in PEM: {e}"),
-    })?;
-    let mut validation = Validation::new(Algorithm::EdDSA);
-    validation.set_audience(&[audience]);
-    validation.set_issuer(&[crate::config::RUN_TOKEN_ISSUER]);
-    validation.set_required_spec_claims(&["exp", "nbf", "aud", "iss", "sub"]);
-    validation.validate_nbf = true;
-    validation.leeway = 5;
-    jsonwebtoken::decode::<RunClaims>(token, &key, &validation)
-        .map(|data| data.claims)
-        .map_err(|e| Error::RunToken {
-            message: format!("the token is refused: {e}"),
-        })
+    RunTokenVerifier::from_public_pem(public_pem, audience)?.verify(token)
 }
 
 #[cfg(test)]
@@ -210,6 +239,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
         std::fs::write(&bad, PUBLIC).expect("write public key");
         let config = |file: &std::path::Path| crate::config::RunTokenConfig {
             signing_key_file: file.display().to_string(),
+            verifying_key_file: None,
             audience: "orrery-sidecar".into(),
         };
         assert!(RunTokenSigner::from_config("c.yaml", &config(&good)).is_ok());
