@@ -25,6 +25,7 @@ pub mod plan;
 pub mod plan_document;
 pub mod probe;
 pub mod registry;
+pub mod relay;
 pub mod run;
 pub mod schema;
 pub mod tool_names;
