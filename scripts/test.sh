@@ -9,7 +9,10 @@
 #   - the test control plane (Kubernetes v1.36.3 built from the Go module proxy: a cold build
 #     takes about 7 minutes, later runs reuse it): tests/testenv/build.sh;
 #   - the interop peers (PyPI a2a-sdk and mcp, npm server-everything and @a2a-js/sdk, from the
-#     lockfiles in tests/peers/): tests/peers/setup.sh.
+#     lockfiles in tests/peers/): tests/peers/setup.sh;
+#   - PostgreSQL (Debian's postgresql package, with apt-get, as root or through sudo) when no
+#     initdb is under /usr/lib/postgresql/*/bin: the sidecar store's tests start a throwaway
+#     server of their own (tests/src/postgres.rs).
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #
@@ -52,10 +55,27 @@ build_control_plane() {
     echo "control plane binaries: ${ORRERY_TESTENV_BIN}"
 }
 
+install_postgres() {
+    if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+        local sudo=()
+        if [[ $(id -u) -ne 0 ]]; then
+            sudo=(sudo)
+        fi
+        "${sudo[@]}" apt-get update || return 1
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y --no-install-recommends postgresql || return 1
+    fi
+    local bin
+    bin=$(compgen -G "/usr/lib/postgresql/*/bin" | sort -V | tail -n 1)
+    [[ -x "${bin}/initdb" ]] || return 1
+    echo "PostgreSQL binaries: ${bin}"
+}
+
 step "format" cargo fmt --all --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "interop peers" install_peers
 step "control plane" build_control_plane
+step "postgresql" install_postgres
 step "tests" tests/e2e.sh cargo test --workspace --locked --no-fail-fast
 
 echo

@@ -1,11 +1,13 @@
 //! Test infrastructure: the control-plane fixture ([`testenv`]), helpers for tests against it
 //! ([`harness`]), the operator's controllers in-process ([`operator_fixture`]) with its
 //! ServiceAccount client ([`operator_identity`]), the pod executor that stands in for a kubelet
-//! ([`pod_executor`]), and the stub model server ([`stub_model`]).
+//! ([`pod_executor`]), the stub model server ([`stub_model`]), and a throwaway PostgreSQL server
+//! with a database per test ([`postgres`]).
 
 pub mod harness;
 pub mod operator_fixture;
 pub mod operator_identity;
 pub mod pod_executor;
+pub mod postgres;
 pub mod stub_model;
 pub mod testenv;

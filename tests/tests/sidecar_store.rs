@@ -1,0 +1,474 @@
+//! The sidecar's event store on both of its databases: one table of cases run against SQLite (a
+//! file) and a real PostgreSQL server, then what only PostgreSQL does: several replicas on one
+//! database (migrating it together, racing appends, hearing each other's appends through
+//! LISTEN/NOTIFY, resyncing after the listener's connection is cut) and password logins.
+//!
+//! PostgreSQL: `ORRERY_TEST_POSTGRES_URL`, else a server started for this test binary
+//! (`orrery_tests::postgres`; needs the `postgresql` package: `scripts/test.sh` installs it).
+//! `cargo test -p orrery-tests --test sidecar_store`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use orrery_operator::sidecar::store::{
+    Appended, Backend, Listener, RunRecord, Store, StoreError, StoredEvent, Wake,
+};
+use orrery_tests::postgres;
+use sqlx::Connection as _;
+
+/// How long a wake-up may take to arrive.
+const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What an append should return.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// `Ok(Appended { stored, duplicates, last_seq })`.
+    Stored(u64, u64, u64),
+    /// `Err(Gap { expected })`.
+    Gap(u64),
+}
+
+/// One step of a case; runs are named by UID (namespace `ns`, name `run-<uid>`).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Appends the events `first..=last` of a run.
+    Append(&'static str, u64, u64, Expect),
+    /// Appends no events; expects the run's last seq back.
+    AppendNone(&'static str, u64),
+    /// `events_after(run, after, limit)` returns these seqs, each with its body.
+    Events(&'static str, u64, u32, &'static [u64]),
+    /// `last_seq(run)`.
+    LastSeq(&'static str, u64),
+    /// `delete_run(run)` deletes this many events.
+    Delete(&'static str, u64),
+    /// `runs()` lists these UIDs, in this order.
+    Runs(&'static [&'static str]),
+}
+
+use Expect::{Gap, Stored};
+use Step::{Append, AppendNone, Delete, Events, LastSeq, Runs};
+
+/// The behaviour both databases must share.
+const CASES: &[(&str, &[Step])] = &[
+    (
+        "a first batch is stored and read back",
+        &[
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            Events("u1", 0, 10, &[1, 2, 3]),
+            LastSeq("u1", 3),
+            Runs(&["u1"]),
+        ],
+    ),
+    (
+        "a replayed batch stores nothing twice",
+        &[
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            Append("u1", 1, 3, Stored(0, 3, 3)),
+            Append("u1", 2, 3, Stored(0, 2, 3)),
+            Events("u1", 0, 10, &[1, 2, 3]),
+        ],
+    ),
+    (
+        "a batch past a gap is refused with the seq expected and stores nothing",
+        &[
+            Append("u1", 1, 2, Stored(2, 0, 2)),
+            Append("u1", 4, 6, Gap(3)),
+            LastSeq("u1", 2),
+            Events("u1", 0, 10, &[1, 2]),
+            Append("u1", 3, 6, Stored(4, 0, 6)),
+        ],
+    ),
+    (
+        "a new run's first batch starts at seq 1",
+        &[Append("u1", 2, 3, Gap(1)), LastSeq("u1", 0), Runs(&[])],
+    ),
+    (
+        "a partly stored batch stores only its new events",
+        &[
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            Append("u1", 2, 5, Stored(2, 2, 5)),
+            Events("u1", 0, 10, &[1, 2, 3, 4, 5]),
+        ],
+    ),
+    (
+        "events after a cursor come in pages in seq order",
+        &[
+            Append("u1", 1, 10, Stored(10, 0, 10)),
+            Events("u1", 0, 4, &[1, 2, 3, 4]),
+            Events("u1", 4, 4, &[5, 6, 7, 8]),
+            Events("u1", 8, 4, &[9, 10]),
+            Events("u1", 10, 4, &[]),
+            Events("u2", 0, 4, &[]),
+        ],
+    ),
+    (
+        "runs keep their events apart",
+        &[
+            Append("u2", 1, 2, Stored(2, 0, 2)),
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            LastSeq("u1", 3),
+            LastSeq("u2", 2),
+            Events("u2", 0, 10, &[1, 2]),
+            Runs(&["u1", "u2"]),
+        ],
+    ),
+    (
+        "deleting a run removes its events and record and nothing else",
+        &[
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            Append("u2", 1, 2, Stored(2, 0, 2)),
+            Delete("u1", 3),
+            LastSeq("u1", 0),
+            Events("u1", 0, 10, &[]),
+            Events("u2", 0, 10, &[1, 2]),
+            Runs(&["u2"]),
+            Delete("u1", 0),
+            Append("u1", 1, 1, Stored(1, 0, 1)),
+        ],
+    ),
+    (
+        "an empty batch stores nothing and returns the last seq",
+        &[
+            AppendNone("u1", 0),
+            Runs(&[]),
+            Append("u1", 1, 2, Stored(2, 0, 2)),
+            AppendNone("u1", 2),
+        ],
+    ),
+    (
+        "a batch bigger than one insert statement is stored whole",
+        &[
+            Append("u1", 1, 2500, Stored(2500, 0, 2500)),
+            Append("u1", 2499, 2600, Stored(100, 2, 2600)),
+            Events("u1", 2597, 10, &[2598, 2599, 2600]),
+        ],
+    ),
+];
+
+fn run(uid: &str) -> RunRecord {
+    RunRecord {
+        uid: uid.to_string(),
+        namespace: "ns".to_string(),
+        name: format!("run-{uid}"),
+    }
+}
+
+fn body(uid: &str, seq: u64) -> String {
+    format!(r#"{{"runId":"{uid}","seq":{seq}}}"#)
+}
+
+fn bodies(uid: &str, first: u64, last: u64) -> Vec<String> {
+    (first..=last).map(|seq| body(uid, seq)).collect()
+}
+
+async fn run_step(store: &Store, step: Step) -> Result<()> {
+    match step {
+        Append(uid, first, last, expect) => {
+            let got = store
+                .append(&run(uid), first, &bodies(uid, first, last))
+                .await;
+            match (expect, got) {
+                (Stored(stored, duplicates, last_seq), Ok(got)) => {
+                    let want = Appended {
+                        stored,
+                        duplicates,
+                        last_seq,
+                    };
+                    ensure!(got == want, "got {got:?}, want {want:?}");
+                }
+                (Gap(expected), Err(StoreError::Gap { expected: got })) => {
+                    ensure!(got == expected, "gap expects {got}, want {expected}");
+                }
+                (expect, got) => bail!("got {got:?}, want {expect:?}"),
+            }
+        }
+        AppendNone(uid, last_seq) => {
+            let got = store.append(&run(uid), 1, &[]).await?;
+            let want = Appended {
+                stored: 0,
+                duplicates: 0,
+                last_seq,
+            };
+            ensure!(got == want, "got {got:?}, want {want:?}");
+        }
+        Events(uid, after, limit, seqs) => {
+            let got = store.events_after(uid, after, limit).await?;
+            let want: Vec<StoredEvent> = seqs
+                .iter()
+                .map(|&seq| StoredEvent {
+                    seq,
+                    body: body(uid, seq),
+                })
+                .collect();
+            ensure!(got == want, "got {got:?}, want {want:?}");
+        }
+        LastSeq(uid, want) => {
+            let got = store.last_seq(uid).await?;
+            ensure!(got == want, "last_seq {got}, want {want}");
+        }
+        Delete(uid, want) => {
+            let got = store.delete_run(uid).await?;
+            ensure!(got == want, "deleted {got}, want {want}");
+        }
+        Runs(uids) => {
+            let got = store.runs().await?;
+            let want: Vec<RunRecord> = uids.iter().map(|uid| run(uid)).collect();
+            ensure!(got == want, "got {got:?}, want {want:?}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs every case on a fresh store from `open`; reports every failing step.
+async fn run_cases<F, Fut>(backend: Backend, open: F) -> Result<()>
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: std::future::Future<Output = Result<(Store, Option<TempDir>)>>,
+{
+    let mut failures = Vec::new();
+    for (name, steps) in CASES {
+        let (store, _dir) = open(name)
+            .await
+            .with_context(|| format!("{name}: opening"))?;
+        ensure!(store.backend() == backend, "{store:?}");
+        for (i, step) in steps.iter().enumerate() {
+            if let Err(e) = run_step(&store, *step).await {
+                failures.push(format!("{name}: step {} {step:?}: {e:#}", i + 1));
+                break;
+            }
+        }
+        store.close().await;
+    }
+    ensure!(failures.is_empty(), "{backend:?}:\n{}", failures.join("\n"));
+    Ok(())
+}
+
+/// A directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(hint: &str) -> Result<TempDir> {
+        let hint: String = hint
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(20)
+            .collect();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "orrery-store-{hint}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn sqlite_store(hint: &'static str) -> Result<(Store, Option<TempDir>)> {
+    let dir = TempDir::new(hint)?;
+    let url = format!("sqlite:{}", dir.0.join("events.db").display());
+    Ok((Store::open(&url).await?, Some(dir)))
+}
+
+async fn postgres_store(hint: &'static str) -> Result<(Store, Option<TempDir>)> {
+    let url = postgres::database(hint).await?;
+    Ok((Store::open(&url).await?, None))
+}
+
+#[tokio::test]
+async fn every_store_case_holds_on_sqlite() -> Result<()> {
+    run_cases(Backend::Sqlite, sqlite_store).await
+}
+
+#[tokio::test]
+async fn every_store_case_holds_on_postgresql() -> Result<()> {
+    run_cases(Backend::Postgres, postgres_store).await
+}
+
+#[tokio::test]
+async fn replicas_opening_a_new_database_at_once_apply_each_migration_once() -> Result<()> {
+    let url = postgres::database("migrate_at_once").await?;
+    let (a, b, c) = tokio::join!(Store::open(&url), Store::open(&url), Store::open(&url));
+    let (a, b, c) = (a?, b?, c?);
+    let mut conn = sqlx::PgConnection::connect(&url).await?;
+    let versions: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM orrery_schema_migrations ORDER BY version")
+            .fetch_all(&mut conn)
+            .await?;
+    assert_eq!(versions, vec![1]);
+    // Opening again applies nothing.
+    let d = Store::open(&url).await?;
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orrery_schema_migrations")
+        .fetch_one(&mut conn)
+        .await?;
+    assert_eq!(count, 1);
+    for store in [a, b, c, d] {
+        store.close().await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn racing_appends_of_one_run_on_two_replicas_store_every_event_once() -> Result<()> {
+    let url = postgres::database("racing_appends").await?;
+    let a = Store::open(&url).await?;
+    let b = Store::open(&url).await?;
+    // Every batch starts at 1 (a runner resending from the start), with its own length: they
+    // overlap in every way, and none starts past a gap.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, last) in [40u64, 80, 120, 160, 200, 60, 100, 140]
+        .into_iter()
+        .enumerate()
+    {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.spawn(async move { store.append(&run("u1"), 1, &bodies("u1", 1, last)).await });
+    }
+    let mut stored = 0;
+    while let Some(done) = tasks.join_next().await {
+        stored += done??.stored;
+    }
+    assert_eq!(stored, 200, "each event is stored by exactly one append");
+    let events = a.events_after("u1", 0, 1000).await?;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    assert_eq!(b.last_seq("u1").await?, 200);
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+async fn next_wake(listener: &mut Listener) -> Result<Wake> {
+    tokio::time::timeout(WAKE_TIMEOUT, listener.next())
+        .await
+        .context("no wake-up within the timeout")?
+        .context("listener")
+}
+
+#[tokio::test]
+async fn a_replica_hears_another_replicas_append_and_reads_it_by_cursor() -> Result<()> {
+    let url = postgres::database("hears_append").await?;
+    let a = Store::open(&url).await?;
+    let b = Store::open(&url).await?;
+    let mut listener = a.listen().await?.context("PostgreSQL has a listener")?;
+
+    b.append(&run("u1"), 1, &bodies("u1", 1, 3)).await?;
+    let wake = next_wake(&mut listener).await?;
+    assert_eq!(
+        wake,
+        Wake::Appended {
+            run_uid: "u1".into(),
+            last_seq: 3
+        }
+    );
+    assert_eq!(a.events_after("u1", 0, 10).await?.len(), 3);
+
+    // A replay stores nothing and wakes nobody: the next wake is the append after it.
+    let replay = b.append(&run("u1"), 1, &bodies("u1", 1, 3)).await?;
+    assert_eq!(replay.stored, 0);
+    let refused = b.append(&run("u1"), 9, &bodies("u1", 9, 9)).await;
+    assert!(
+        matches!(refused, Err(StoreError::Gap { expected: 4 })),
+        "{refused:?}"
+    );
+    b.append(&run("u2"), 1, &bodies("u2", 1, 1)).await?;
+    let wake = next_wake(&mut listener).await?;
+    assert_eq!(
+        wake,
+        Wake::Appended {
+            run_uid: "u2".into(),
+            last_seq: 1
+        }
+    );
+    drop(listener);
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_listener_whose_connection_is_cut_resyncs_and_hears_later_appends() -> Result<()> {
+    let url = postgres::database("listener_cut").await?;
+    let a = Store::open(&url).await?;
+    let b = Store::open(&url).await?;
+    let mut listener = a.listen().await?.context("PostgreSQL has a listener")?;
+
+    // Cut the listener's connection, as a server restart or a network failure would.
+    let mut conn = sqlx::PgConnection::connect(&url).await?;
+    let cut: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid() \
+         AND query LIKE 'LISTEN%'",
+    )
+    .fetch_all(&mut conn)
+    .await?;
+    assert_eq!(cut, vec![true], "exactly one listening connection is cut");
+
+    assert_eq!(next_wake(&mut listener).await?, Wake::Resync);
+    // It listens again on a new connection.
+    b.append(&run("u1"), 1, &bodies("u1", 1, 2)).await?;
+    assert_eq!(
+        next_wake(&mut listener).await?,
+        Wake::Appended {
+            run_uid: "u1".into(),
+            last_seq: 2
+        }
+    );
+    drop(listener);
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_url_with_a_password_logs_in_and_a_wrong_password_is_refused_without_showing_it()
+-> Result<()> {
+    let server = tokio::task::spawn_blocking(postgres::shared).await??;
+    if !server.checks_passwords() {
+        eprintln!(
+            "{} names a server whose password checks are unknown: skipped",
+            postgres::URL_ENV
+        );
+        return Ok(());
+    }
+    let url = server.create_database("password_login").await?;
+    let db = url.rsplit('/').next().context("database name")?.to_string();
+    let role = format!("orrery_pw_{}", std::process::id());
+    server
+        .execute(
+            &url,
+            &format!("CREATE ROLE {role} LOGIN PASSWORD 'right-pw-123'"),
+        )
+        .await?;
+    server
+        .execute(&url, &format!(r#"ALTER DATABASE "{db}" OWNER TO {role}"#))
+        .await?;
+
+    let store = Store::open(&server.url_as(&db, &role, "right-pw-123")).await?;
+    store.append(&run("u1"), 1, &bodies("u1", 1, 1)).await?;
+    let shown = format!("{store:?}");
+    assert!(
+        !shown.contains("right-pw-123") && shown.contains("***"),
+        "{shown}"
+    );
+    store.close().await;
+
+    let err = Store::open(&server.url_as(&db, &role, "wrong-pw-456"))
+        .await
+        .expect_err("a wrong password is refused");
+    let text = format!("{err} {err:?}");
+    assert!(matches!(err, StoreError::Open { .. }), "{text}");
+    assert!(!text.contains("wrong-pw-456"), "{text}");
+    assert!(text.contains(&format!("{role}:***@")), "{text}");
+    assert!(text.contains("password authentication failed"), "{text}");
+    Ok(())
+}
