@@ -379,3 +379,147 @@ fn a_plan_whose_composition_does_not_validate_against_its_entries_exits_1_naming
         "{message}"
     );
 }
+
+/// What a test sidecar received: every event by seq (as posted), and every request's
+/// `Authorization` header.
+#[derive(Default)]
+struct Received {
+    events: std::collections::BTreeMap<u64, serde_json::Value>,
+    authorizations: Vec<Option<String>>,
+}
+
+/// A test sidecar keeping the ingest contract's order (409 past a gap, idempotent by seq).
+async fn start_sidecar() -> (String, std::sync::Arc<std::sync::Mutex<Received>>) {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    use orrery_crds::events::ingest::{ApiError, INGEST_ROUTE, IngestReply};
+    use std::sync::{Arc, Mutex};
+
+    async fn ingest(
+        axum::extract::State(received): axum::extract::State<Arc<Mutex<Received>>>,
+        axum::extract::Path(uid): axum::extract::Path<String>,
+        headers: HeaderMap,
+        body: axum::body::Bytes,
+    ) -> axum::response::Response {
+        let mut r = received.lock().unwrap();
+        r.authorizations.push(
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        );
+        let batch: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let events = batch["events"].as_array().unwrap();
+        let first = events[0]["seq"].as_u64().unwrap();
+        let next = r.events.len() as u64 + 1;
+        if first > next || uid != "uid-notes-1" {
+            let gap = ApiError {
+                loc: Vec::new(),
+                code: "gap".into(),
+                message: "gap".into(),
+                expected: Some(next),
+            };
+            return (StatusCode::CONFLICT, axum::Json(gap)).into_response();
+        }
+        let (mut stored, mut duplicates) = (0, 0);
+        for event in events {
+            let seq = event["seq"].as_u64().unwrap();
+            if r.events.insert(seq, event.clone()).is_some() {
+                duplicates += 1;
+            } else {
+                stored += 1;
+            }
+        }
+        let reply = IngestReply {
+            stored,
+            duplicates,
+            last_seq: r.events.len() as u64,
+        };
+        axum::Json(reply).into_response()
+    }
+
+    let received = Arc::new(Mutex::new(Received::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route(INGEST_ROUTE, axum::routing::post(ingest))
+        .with_state(received.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, received)
+}
+
+#[tokio::test]
+async fn a_plan_with_a_token_file_delivers_its_whole_trace_to_the_sidecar_with_the_token() {
+    let (url, received) = start_sidecar().await;
+    let doc = document(
+        composition(&examples().join("compositions/critic-loop.yaml")),
+        &registry(),
+    );
+    let mount = Mount::of("sidecar", &doc);
+    std::fs::write(
+        mount.dir.join("token"),
+        "eyJhbGciOiJFZERTQSJ9.run-token.sig\n",
+    )
+    .unwrap();
+    let mut command = mount.command();
+    command.env(orrery_runner::launch::SIDECAR_URL_ENV, &url);
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("not delivered"), "{stderr}");
+    let stdout: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let r = received.lock().unwrap();
+    let posted: Vec<serde_json::Value> = r.events.values().cloned().collect();
+    assert_eq!(
+        posted, stdout,
+        "the sidecar has the trace standard output shows"
+    );
+    assert_eq!(posted.last().unwrap()["type"], "run.end");
+    assert!(!r.authorizations.is_empty());
+    assert!(
+        r.authorizations
+            .iter()
+            .all(|a| a.as_deref() == Some("Bearer eyJhbGciOiJFZERTQSJ9.run-token.sig")),
+        "{:?}",
+        r.authorizations
+    );
+    assert!(
+        !stderr.contains("run-token.sig"),
+        "the token is never printed"
+    );
+    assert_eq!(
+        parse_summary(&mount.summary()).expect("a summary").outcome,
+        Outcome::Succeeded
+    );
+}
+
+#[test]
+fn a_plan_without_a_token_file_sends_its_trace_to_standard_output_only_and_says_so() {
+    let doc = document(
+        composition(&examples().join("compositions/critic-loop.yaml")),
+        &registry(),
+    );
+    let mount = Mount::of("no-token", &doc);
+    let out = mount.command().output().expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("no `token` file next to the plan")
+            && stderr.contains("standard output only"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("\"run.end\"")),
+        "{stdout}"
+    );
+}

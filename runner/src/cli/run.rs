@@ -1,6 +1,13 @@
 //! `orrery run`: run a composition locally from files, with a live trace; or, with `--plan`, the
 //! plan document of a runner pod (JSON-line events, the summary as the termination message).
 //!
+//! In pod mode the events also go to the sidecar ([`HttpSink`]) when the run token (the `token`
+//! file of the plan Secret) is next to the plan: to the plan's `sidecarUrl`, or to
+//! `ORRERY_SIDECAR_URL` when that is set (test and dev setups where the in-cluster Service name
+//! does not resolve). Without a token file they go to standard output only. The run's outcome
+//! never depends on the sidecar: the summary is written first, then the process waits (at most
+//! the sink's flush timeout) for the sidecar to have every event.
+//!
 //! Exit codes: 0 Succeeded, 1 the composition is invalid (nothing ran), 2 unreadable input or a
 //! wrong command line, 3 Failed, 4 BudgetExhausted, 5 Rejected, 130 Cancelled.
 
@@ -8,6 +15,7 @@ use super::deployment::DeploymentArgs;
 use super::style::Style;
 use super::{EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, ValueEnum};
+use orrery_crds::plan_document::PlanDocument;
 use orrery_crds::plan_document::RunSummary;
 use orrery_crds::run::{RunError, RunTotals};
 use orrery_runner::approval::DecisionSource;
@@ -15,7 +23,8 @@ use orrery_runner::approval::Nobody;
 use orrery_runner::approval::{DEFAULT_APPROVAL_TIMEOUT, MAX_APPROVAL_TIMEOUT, TerminalPrompt};
 use orrery_runner::engine::RunOptions;
 use orrery_runner::events::{
-    EventSink, JsonLinesSink, Outcome, PrinterOptions, TerminalHold, TerminalPrinter, visible,
+    EventSink, HttpSink, HttpSinkOptions, JsonLinesSink, Outcome, PrinterOptions, TerminalHold,
+    TerminalPrinter, visible,
 };
 use orrery_runner::launch::{self, Factories, Launch, PrepareError, Prepared, RemoteTools};
 use orrery_runner::pinstore::PinStore;
@@ -363,6 +372,44 @@ fn end_before_start(args: &RunArgs, message: String, code: u8) -> u8 {
     code
 }
 
+/// The sink to the sidecar of a pod run, when the run token is next to the plan; `None`, with
+/// a line on standard error saying why, when events go to standard output only.
+fn sidecar_sink(
+    plan: &Path,
+    document: &PlanDocument,
+    runtime: &tokio::runtime::Handle,
+) -> Option<Arc<HttpSink>> {
+    let warn = |message: &str| eprintln!("{}: {message}", Style::for_stderr().yellow("warning"));
+    let token = match launch::read_plan_token(plan) {
+        Ok(Some(token)) => token,
+        Ok(None) => {
+            eprintln!(
+                "note: no `{}` file next to the plan: trace events go to standard output only, not to the sidecar",
+                launch::TOKEN_FILE
+            );
+            return None;
+        }
+        Err(e) => {
+            warn(&format!("{e}; trace events go to standard output only"));
+            return None;
+        }
+    };
+    let url = launch::sidecar_url(document);
+    match HttpSink::new(
+        &url,
+        &document.run.uid,
+        &token,
+        HttpSinkOptions::default(),
+        runtime,
+    ) {
+        Ok(sink) => Some(Arc::new(sink)),
+        Err(e) => {
+            warn(&format!("{e}; trace events go to standard output only"));
+            None
+        }
+    }
+}
+
 /// `orrery run --plan FILE`: a run in a runner pod.
 fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
     let mut deployment = match args.deployment.deployment() {
@@ -409,22 +456,28 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
             .approval_timeout_seconds
             .clamp(1, MAX_APPROVAL_TIMEOUT.as_secs()),
     );
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return end_before_start(args, "cannot start the async runtime".into(), code),
+    };
     let stdout: Box<dyn Write + Send> = Box::new(std::io::stdout());
+    // Standard output first (`kubectl logs` shows the trace), then the sidecar: the writer
+    // flushes them in this order after run.end.
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![Arc::new(JsonLinesSink::new(stdout))];
+    let sidecar = sidecar_sink(plan, &document, runtime.handle());
+    if let Some(sink) = &sidecar {
+        sinks.push(sink.clone());
+    }
     let launch = Launch {
         deployment,
         factories,
         // Remote questions expire at once (a rejection) until the relay can ask a person.
         decisions: Arc::new(Nobody::new()),
-        sinks: vec![Arc::new(JsonLinesSink::new(stdout))],
+        sinks,
         options,
     };
-    let runtime = match runtime() {
-        Ok(rt) => rt,
-        Err(code) => return end_before_start(args, "cannot start the async runtime".into(), code),
-    };
     let result = runtime.block_on(launch::launch(&prepared, input, launch));
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    match result {
+    let code = match result {
         Ok(result) => {
             let summary = RunSummary {
                 outcome: result.outcome,
@@ -440,7 +493,15 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
             exit_code(result.outcome)
         }
         Err(e) => end_before_start(args, format!("cannot start the run: {e}"), EXIT_FAILED),
+    };
+    // The summary is written: now the sidecar gets what it does not have yet, for at most the
+    // sink's flush timeout (one deadline with the writer's flush after run.end); a note on
+    // standard error says what did not get through.
+    if let Some(sink) = sidecar {
+        runtime.block_on(sink.wait());
     }
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
 }
 
 #[cfg(test)]

@@ -8,11 +8,16 @@
 //! ([`crate::safety::redact`]) before it is cut. See [`Trace`].
 
 mod hold;
+mod http_sink;
 mod printer;
 mod trace;
 mod writer;
 
 pub use hold::{HeldWriter, HoldGuard, MAX_HELD_BYTES, TerminalHold};
+pub use http_sink::{
+    DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BUFFER_BYTES, Delivery, HttpSink, HttpSinkError,
+    HttpSinkOptions,
+};
 pub use printer::{PrinterOptions, TerminalPrinter};
 pub use trace::{
     DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventSink, JsonLinesSink, MemorySink, Trace,

@@ -2,7 +2,9 @@
 //! Secret, with the run's input next to it), read with a size cap and duplicate keys refused,
 //! the composition snapshot validated again with the one validator against the entries the
 //! document carries, the pins it carries as the run's only pins ([`FixedPins`]), and what such
-//! a run cannot do yet without the sidecar's relay (approvals, acting remotes).
+//! a run cannot do yet without the sidecar's relay (approvals, acting remotes); where its
+//! trace events go besides standard output: the sidecar at the plan's `sidecarUrl` (or
+//! [`SIDECAR_URL_ENV`]), with the run token of the [`TOKEN_FILE`] next to the plan.
 
 use super::Prepared;
 use crate::pinstore::FixedPins;
@@ -16,6 +18,18 @@ use std::path::{Path, PathBuf};
 
 /// The largest plan document read (a Secret holds at most 1 MiB).
 pub const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+
+/// The file next to `plan.json` in the plan Secret that holds the run-scoped token the sidecar
+/// takes events with (the operator's `TOKEN_KEY`).
+pub const TOKEN_FILE: &str = "token";
+
+/// When set (and not empty), the sidecar URL a pod run posts its events to instead of the
+/// plan's `sidecarUrl`: for test and dev setups where the in-cluster Service name does not
+/// resolve.
+pub const SIDECAR_URL_ENV: &str = "ORRERY_SIDECAR_URL";
+
+/// The largest token file read (a run token is a JWT of a few hundred bytes).
+const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
 /// Why a plan document cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +87,17 @@ pub enum PlanFileError {
         /// The I/O error.
         reason: String,
     },
+    /// The token file next to the plan is there but cannot be used (its content is never shown).
+    #[error(
+        "{}: cannot use the run token: {reason}; the operator writes it as the `token` key of the run's plan Secret",
+        path.display()
+    )]
+    Token {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The composition snapshot does not validate against the entries the plan carries.
     #[error("the plan's composition does not validate: {0}")]
     Invalid(String),
@@ -126,6 +151,44 @@ pub fn read_plan_input(plan: &Path) -> Result<String, PlanFileError> {
         path,
         reason: e.to_string(),
     })
+}
+
+/// The run token: the [`TOKEN_FILE`] next to the plan, trimmed. `None` when there is no such
+/// file (a pod-mode run outside a cluster: events go to standard output only).
+pub fn read_plan_token(plan: &Path) -> Result<Option<String>, PlanFileError> {
+    let path = plan
+        .parent()
+        .map_or_else(|| PathBuf::from(TOKEN_FILE), |dir| dir.join(TOKEN_FILE));
+    let failed = |reason: String| PlanFileError::Token {
+        path: path.clone(),
+        reason,
+    };
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(failed(e.to_string())),
+    };
+    let mut text = String::new();
+    file.take(MAX_TOKEN_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| failed(e.to_string()))?;
+    if text.len() as u64 > MAX_TOKEN_BYTES {
+        return Err(failed(format!("the file is over {MAX_TOKEN_BYTES} bytes")));
+    }
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(failed("the file is empty".into()));
+    }
+    Ok(Some(token.to_owned()))
+}
+
+/// Where a pod run posts its events: [`SIDECAR_URL_ENV`] when set, else the plan's
+/// `sidecarUrl`.
+pub fn sidecar_url(document: &PlanDocument) -> String {
+    match std::env::var(SIDECAR_URL_ENV) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => document.sidecar_url.clone(),
+    }
 }
 
 /// The document's composition, validated again with the one validator against the entries
