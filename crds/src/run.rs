@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
     printcolumn = r#"{"name":"Tokens","type":"integer","jsonPath":".status.totals.tokens"}"#,
     printcolumn = r#"{"name":"Owner","type":"string","jsonPath":".spec.owner"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    validation = kube::core::Rule::new("!has(oldSelf.status) || !has(oldSelf.status.decisions) || (has(self.status) && has(self.status.decisions))").message("status.decisions is append-only: a decision cannot be removed").field_path(".status.decisions")
+    // Rule 4.24, with the status-level rule on `decisions`: this one covers the writes that
+    // rule cannot see (a status written for the first time, a status removed).
+    validation = kube::core::Rule::new("!has(oldSelf.status) ? (!has(self.status) || !has(self.status.decisions) || size(self.status.decisions) <= 1) : (has(self.status) || !has(oldSelf.status.decisions) || size(oldSelf.status.decisions) == 0)").message("status.decisions is append-only: a write may add at most one decision and never removes the decisions made").field_path(".status.decisions")
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -155,10 +157,14 @@ impl RunPhase {
 /// Observed state of a StudioRun.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// Rule 4.24: a write leaves `decisions` as it was or appends exactly one decision at the end,
+// the earlier ones unchanged and in order; the list stays atomic (no list-type), so `==` and
+// `+` are order-exact. It binds everyone, the operator included; who may append what is the
+// admission policy's (`deploy/policies/`).
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "!has(oldSelf.decisions) || (has(self.decisions) && self.decisions.size() >= oldSelf.decisions.size() && oldSelf.decisions.all(o, self.decisions.exists(n, n == o)))",
+    {"rule": "!has(self.decisions) ? (!has(oldSelf.decisions) || size(oldSelf.decisions) == 0) : !has(oldSelf.decisions) ? size(self.decisions) <= 1 : (self.decisions == oldSelf.decisions || (size(self.decisions) == size(oldSelf.decisions) + 1 && oldSelf.decisions + [self.decisions[size(self.decisions) - 1]] == self.decisions))",
      "fieldPath": ".decisions",
-     "message": "status.decisions is append-only: add new decisions at the end, never change or remove one"}
+     "message": "status.decisions is append-only: a write may append exactly one decision at the end and must leave the earlier ones unchanged and in order"}
 ]))]
 pub struct StudioRunStatus {
     /// The generation the status was computed for.
@@ -193,16 +199,24 @@ pub struct StudioRunStatus {
     /// Trace events dropped past the per-run cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events_dropped: Option<i64>,
-    /// Decisions the run is waiting for. The text itself is never stored here.
+    /// Decisions the run is waiting for (at most 12: a run asks at most 12 times). The text
+    /// itself is never stored here. An entry is removed when it is settled or expires, so a
+    /// decision naming an expired approval names nothing pending and is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
+    #[schemars(
+        length(max = 12),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"])
+    )]
     pub pending_approvals: Vec<PendingApproval>,
-    /// Decisions made, append-only (the apiserver refuses changing or removing one). Approvers
-    /// append here with `kubectl patch --subresource=status --type=json` and an `add` to
-    /// `/status/decisions/-`. `decidedBy` is not trusted as written: the operator's admission
-    /// policy sets or checks it against the requester.
+    /// Decisions made, append-only: a write leaves them as they were or appends exactly one at
+    /// the end (the apiserver refuses reordering, changing, removing or adding several). The
+    /// owner or an approver appends one with `kubectl patch studiorun NAME --subresource=status
+    /// --type=json -p '[{"op":"add","path":"/status/decisions/-","value":{...}}]'` (the list
+    /// defaults to empty, so the first `add` works too). The admission policy
+    /// (`deploy/policies/`) lets only a person who is the owner or an approver append, once per
+    /// pending approval, with `decidedBy` their own user name and, to approve, its digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), extend("default" = []))]
     pub decisions: Vec<Decision>,
     /// Why the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -305,8 +319,8 @@ pub struct Decision {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub comment: Option<String>,
-    /// Who decided. Not trusted as written: only the operator's admission policy (which sets
-    /// or checks it against the requester) or the runner's sidecar makes it authoritative.
+    /// Who decided: the user name of the person appending the decision. The admission policy
+    /// (`deploy/policies/`) refuses a decision whose `decidedBy` is not the requester's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub decided_by: Option<String>,
