@@ -54,6 +54,10 @@ pub mod reasons {
     /// A run needs the sidecar's relay (human approval, acting remotes), which this deployment
     /// does not have.
     pub const NEEDS_SIDECAR: &str = "NeedsSidecar";
+    /// A run whose owner is not a person (a service account, e.g. a GitOps pipeline) names no
+    /// approvers, but its composition can ask a person (a HumanApproval node, an A2A tool):
+    /// nobody could decide, so it is refused before it starts (rule 4.54).
+    pub const APPROVERS_REQUIRED: &str = "ApproversRequired";
     /// A run waits for a free slot under a concurrency limit.
     pub const QUEUED: &str = "Queued";
     /// A run is executing in its runner pod.

@@ -11,7 +11,7 @@ use orrery_crds::budget::{BudgetKey, BudgetLimits, Budgets};
 use orrery_crds::common::ConditionStatus;
 use orrery_crds::composition::NodeKind;
 use orrery_crds::conditions::READY;
-use orrery_crds::plan::Plan;
+use orrery_crds::plan::{Plan, ToolKind};
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RunPhase;
 use orrery_crds::{CompositionSpec, StudioRun};
@@ -81,6 +81,54 @@ pub fn needs_relay(plan: &Plan) -> Option<String> {
         format!(
             "the composition has {}, which need a person's decision through the sidecar; this deployment runs no sidecar yet",
             why.join(" and ")
+        )
+    })
+}
+
+/// Whether `user` is a person: a user name not starting with `system:` (service accounts are
+/// `system:serviceaccount:<namespace>:<name>`), as the admission policies of
+/// `deploy/policies/` tell them apart.
+fn is_person(user: &str) -> bool {
+    !user.starts_with("system:")
+}
+
+/// Why a run must name approvers and names none, or `None`: its owner is not a person (a
+/// service account, e.g. a GitOps pipeline), so only `spec.approvers` could decide, and its
+/// plan can ask a person: a HumanApproval node, or an A2A tool (a remote may ask a question, an
+/// acting one asks for confirmation). Rule 4.54: the create policy refuses such a run when its
+/// composition is inline; this catches one naming a Composition, which the policy cannot see.
+pub fn needs_approvers(run: &StudioRun, plan: &Plan) -> Option<String> {
+    let owner = run.spec.owner.as_str();
+    let approvers = run.spec.approvers.as_ref();
+    let named =
+        approvers.is_some_and(|a| a.users.iter().any(|u| is_person(u)) || !a.groups.is_empty());
+    if is_person(owner) || named {
+        return None;
+    }
+    let approvals: Vec<&str> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::HumanApproval)
+        .map(|n| n.id.as_str())
+        .collect();
+    let remotes: Vec<&str> = plan
+        .nodes
+        .iter()
+        .flat_map(|n| n.tools.iter())
+        .filter(|t| t.kind == ToolKind::A2a)
+        .map(|t| t.reference.as_str())
+        .collect();
+    let mut asks = Vec::new();
+    if !approvals.is_empty() {
+        asks.push(format!("HumanApproval node(s) {}", approvals.join(", ")));
+    }
+    if !remotes.is_empty() {
+        asks.push(format!("A2A tool(s) {}", remotes.join(", ")));
+    }
+    (!asks.is_empty()).then(|| {
+        format!(
+            "the run's owner {owner} is not a person and can never decide, but the composition can ask a person ({}) and the run names no approvers: name the people who decide in spec.approvers.users or spec.approvers.groups and create the run again",
+            asks.join(" and ")
         )
     })
 }
@@ -629,6 +677,65 @@ mod tests {
             "restricted"
         )])));
         assert!(!enforces_restricted(&Namespace::default()));
+    }
+
+    #[test]
+    fn a_service_account_run_that_can_ask_a_person_needs_approvers_and_a_persons_run_does_not_rule_4_54()
+     {
+        use orrery_crds::plan::PlannedTool;
+        use orrery_crds::run::Approvers;
+        let config = config("");
+        let plain = document(&config).plan;
+        let mut approval = plain.clone();
+        approval.nodes[1].kind = NodeKind::HumanApproval;
+        let mut remote = plain.clone();
+        remote.nodes[1].tools.push(PlannedTool {
+            reference: "a2a:desk.ask".into(),
+            kind: ToolKind::A2a,
+            entry: "desk".into(),
+            remote_name: "ask".into(),
+            model_name: "a2a_desk_ask".into(),
+            acting: false,
+        });
+        let sa = "system:serviceaccount:team:pipeline";
+        let owned = |owner: &str, approvers: Option<Approvers>| {
+            let mut r = run("r");
+            r.spec.owner = owner.into();
+            r.spec.approvers = approvers;
+            r
+        };
+        let users = |u: &[&str]| {
+            Some(Approvers {
+                users: u.iter().map(|s| (*s).to_owned()).collect(),
+                groups: Vec::new(),
+            })
+        };
+        let groups = Some(Approvers {
+            users: Vec::new(),
+            groups: vec!["release-managers".into()],
+        });
+
+        let why = needs_approvers(&owned(sa, None), &approval).unwrap_or_default();
+        assert_eq!(
+            why,
+            format!(
+                "the run's owner {sa} is not a person and can never decide, but the composition can ask a person (HumanApproval node(s) write) and the run names no approvers: name the people who decide in spec.approvers.users or spec.approvers.groups and create the run again"
+            )
+        );
+        let why = needs_approvers(&owned(sa, None), &remote).unwrap_or_default();
+        assert!(why.contains("(A2A tool(s) a2a:desk.ask)"), "{why}");
+        // Approvers that are not people do not count; an empty list is none.
+        let bots = users(&["system:serviceaccount:team:bot"]);
+        assert!(needs_approvers(&owned(sa, bots), &approval).is_some());
+        assert!(needs_approvers(&owned(sa, users(&[])), &approval).is_some());
+        // Neighbours: named approvers, a person's run, a plan that asks nobody.
+        assert_eq!(
+            needs_approvers(&owned(sa, users(&["alice"])), &approval),
+            None
+        );
+        assert_eq!(needs_approvers(&owned(sa, groups), &remote), None);
+        assert_eq!(needs_approvers(&owned("jane", None), &approval), None);
+        assert_eq!(needs_approvers(&owned(sa, None), &plain), None);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! compiled into the plan document its pod executes. Pure: the reconciler reads the objects and
 //! acts on the answer.
 
-use super::admission::{EntryReadiness, apply_budget_overrides, entries_readiness, needs_relay};
+use super::admission::{
+    EntryReadiness, apply_budget_overrides, entries_readiness, needs_approvers, needs_relay,
+};
 use super::builders::{PlanDocument, plan_document};
 use crate::composition::status::{registry_view, spec_digest};
 use crate::config::Config;
@@ -88,8 +90,9 @@ fn missing_entries(spec: &CompositionSpec, entries: &[RegistryEntry]) -> Vec<Str
 }
 
 /// Checks `run` against `source` and the namespace's `entries` under `config`, in the order a
-/// person fixes things: the input, the budget overrides, the composition's validity, the relay
-/// it would need, its entries' readiness, the endpoints its NetworkPolicy must name.
+/// person fixes things: the input, the budget overrides, the composition's validity, the
+/// approvers it must name (rule 4.54), the relay it would need, its entries' readiness, the
+/// endpoints its NetworkPolicy must name.
 pub fn prepare(
     run: &StudioRun,
     source: Source,
@@ -137,6 +140,12 @@ pub fn prepare(
             ));
         }
     };
+    if let Some(why) = needs_approvers(run, &plan) {
+        return Ok(refused(
+            reasons::APPROVERS_REQUIRED,
+            format!("{what}: {why}"),
+        ));
+    }
     if let Some(why) = needs_relay(&plan) {
         return Ok(refused(reasons::NEEDS_SIDECAR, why));
     }
@@ -266,8 +275,18 @@ mod tests {
             "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: gpt, instruction: do}, \
              {id: b, kind: HumanApproval, prompt: ok?}], edges: [{from: a, to: b}]}",
         );
-        let (reason, _) = refusal(outcome(&run("r"), approval, &ready_entries));
+        let (reason, _) = refusal(outcome(&run("r"), approval.clone(), &ready_entries));
         assert_eq!(reason, reasons::NEEDS_SIDECAR);
+
+        // Owned by a service account naming no approvers, it is refused for that first.
+        let mut pipeline = run("r");
+        pipeline.spec.owner = "system:serviceaccount:team:pipeline".into();
+        let (reason, message) = refusal(outcome(&pipeline, approval, &ready_entries));
+        assert_eq!(reason, reasons::APPROVERS_REQUIRED);
+        assert!(
+            message.starts_with("Composition notes (revision 2): the run's owner system:serviceaccount:team:pipeline is not a person"),
+            "{message}"
+        );
 
         let later = source(
             "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: not-yet, instruction: do}]}",
