@@ -14,7 +14,10 @@
 //! Exit: SIGTERM or SIGINT stops accepting new reconciles, lets the ones in flight finish,
 //! releases the Lease (a standby takes over at once) and exits 0; a second signal exits 1 at
 //! once. A leader that loses the Lease stops its controllers at once and exits 1 (its
-//! Deployment restarts it as a candidate). `sidecar` is the next issue.
+//! Deployment restarts it as a candidate).
+//!
+//! `sidecar --config FILE` serves runners' trace events and the run API (see
+//! [`orrery_operator::sidecar`]).
 
 use anyhow::Context as _;
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -46,8 +49,51 @@ enum Command {
     /// only the holder runs them; the others wait as standbys. SIGTERM/SIGINT: finish the
     /// reconciles in flight, release the Lease, exit 0.
     Controller(ControllerArgs),
-    /// The sidecar (run API, trace stream, approvals, console): not part of this release.
-    Sidecar,
+    /// The sidecar: stores runners' trace events and serves the run API (events as SSE with
+    /// resume, or JSON pages) to the runs' owners and approvers, acting with each caller's own
+    /// bearer token. SIGTERM/SIGINT: end open streams, finish requests in flight, exit 0.
+    Sidecar(SidecarArgs),
+}
+
+#[derive(Debug, Args)]
+struct SidecarArgs {
+    /// The deployment config (YAML), the same file the controller reads; the sidecar uses
+    /// runToken.verifyingKeyFile and runToken.audience, and listens on sidecar.targetPort.
+    #[arg(long, value_name = "FILE")]
+    config: String,
+
+    /// Where to serve the API, /healthz and /readyz [default: 0.0.0.0:<sidecar.targetPort of
+    /// the config>, what runner pods are allowed to reach].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+
+    /// The event store: `sqlite:/PATH` (a file on a volume; created if missing) or
+    /// `postgres://USER:PASSWORD@HOST/DB` (several replicas share it). Pass a URL with a
+    /// password through the environment (from a Secret), not the command line.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ORRERY_STORE_URL",
+        hide_env_values = true,
+        default_value = "sqlite:/var/lib/orrery/events.db"
+    )]
+    store: String,
+
+    /// Event streams one person may hold open at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    max_streams_per_person: usize,
+
+    /// Event batches stored at once; past it runners are told to retry (429).
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    ingest_concurrency: usize,
+
+    /// Runs one person may start through the API per minute (429 past it).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    starts_per_minute: u32,
+
+    /// Decisions one person may make through the API per minute (429 past it).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    decisions_per_minute: u32,
 }
 
 #[derive(Debug, Args)]
@@ -164,14 +210,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Sidecar => {
-            eprintln!(
-                "orrery-operator sidecar: the sidecar (run API, trace stream, approvals, console) \
-                 is the next issue and is not in this build; run `orrery-operator controller \
-                 --config FILE` for the controllers"
-            );
-            ExitCode::from(2)
-        }
+        Command::Sidecar(args) => match sidecar(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("orrery-operator sidecar: {e:#}");
+                ExitCode::from(1)
+            }
+        },
     }
 }
 
@@ -197,6 +242,48 @@ fn signals() -> anyhow::Result<watch::Receiver<bool>> {
         std::process::exit(1);
     });
     Ok(rx)
+}
+
+/// Runs the sidecar process until SIGTERM/SIGINT.
+fn sidecar(args: SidecarArgs) -> anyhow::Result<ExitCode> {
+    use orrery_operator::sidecar::SidecarSettings;
+    use orrery_operator::sidecar::process::{Bound, verifier_from_config};
+    let config = Config::load(&args.config)?;
+    let verifier = verifier_from_config(&args.config, &config)?;
+    let listen = args
+        .listen
+        .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], config.sidecar.pod_port())));
+    let settings = SidecarSettings {
+        max_streams_per_person: args.max_streams_per_person,
+        ingest_concurrency: args.ingest_concurrency,
+        starts_per_minute: args.starts_per_minute,
+        decisions_per_minute: args.decisions_per_minute,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let stop = signals()?;
+        let kube_config = kube::Config::infer().await.context(
+            "reading the cluster's config (KUBECONFIG, ~/.kube/config or the in-cluster config): \
+             the sidecar acts for callers on that cluster",
+        )?;
+        let bound = Bound::start(
+            listen,
+            &args.store,
+            verifier,
+            kube_config,
+            Arc::new(config),
+            &settings,
+        )
+        .await?;
+        eprintln!(
+            "orrery-operator sidecar: serving on http://{} (store: {:?})",
+            bound.address(),
+            bound.sidecar.store
+        );
+        bound.serve(stopping(stop)).await.context("serving")?;
+        eprintln!("orrery-operator sidecar: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// Resolves once a stop signal came.
@@ -520,7 +607,7 @@ mod tests {
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).expect("the flags parse").command {
             Command::Controller(args) => args,
-            Command::Sidecar => panic!("`controller` parsed as `sidecar`"),
+            Command::Sidecar(_) => panic!("`controller` parsed as `sidecar`"),
         }
     }
 

@@ -9,5 +9,6 @@ pub mod operator_fixture;
 pub mod operator_identity;
 pub mod pod_executor;
 pub mod postgres;
+pub mod sidecar_fixture;
 pub mod stub_model;
 pub mod testenv;

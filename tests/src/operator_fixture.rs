@@ -21,6 +21,13 @@ MC4CAQAwBQYDK2VwBCIEIJCA/XvmXjIkkujgD5y+mEEiluJLgK2GY7INN0Y0w8Jx
 -----END PRIVATE KEY-----
 ";
 
+/// The public half of [`TEST_SIGNING_KEY`] (`openssl pkey -pubout`): what the sidecar verifies
+/// run tokens with.
+pub const TEST_VERIFYING_KEY: &str = "-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEAFJk0wXQcho2hsS5lUbOmUgumJxU/jpsgM298EsA/3DU=
+-----END PUBLIC KEY-----
+";
+
 /// The image the pod executor maps to the `orrery` binary.
 pub const RUNNER_IMAGE: &str = "orrery/runner:dev";
 
@@ -31,11 +38,14 @@ pub fn test_signer() -> Result<Arc<RunTokenSigner>> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// `examples/operator/config.yaml` with the runner image set to [`RUNNER_IMAGE`].
+/// `examples/operator/config.yaml` with the runner image set to [`RUNNER_IMAGE`] and runners
+/// posting their events to the test binary's shared sidecar
+/// ([`crate::sidecar_fixture::shared`]).
 pub fn test_config() -> Result<Config> {
     let path = workspace_root().join("examples/operator/config.yaml");
     let mut config = Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))?;
     config.runner.image = RUNNER_IMAGE.to_owned();
+    config.sidecar.url = Some(crate::sidecar_fixture::shared()?.url.clone());
     Ok(config)
 }
 

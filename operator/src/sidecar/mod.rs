@@ -1,6 +1,415 @@
 //! The sidecar (`orrery-operator sidecar`): what runners, the console, approvers and scripts
-//! talk to. It stores each run's trace events ([`store`]) and serves them.
+//! talk to, beside the controller in the operator's pod (same image, second container).
 //!
 //! - [`store`]: the event store: SQLite by default, PostgreSQL when several replicas serve.
+//! - [`ingest`]: `POST /internal/v1/runs/{uid}/events`, a runner's events, with its run token.
+//! - [`events`]: `GET /api/v1/runs/{namespace}/{name}/events`, SSE with resume, or JSON pages.
+//! - [`api`]: the rest of `/api/v1` (identity, schema, validate, compositions, registry, runs:
+//!   list, get, start, cancel), each with the caller's own token.
+//! - [`limits`]: per-person rate limits on starts and decisions.
+//! - [`process`]: the sidecar as a process (store, listener, PostgreSQL wakes, retention).
+//! - [`caller`]: who calls (SelfSubjectReview with the caller's own token) and whether they
+//!   may see a run (a `get` with that token, then the owner/approver rule).
+//! - [`hub`]: waking this process's followers of a run.
+//! - [`problem`]: every error reply (`loc`, `code`, `message`).
+//!
+//! Every reply carries security headers ([`security_headers`]); `/healthz` and `/readyz` serve
+//! the kubelet's probes.
 
+pub mod api;
+pub mod caller;
+pub mod events;
+pub mod hub;
+pub mod ingest;
+pub mod limits;
+pub mod problem;
+pub mod process;
 pub mod store;
+
+use crate::run::token::RunTokenVerifier;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use caller::{Caller, Callers};
+use events::StreamLimits;
+use hub::Hub;
+use problem::Problem;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use store::Store;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// What a deployment may tune.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SidecarSettings {
+    /// Event streams one person may hold open at once (rule 10.36: 4).
+    pub max_streams_per_person: usize,
+    /// Batches stored at once; past it runners get 429 and retry.
+    pub ingest_concurrency: usize,
+    /// Runs one person may start per minute.
+    pub starts_per_minute: u32,
+    /// Decisions one person may make per minute.
+    pub decisions_per_minute: u32,
+}
+
+impl Default for SidecarSettings {
+    fn default() -> Self {
+        SidecarSettings {
+            max_streams_per_person: 4,
+            ingest_concurrency: 32,
+            starts_per_minute: 30,
+            decisions_per_minute: 30,
+        }
+    }
+}
+
+/// The sidecar's shared state.
+pub struct Sidecar {
+    /// The event store.
+    pub store: Store,
+    /// Live followers.
+    pub hub: Hub,
+    /// Checks run tokens.
+    pub verifier: RunTokenVerifier,
+    /// Makes callers from bearer tokens.
+    pub callers: Callers,
+    /// Open streams per person.
+    pub streams: StreamLimits,
+    /// Starts and decisions per person.
+    pub limits: limits::Limits,
+    /// The deployment config (limits, ceilings, approval timeout).
+    pub config: Arc<crate::Config>,
+    /// Back-pressure on ingest.
+    pub ingest_slots: Semaphore,
+    /// Cancelled on shutdown: open streams end.
+    pub shutdown: CancellationToken,
+    ingested: AtomicU64,
+}
+
+impl std::fmt::Debug for Sidecar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sidecar")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sidecar {
+    /// A sidecar over `store`, verifying run tokens with `verifier`, acting for callers on the
+    /// cluster of `kube_config` (its own credentials are never lent to a caller).
+    pub fn new(
+        store: Store,
+        verifier: RunTokenVerifier,
+        kube_config: kube::Config,
+        config: Arc<crate::Config>,
+        settings: &SidecarSettings,
+    ) -> Sidecar {
+        Sidecar {
+            store,
+            hub: Hub::new(),
+            verifier,
+            callers: Callers::new(kube_config),
+            streams: StreamLimits::new(settings.max_streams_per_person.max(1)),
+            limits: limits::Limits::new(
+                limits::PerMinute(settings.starts_per_minute),
+                limits::PerMinute(settings.decisions_per_minute),
+            ),
+            config,
+            ingest_slots: Semaphore::new(settings.ingest_concurrency.max(1)),
+            shutdown: CancellationToken::new(),
+            ingested: AtomicU64::new(0),
+        }
+    }
+
+    /// The caller of a request: its bearer token, identified by the cluster.
+    pub async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
+        let token = ingest::bearer(headers).ok_or_else(|| {
+            Problem::unauthenticated(
+                "no bearer token: send `Authorization: Bearer <token>` with a token the cluster accepts (`kubectl create token`, your OIDC id token)",
+            )
+        })?;
+        self.callers.identify(token).await
+    }
+
+    fn metrics_ingested(&self, stored: u64) {
+        self.ingested.fetch_add(stored, Ordering::Relaxed);
+    }
+
+    /// Events stored by this process since it started.
+    pub fn ingested(&self) -> u64 {
+        self.ingested.load(Ordering::Relaxed)
+    }
+}
+
+/// Every route of the sidecar.
+pub fn router(sidecar: Arc<Sidecar>) -> Router {
+    Router::new()
+        .route(
+            orrery_crds::events::ingest::INGEST_ROUTE,
+            post(ingest::ingest),
+        )
+        .route("/api/v1/me", get(api::me))
+        .route("/api/v1/schema", get(api::schema))
+        .route(
+            "/api/v1/namespaces/{namespace}/validate",
+            post(api::validate_spec),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/compositions",
+            get(api::list_compositions),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/compositions/{name}",
+            get(api::get_composition),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/registry",
+            get(api::registry),
+        )
+        .route(
+            "/api/v1/runs/{namespace}",
+            get(api::list_runs).post(api::start_run),
+        )
+        .route("/api/v1/runs/{namespace}/{name}", get(api::get_run))
+        .route(
+            "/api/v1/runs/{namespace}/{name}/cancel",
+            post(api::cancel_run),
+        )
+        .route(
+            "/api/v1/runs/{namespace}/{name}/events",
+            get(events::events),
+        )
+        .route("/api/v1/openapi.json", get(openapi))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .fallback(|| async {
+            Problem::not_found("no such endpoint; the API is under /api/v1 (docs/sidecar-api.md)")
+        })
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(sidecar)
+}
+
+/// The API's OpenAPI document (`docs/openapi.json`, checked in; a test keeps it in step with
+/// the routes).
+pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
+
+async fn openapi() -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        OPENAPI,
+    )
+        .into_response()
+}
+
+async fn readyz(State(sidecar): State<Arc<Sidecar>>) -> Response {
+    match sidecar.store.last_seq("").await {
+        Ok(_) if !sidecar.shutdown.is_cancelled() => (StatusCode::OK, "ok").into_response(),
+        Ok(_) => (StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the event store cannot be read: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+/// The headers every reply carries: no sniffing, no framing, no referrer, no caching of
+/// what a person may see, and a CSP that allows nothing (the API serves no page).
+pub async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; frame-ancestors 'none'",
+        ),
+    ];
+    for (name, value) in set {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// Serves `router(sidecar)` on `listener` until `shutdown` resolves; then open event streams
+/// end (the shutdown token), requests in flight finish, and the function returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    sidecar: Arc<Sidecar>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let token = sidecar.shutdown.clone();
+    tokio::spawn({
+        let token = token.clone();
+        async move {
+            shutdown.await;
+            token.cancel();
+        }
+    });
+    let app = router(sidecar);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { token.cancelled().await })
+        .await
+}
+
+/// One line on standard error.
+pub(crate) fn log(line: &str) {
+    eprintln!("orrery-operator sidecar: {line}");
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{Method, Request};
+    use tower::ServiceExt;
+
+    const PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
+-----END PUBLIC KEY-----
+";
+
+    async fn sidecar() -> Arc<Sidecar> {
+        let store = Store::open("sqlite::memory:").await.expect("store");
+        let verifier =
+            RunTokenVerifier::from_public_pem(PUBLIC.as_bytes(), "orrery-sidecar").expect("key");
+        let kube = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
+        let config = crate::Config::parse(
+            "c.yaml",
+            "apiVersion: config.studio.orrery.dev/v1alpha1\nkind: OperatorConfig\nrunner: {image: 'o:1'}\nsidecar: {namespace: s, serviceName: s, port: 8080}\nrunToken: {signingKeyFile: k}\n",
+        )
+        .expect("config");
+        Arc::new(Sidecar::new(
+            store,
+            verifier,
+            kube,
+            Arc::new(config),
+            &SidecarSettings::default(),
+        ))
+    }
+
+    /// The paths and methods of the checked-in OpenAPI document.
+    fn documented() -> Vec<(Method, String)> {
+        let doc: serde_json::Value =
+            serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        let mut out = Vec::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                out.push((method.to_uppercase().parse().expect("method"), path.clone()));
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn every_documented_endpoint_is_served_and_every_served_one_is_documented() {
+        let app = router(sidecar().await);
+        let documented = documented();
+        for (method, path) in &documented {
+            let concrete = path
+                .replace("{namespace}", "ns")
+                .replace("{name}", "r")
+                .replace("{uid}", "u");
+            let response = app
+                .clone()
+                .oneshot(
+                    Request::builder()
+                        .method(method.clone())
+                        .uri(&concrete)
+                        .body(Body::empty())
+                        .expect("request"),
+                )
+                .await
+                .expect("response");
+            let status = response.status();
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .expect("body");
+            let text = String::from_utf8_lossy(&body);
+            assert!(
+                !text.contains("no such endpoint"),
+                "{method} {path} is not served"
+            );
+            if path.starts_with("/api/v1/") && path != "/api/v1/openapi.json"
+                || path.starts_with("/internal/")
+            {
+                assert_eq!(
+                    status,
+                    StatusCode::UNAUTHORIZED,
+                    "{method} {path} needs a token"
+                );
+            }
+        }
+        let source = include_str!("mod.rs");
+        let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+        let served: Vec<&str> = code
+            .split(".route(")
+            .skip(1)
+            .filter_map(|rest| rest.trim_start().strip_prefix('"'))
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert!(served.len() >= 10, "{served:?}");
+        for path in served {
+            assert!(
+                documented.iter().any(|(_, p)| p == path),
+                "{path} is served but missing from docs/openapi.json"
+            );
+        }
+        assert!(
+            documented
+                .iter()
+                .any(|(_, p)| p == orrery_crds::events::ingest::INGEST_ROUTE),
+            "the ingest route is documented"
+        );
+    }
+
+    #[tokio::test]
+    async fn every_reply_carries_the_security_headers_and_errors_are_json_with_a_code() {
+        let app = router(sidecar().await);
+        let response = app
+            .oneshot(
+                Request::builder()
+                    .uri("/api/v1/nowhere")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let headers = response.headers().clone();
+        for (name, value) in [
+            ("x-content-type-options", "nosniff"),
+            ("x-frame-options", "DENY"),
+            ("referrer-policy", "no-referrer"),
+            ("cache-control", "no-store"),
+            (
+                "content-security-policy",
+                "default-src 'none'; frame-ancestors 'none'",
+            ),
+        ] {
+            assert_eq!(
+                headers.get(name).map(|v| v.to_str().unwrap()),
+                Some(value),
+                "{name}"
+            );
+        }
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        let error: orrery_crds::events::ingest::ApiError =
+            serde_json::from_slice(&body).expect("an ApiError");
+        assert_eq!(error.code, problem::codes::NOT_FOUND);
+    }
+}

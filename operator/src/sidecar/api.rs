@@ -1,0 +1,381 @@
+//! The run API under `/api/v1` that reads and writes what the apiserver holds, always with the
+//! caller's own token (the sidecar holds no more power than its caller; RBAC and the admission
+//! policies decide):
+//!
+//! - `GET /api/v1/me`: who the cluster says the caller is.
+//! - `GET /api/v1/schema`: the Composition spec's JSON Schema, the trace-event schema, the
+//!   capabilities and the budget ceilings of this deployment.
+//! - `POST /api/v1/namespaces/{ns}/validate`: the one validator, against the RegistryEntries of
+//!   the namespace the caller may read.
+//! - `GET /api/v1/namespaces/{ns}/compositions[/{name}]`, `GET /api/v1/namespaces/{ns}/registry`.
+//! - `GET /api/v1/runs/{ns}`, `GET /api/v1/runs/{ns}/{name}`, `POST /api/v1/runs/{ns}`,
+//!   `POST /api/v1/runs/{ns}/{name}/cancel`.
+
+use super::Sidecar;
+use super::caller::{Caller, cluster_problem, owns_or_approves, run_for_owner_or_approver};
+use super::problem::{Problem, body_loc};
+use crate::composition::status::registry_view;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource};
+use orrery_crds::capabilities::Capabilities;
+use orrery_crds::run::{Approvers, CompositionRef};
+use orrery_crds::validate::validate;
+use orrery_crds::{Budgets, Composition, CompositionSpec, RegistryEntry, StudioRun, StudioRunSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `GET /api/v1/me`.
+pub async fn me(
+    State(sidecar): State<Arc<Sidecar>>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    Ok(Json(json!({
+        "username": caller.username,
+        "groups": caller.groups,
+        "person": !caller.is_service_account(),
+    })))
+}
+
+/// `GET /api/v1/schema`: public to every authenticated caller (it says what this deployment
+/// runs, nothing about anyone's runs).
+pub async fn schema(
+    State(sidecar): State<Arc<Sidecar>>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    sidecar.caller(&headers).await?;
+    let limits = sidecar.config.deployment_limits();
+    Ok(Json(json!({
+        "composition": orrery_crds::schema::composition_spec_schema(),
+        "events": orrery_crds::events::schema(),
+        "capabilities": Capabilities::for_limits(&limits),
+        "budgetCeilings": limits.ceilings,
+        "approvalTimeoutSeconds": sidecar.config.approval_timeout_seconds,
+    })))
+}
+
+/// The entries of `namespace` the caller may read.
+async fn entries(caller: &Caller, namespace: &str) -> Result<Vec<RegistryEntry>, Problem> {
+    Api::<RegistryEntry>::namespaced(caller.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| cluster_problem(&e, &format!("registryentries in {namespace}")))
+}
+
+/// A JSON body, with a bad field named at its path (422).
+fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            super::problem::codes::INVALID,
+            format!("{}", e.inner()),
+        )
+        .at(body_loc(&e.path().to_string()))
+    })
+}
+
+/// The body of `validate`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValidateRequest {
+    /// The composition's spec.
+    pub spec: CompositionSpec,
+}
+
+/// `POST /api/v1/namespaces/{ns}/validate`: `{"valid", "errors", "warnings"}` (200 whatever
+/// the verdict; 422 only when the body is not a spec at all).
+pub async fn validate_spec(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let request: ValidateRequest = parse_body(&body)?;
+    let entries = entries(&caller, &namespace).await?;
+    let validation = validate(
+        &request.spec,
+        &registry_view(&entries),
+        &sidecar.config.deployment_limits(),
+    );
+    Ok(Json(json!({
+        "valid": validation.is_valid(),
+        "errors": validation.errors,
+        "warnings": validation.warnings,
+    })))
+}
+
+/// Drops what no reader needs (managedFields) from an object the apiserver returned.
+fn tidy<K: Serialize>(object: &K) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    value
+}
+
+/// `GET /api/v1/namespaces/{ns}/compositions`.
+pub async fn list_compositions(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let list = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| cluster_problem(&e, &format!("compositions in {namespace}")))?;
+    let items: Vec<Value> = list.items.iter().map(tidy).collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+/// `GET /api/v1/namespaces/{ns}/compositions/{name}`.
+pub async fn get_composition(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path((namespace, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let composition = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
+        .get(&name)
+        .await
+        .map_err(|e| cluster_problem(&e, &format!("composition {namespace}/{name}")))?;
+    Ok(Json(tidy(&composition)))
+}
+
+/// `GET /api/v1/namespaces/{ns}/registry`: each entry's kind, endpoint, readiness, pins and
+/// tools, and its error, as the console's registry view shows them.
+pub async fn registry(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let entries = entries(&caller, &namespace).await?;
+    let items: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let status = e.status.as_ref();
+            let ready = status.and_then(|s| crate::kstatus::find(&s.conditions, "Ready"));
+            json!({
+                "name": e.metadata.name,
+                "spec": e.spec,
+                "ready": ready.map(|c| c.status == orrery_crds::ConditionStatus::True),
+                "reason": ready.map(|c| c.reason.clone()),
+                "message": ready.map(|c| c.message.clone()),
+                "status": status,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+/// The query of the run list.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsQuery {
+    /// Only runs of this Composition.
+    pub composition: Option<String>,
+}
+
+/// `GET /api/v1/runs/{ns}`: the runs of the namespace the caller owns or approves, newest
+/// first, optionally of one composition.
+pub async fn list_runs(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(namespace): Path<String>,
+    query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let Query(query) = query.map_err(|e| {
+        Problem::invalid(
+            vec!["query".into()],
+            format!("{}; the one parameter is `composition`", e.body_text()),
+        )
+    })?;
+    let caller = sidecar.caller(&headers).await?;
+    let list = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| cluster_problem(&e, &format!("studioruns in {namespace}")))?;
+    let mut runs: Vec<&StudioRun> = list
+        .items
+        .iter()
+        .filter(|r| owns_or_approves(r, &caller))
+        .filter(|r| match &query.composition {
+            Some(c) => r
+                .spec
+                .composition_ref
+                .as_ref()
+                .is_some_and(|x| &x.name == c),
+            None => true,
+        })
+        .collect();
+    runs.sort_by(|a, b| {
+        b.metadata
+            .creation_timestamp
+            .cmp(&a.metadata.creation_timestamp)
+    });
+    let items: Vec<Value> = runs.into_iter().map(tidy).collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+/// `GET /api/v1/runs/{ns}/{name}`: the run, to its owner and approvers (404 to anyone else).
+pub async fn get_run(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path((namespace, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
+    Ok(Json(tidy(&run)))
+}
+
+/// The body of a run start: what the person chooses; the owner is always the caller.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartRequest {
+    /// The run's name; default: generated from `run-`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A Composition by name (and optionally revision).
+    #[serde(default)]
+    pub composition_ref: Option<CompositionRef>,
+    /// Or a composition inline.
+    #[serde(default)]
+    pub composition: Option<CompositionSpec>,
+    /// The input.
+    pub input: String,
+    /// Approvers besides the owner.
+    #[serde(default)]
+    pub approvers: Option<Approvers>,
+    /// Budget overrides (only lower).
+    #[serde(default)]
+    pub budgets: Option<Budgets>,
+    /// Record content in events.
+    #[serde(default)]
+    pub capture_content: bool,
+}
+
+/// `POST /api/v1/runs/{ns}`: creates a StudioRun owned by the caller, with the caller's token
+/// (the apiserver's RBAC and admission decide). An inline composition is validated first
+/// (422 with every finding). 201 with the run.
+pub async fn start_run(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    sidecar.limits.start(&caller.username)?;
+    let request: StartRequest = parse_body(&body)?;
+    if request.composition.is_some() == request.composition_ref.is_some() {
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            super::problem::codes::INVALID,
+            "give exactly one of compositionRef (a Composition by name) or composition (inline)",
+        )
+        .at(vec!["body".into(), "compositionRef".into()]));
+    }
+    if let Err(too_long) = orrery_crds::run::check_input(&request.input) {
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            super::problem::codes::INVALID,
+            too_long.to_string(),
+        )
+        .at(vec!["body".into(), "input".into()]));
+    }
+    if let Some(spec) = &request.composition {
+        let entries = entries(&caller, &namespace).await?;
+        let validation = validate(
+            spec,
+            &registry_view(&entries),
+            &sidecar.config.deployment_limits(),
+        );
+        if !validation.is_valid() {
+            let body = json!({
+                "loc": ["body", "composition"],
+                "code": "invalid_composition",
+                "message": format!("the composition has {} error(s); each is in `errors` at its field", validation.errors.len()),
+                "errors": validation.errors,
+                "warnings": validation.warnings,
+            });
+            return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response());
+        }
+    }
+    let spec = StudioRunSpec {
+        composition_ref: request.composition_ref,
+        composition: request.composition,
+        input: request.input,
+        owner: caller.username.clone(),
+        approvers: request.approvers,
+        budgets: request.budgets,
+        capture_content: request.capture_content,
+        cancel: false,
+    };
+    let mut run = StudioRun::new(request.name.as_deref().unwrap_or_default(), spec);
+    if request.name.is_none() {
+        run.metadata.name = None;
+        run.metadata.generate_name = Some("run-".into());
+    }
+    let created = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
+        .create(&PostParams::default(), &run)
+        .await
+        .map_err(|e| match &e {
+            kube::Error::Api(s) if s.code == 409 => Problem::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("{}; choose another name", s.message),
+            ),
+            kube::Error::Api(s) if s.code == 422 => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                super::problem::codes::INVALID,
+                s.message.clone(),
+            ),
+            _ => cluster_problem(&e, &format!("creating a studiorun in {namespace}")),
+        })?;
+    Ok((StatusCode::CREATED, Json(tidy(&created))).into_response())
+}
+
+/// `POST /api/v1/runs/{ns}/{name}/cancel`: sets `spec.cancel` with the caller's token, for
+/// the run's owner and approvers; 202 (the runner ends `Cancelled` shortly), or 409 when the
+/// run is already over.
+pub async fn cancel_run(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path((namespace, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let caller = sidecar.caller(&headers).await?;
+    let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
+    if let Some(phase) = run.status.as_ref().and_then(|s| s.phase)
+        && super::events::is_final(phase)
+    {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "finished",
+            format!(
+                "studiorun {namespace}/{name} already ended {phase:?}; there is nothing to cancel"
+            ),
+        ));
+    }
+    let patch = json!({
+        "apiVersion": StudioRun::api_version(&()),
+        "kind": StudioRun::kind(&()),
+        "spec": {"cancel": true}
+    });
+    Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| cluster_problem(&e, &format!("cancelling studiorun {namespace}/{name}")))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"namespace": namespace, "name": name, "cancel": true})),
+    )
+        .into_response())
+}

@@ -1,0 +1,162 @@
+//! `POST /internal/v1/runs/{uid}/events`: a runner's trace events into the store (the contract
+//! is [`orrery_crds::events::ingest`]). Only the run-scoped token of that very run is accepted
+//! (signature, audience, issuer, expiry, subject = the run's UID); a batch is checked before
+//! anything is stored (this run's events, numbered within the cap, consecutive, within the size
+//! limits); storing is idempotent by `(run UID, seq)`, so a replay stores nothing twice; a batch
+//! that starts past a gap is refused with the `seq` expected; when too many batches are being
+//! stored at once the reply is 429 with `Retry-After`.
+
+use super::Sidecar;
+use super::hub::Live;
+use super::problem::{Problem, body_loc};
+use super::store::{RunRecord, StoreError, StoredEvent};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use orrery_crds::events::ingest::{EventBatch, IngestReply, MAX_BATCH_BYTES};
+use std::sync::Arc;
+
+/// The bearer token of `headers`, if there is one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The handler.
+pub async fn ingest(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(uid): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<IngestReply>, Problem> {
+    let token = bearer(&headers).ok_or_else(|| {
+        Problem::unauthenticated(
+            "no run token: send the run's token from its Secret as `Authorization: Bearer <token>`",
+        )
+    })?;
+    let claims = sidecar.verifier.verify(token).map_err(|_| {
+        Problem::unauthenticated(
+            "the run token is not valid here (signature, audience, issuer or expiry); a runner uses the token of its own run's Secret",
+        )
+    })?;
+    if claims.sub != uid {
+        return Err(Problem::forbidden(format!(
+            "this token belongs to run {}/{}; it may post only to its own run's events",
+            claims.ns, claims.run
+        )));
+    }
+    let bytes = axum::body::to_bytes(body, MAX_BATCH_BYTES)
+        .await
+        .map_err(|_| {
+            Problem::too_large(format!(
+                "a batch is at most {MAX_BATCH_BYTES} bytes; send fewer events per batch"
+            ))
+        })?;
+    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+    let batch: EventBatch = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        Problem::invalid(
+            body_loc(&e.path().to_string()),
+            format!("not an event batch: {}", e.inner()),
+        )
+    })?;
+    let (first, _last) = batch.check(&uid).map_err(|e| {
+        let loc = match e.index() {
+            Some(i) => vec!["body".into(), "events".into(), i.into()],
+            None => vec!["body".into(), "events".into()],
+        };
+        if matches!(e, orrery_crds::events::ingest::BatchError::TooMany { .. }) {
+            Problem::too_large(e.to_string()).at(loc)
+        } else {
+            Problem::invalid(loc, e.to_string())
+        }
+    })?;
+    let bodies = batch
+        .events
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(|e| Problem::invalid(vec!["body".into()], e.to_string()))?;
+    let _slot = sidecar.ingest_slots.try_acquire().map_err(|_| {
+        Problem::rate_limited(
+            1,
+            "the sidecar is storing as many batches as it can; retry after the delay",
+        )
+    })?;
+    let run = RunRecord {
+        uid: uid.clone(),
+        namespace: claims.ns.clone(),
+        name: claims.run.clone(),
+    };
+    let appended = match sidecar.store.append(&run, first, &bodies).await {
+        Ok(a) => a,
+        Err(StoreError::Gap { expected }) => {
+            let mut p = Problem::new(
+                axum::http::StatusCode::CONFLICT,
+                super::problem::codes::GAP,
+                format!(
+                    "the batch starts at seq {first} but the sidecar holds this run's events only up to {}; resend from seq {expected}",
+                    expected.saturating_sub(1)
+                ),
+            );
+            p.body.expected = Some(expected);
+            return Err(p);
+        }
+        Err(e) => {
+            super::log(&format!("storing events of run {uid} failed: {e}"));
+            return Err(Problem::unavailable(
+                "the event store cannot be written just now; retry with backoff",
+            ));
+        }
+    };
+    sidecar.metrics_ingested(appended.stored);
+    if appended.stored > 0 {
+        let fresh_from = first + (bodies.len() as u64 - appended.stored);
+        let events: Vec<StoredEvent> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| StoredEvent {
+                seq: first + i as u64,
+                body,
+            })
+            .filter(|e| e.seq >= fresh_from)
+            .collect();
+        sidecar.hub.publish(&uid, Live::Events(Arc::from(events)));
+    }
+    Ok(Json(IngestReply {
+        stored: appended.stored,
+        duplicates: appended.duplicates,
+        last_seq: appended.last_seq,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_token_is_read_from_the_authorization_header() {
+        let cases = [
+            ("Bearer abc.def", Some("abc.def")),
+            ("bearer  abc ", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer ", None),
+            ("abc", None),
+        ];
+        for (value, want) in cases {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                axum::http::header::AUTHORIZATION,
+                axum::http::HeaderValue::from_str(value)
+                    .unwrap_or(axum::http::HeaderValue::from_static("x")),
+            );
+            assert_eq!(bearer(&headers), want, "{value:?}");
+        }
+        assert_eq!(bearer(&HeaderMap::new()), None);
+    }
+}

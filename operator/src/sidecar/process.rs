@@ -1,0 +1,234 @@
+//! The sidecar as a process: what `orrery-operator sidecar` starts, and what tests start
+//! in-process. It opens the store, reads the run-token verifying key named by the deployment
+//! config, serves until told to stop, and sweeps the events of runs that are gone (retention
+//! follows the run's TTL: the operator deletes a finished run after it, and the sweep deletes
+//! its events).
+
+use super::store::{RunRecord, Store, StoreError};
+use super::{Sidecar, SidecarSettings};
+use crate::config::{Config, ConfigError, ConfigProblem};
+use crate::run::token::RunTokenVerifier;
+use kube::api::ListParams;
+use kube::{Api, Client};
+use orrery_crds::StudioRun;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the events of deleted runs are swept.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
+
+/// Why the sidecar cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The deployment config is unreadable or wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The store cannot be opened.
+    #[error("the event store: {0}")]
+    Store(#[from] StoreError),
+    /// The address cannot be listened on.
+    #[error(
+        "--listen {address}: cannot listen there: {reason}; pick a free address (e.g. --listen 127.0.0.1:0 for any port)"
+    )]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// The I/O error.
+        reason: String,
+    },
+}
+
+/// The verifier of the deployment config's `runToken.verifyingKeyFile`: read at start-up, so a
+/// missing or wrong key stops the sidecar with the field and the fix.
+pub fn verifier_from_config(path: &str, config: &Config) -> Result<RunTokenVerifier, ConfigError> {
+    let invalid = |problem: String| {
+        ConfigError::Invalid {
+        path: path.to_owned(),
+        problems: vec![ConfigProblem {
+            field: "runToken.verifyingKeyFile".into(),
+            problem,
+            fix: "mount the Ed25519 public key of runToken.signingKeyFile in PEM there; make it with `openssl pkey -in key.pem -pubout -out key.pub.pem`".into(),
+        }],
+    }
+    };
+    let file = config
+        .run_token
+        .verifying_key_file
+        .as_deref()
+        .ok_or_else(|| invalid("is not set; the sidecar verifies run tokens with it".into()))?;
+    let pem = std::fs::read(file).map_err(|e| invalid(format!("cannot read {file}: {e}")))?;
+    RunTokenVerifier::from_public_pem(&pem, &config.run_token.audience)
+        .map_err(|_| invalid(format!("{file} is not an Ed25519 public key in PEM")))
+}
+
+/// A bound sidecar, ready to serve.
+pub struct Bound {
+    /// The state (for tests to look into).
+    pub sidecar: Arc<Sidecar>,
+    listener: tokio::net::TcpListener,
+    address: SocketAddr,
+    client: Option<Client>,
+}
+
+impl Bound {
+    /// Opens the store and binds `listen`.
+    pub async fn start(
+        listen: SocketAddr,
+        store_url: &str,
+        verifier: RunTokenVerifier,
+        kube_config: kube::Config,
+        config: Arc<Config>,
+        settings: &SidecarSettings,
+    ) -> Result<Bound, StartError> {
+        let store = Store::open(store_url).await?;
+        let listener =
+            tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|e| StartError::Listen {
+                    address: listen,
+                    reason: e.to_string(),
+                })?;
+        let address = listener.local_addr().unwrap_or(listen);
+        let client = Client::try_from(kube_config.clone()).ok();
+        let sidecar = Arc::new(Sidecar::new(store, verifier, kube_config, config, settings));
+        Ok(Bound {
+            sidecar,
+            listener,
+            address,
+            client,
+        })
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until `shutdown` resolves: open streams end, requests in flight finish, the
+    /// store is closed. Also relays other replicas' appends (PostgreSQL) to this process's
+    /// followers and sweeps the events of deleted runs with the sidecar's own client.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Bound {
+            sidecar,
+            listener,
+            client,
+            ..
+        } = self;
+        let relay = tokio::spawn(relay_wakes(sidecar.clone()));
+        let sweep = client.map(|c| tokio::spawn(sweep_loop(sidecar.clone(), c)));
+        let served = super::serve(listener, sidecar.clone(), shutdown).await;
+        relay.abort();
+        if let Some(sweep) = sweep {
+            sweep.abort();
+        }
+        sidecar.store.close().await;
+        served
+    }
+}
+
+/// Other replicas' appends (PostgreSQL LISTEN) wake this process's followers; after a
+/// reconnect every followed run is woken, and followers read the store from their cursors.
+async fn relay_wakes(sidecar: Arc<Sidecar>) {
+    loop {
+        let mut listener = match sidecar.store.listen().await {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(e) => {
+                super::log(&format!(
+                    "listening for other replicas' events: {e}; retrying in 2 s"
+                ));
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        loop {
+            match listener.next().await {
+                Ok(super::store::Wake::Appended { run_uid, last_seq }) => {
+                    sidecar
+                        .hub
+                        .publish(&run_uid, super::hub::Live::Wake(last_seq));
+                }
+                Ok(super::store::Wake::Resync) => sidecar.hub.wake_all(),
+                Err(e) => {
+                    super::log(&format!(
+                        "listening for other replicas' events: {e}; reconnecting"
+                    ));
+                    sidecar.hub.wake_all();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The runs whose events to delete: stored, and no StudioRun with their UID in a list taken
+/// after the store was read.
+pub fn runs_to_sweep(stored: &[RunRecord], live: &HashSet<String>) -> Vec<String> {
+    stored
+        .iter()
+        .filter(|r| !live.contains(&r.uid))
+        .map(|r| r.uid.clone())
+        .collect()
+}
+
+async fn sweep_loop(sidecar: Arc<Sidecar>, client: Client) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(SWEEP_EVERY) => {}
+            () = sidecar.shutdown.cancelled() => return,
+        }
+        if let Err(e) = sweep_once(&sidecar, &client).await {
+            super::log(&format!("sweeping the events of deleted runs: {e}"));
+        }
+    }
+}
+
+/// One sweep: reads the runs the store holds, then lists every StudioRun (the sidecar's own
+/// client, a consistent read), and deletes the events of stored runs that no longer exist.
+/// The order matters: a run's object exists before its first event is stored, so a run stored
+/// before the list began is in the list unless it was deleted. Returns how many runs were
+/// swept.
+pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, String> {
+    let stored = sidecar.store.runs().await.map_err(|e| e.to_string())?;
+    let runs = Api::<StudioRun>::all(client.clone())
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing StudioRuns: {e}"))?;
+    let live: HashSet<String> = runs
+        .items
+        .into_iter()
+        .filter_map(|r| r.metadata.uid)
+        .collect();
+    let gone = runs_to_sweep(&stored, &live);
+    for uid in &gone {
+        sidecar
+            .store
+            .delete_run(uid)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(gone.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_runs_missing_from_the_list_are_swept() {
+        let record = |uid: &str| RunRecord {
+            uid: uid.into(),
+            namespace: "ns".into(),
+            name: uid.into(),
+        };
+        let stored = [record("a"), record("b"), record("c")];
+        let live: HashSet<String> = ["a".to_owned(), "c".to_owned(), "z".to_owned()].into();
+        assert_eq!(runs_to_sweep(&stored, &live), ["b"]);
+        assert!(runs_to_sweep(&[], &live).is_empty());
+    }
+}

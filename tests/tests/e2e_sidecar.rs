@@ -1,0 +1,589 @@
+//! The sidecar on the real kube-apiserver, with the operator and the pod executor: a run's
+//! runner pod posts its trace to the sidecar, which stores it gap-free and once per event, and
+//! serves it to the run's owner as SSE (with `Last-Event-ID` resume) and as JSON pages, with the
+//! caller's own token deciding who may see the run; a runner token is accepted only for its own
+//! run; a sidecar killed mid-run loses nothing and stores nothing twice.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::StudioRun;
+use orrery_crds::events::TraceEvent;
+use orrery_crds::events::ingest::{ApiError, EventBatch, IngestReply, ingest_path};
+use orrery_crds::run::RunPhase;
+use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
+use orrery_operator::run::builders::RUN_UID_LABEL;
+use orrery_operator::run::token::run_claims;
+use orrery_operator::sidecar::SidecarSettings;
+use orrery_tests::harness::{
+    TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for,
+};
+use orrery_tests::operator_fixture::{Operator, test_config, test_signer};
+use orrery_tests::operator_identity::operator_client;
+use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+use orrery_tests::testenv::{self, ADMIN, ALICE, TestEnv};
+use reqwest::StatusCode;
+use serde_json::json;
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A model whose every node answers after `delay` ms: a four-node pipeline then lasts a while.
+fn models(delay: u64) -> String {
+    format!(
+        r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {{name: scripted}}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        a: [{{delayMs: {delay}, reply: "a: {{{{input}}}}"}}]
+        b: [{{delayMs: {delay}, reply: "b: {{{{input}}}}"}}]
+        c: [{{delayMs: {delay}, reply: "c: {{{{input}}}}"}}]
+        d: [{{delayMs: {delay}, reply: "d: {{{{input}}}}"}}]
+"#
+    )
+}
+
+fn run_manifest(name: &str, owner: &str) -> String {
+    let node = |id: &str| json!({"id": id, "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."});
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {
+            "composition": {
+                "pattern": "Pipeline",
+                "budgets": {"timeoutSeconds": 600},
+                "nodes": [node("a"), node("b"), node("c"), node("d")],
+                "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "d"}]
+            },
+            "input": "the notes",
+            "owner": owner
+        }
+    })
+    .to_string()
+}
+
+struct Fixture {
+    env: &'static TestEnv,
+    ns: TestNamespace,
+    admin: Client,
+    exec: PodExecutor,
+    operator: Operator,
+}
+
+impl Fixture {
+    /// A namespace where alice may use runs, a pod executor, and the controllers with runners
+    /// posting to `sidecar_url`.
+    async fn new(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Fixture> {
+        let env = testenv::shared_async().await?;
+        ensure_crds(env).await?;
+        let ns = TestNamespace::create(env, prefix).await?;
+        let admin = env.admin().await?;
+        let bin = default_bin_dir();
+        ensure!(
+            bin.join("orrery").is_file(),
+            "no orrery binary in {}: build it first (cargo build -p orrery-runner)",
+            bin.display()
+        );
+        let exec = PodExecutor::start_with(
+            admin.clone(),
+            ExecutorConfig::new(format!("node-{}", ns.name))
+                .namespace(&ns.name)
+                .bin_dir(bin)
+                .api_server(&env.server),
+        )
+        .await?;
+        apply_yaml(&admin, Some(&ns.name), &models(delay)).await?;
+        grant_alice(env, &ns.name).await?;
+        let mut config = test_config()?;
+        config.allowed_models = None;
+        config.default_model = None;
+        config.sidecar.url = Some(sidecar_url.to_owned());
+        let operator = Operator::start(operator_client(env, &ns.name).await?, config, &ns.name)?;
+        Ok(Fixture {
+            env,
+            ns,
+            admin,
+            exec,
+            operator,
+        })
+    }
+
+    fn runs(&self) -> Api<StudioRun> {
+        self.ns.api(&self.admin)
+    }
+
+    async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
+        wait_for(
+            &self.runs(),
+            name,
+            &format!("{phase:?}"),
+            RUN_TIMEOUT,
+            move |r: Option<&StudioRun>| {
+                r.and_then(|r| r.status.as_ref()).and_then(|s| s.phase) == Some(phase)
+            },
+        )
+        .await?
+        .with_context(|| format!("{name} is gone"))
+    }
+
+    /// The trace the runner printed on its standard output (`kubectl logs`), event by event.
+    async fn runner_log(&self, run: &StudioRun) -> Result<Vec<TraceEvent>> {
+        let uid = run.uid().context("uid")?;
+        let pods: Api<Pod> = self.ns.api(&self.admin);
+        let pod = pods
+            .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
+            .await?
+            .items
+            .into_iter()
+            .next()
+            .context("no runner pod")?;
+        let log = self.exec.pod_dir(&pod).join("logs").join("runner.log");
+        let text =
+            std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<TraceEvent>(l).ok())
+            .collect())
+    }
+
+    async fn shutdown(self) -> Result<()> {
+        self.operator.stop().await?;
+        self.exec.shutdown().await?;
+        Ok(())
+    }
+}
+
+/// Binds the example Role to alice in `ns`.
+async fn grant_alice(env: &TestEnv, ns: &str) -> Result<()> {
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "examples/rbac/studio-user-role.yaml",
+        ],
+    )
+    .await?;
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "create",
+            "rolebinding",
+            "alice-studio-user",
+            "-n",
+            ns,
+            "--role=studio-user",
+            "--user=alice",
+        ],
+    )
+    .await?;
+    wait_allowed(
+        &env.client(ALICE).await?,
+        Some(ns),
+        "get",
+        "studio.orrery.dev",
+        "studioruns",
+    )
+    .await
+}
+
+fn token(env: &TestEnv, user: &str) -> Result<String> {
+    let key = format!("TESTENV_{}_TOKEN", user.to_uppercase());
+    env.var(&key)
+        .map(str::to_owned)
+        .with_context(|| format!("{key} missing from the testenv"))
+}
+
+fn http() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("http client")
+}
+
+/// One JSON page of a run's events, as `token`'s holder.
+async fn page(
+    sidecar: &str,
+    ns: &str,
+    run: &str,
+    token: Option<&str>,
+    after: u64,
+) -> Result<(StatusCode, serde_json::Value)> {
+    let mut request = http()?.get(format!(
+        "{sidecar}/api/v1/runs/{ns}/{run}/events?after={after}"
+    ));
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let body = response
+        .json::<serde_json::Value>()
+        .await
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// The events of an SSE stream: `(id, data)` until the stream ends or `stop_after` events.
+async fn sse(
+    sidecar: &str,
+    ns: &str,
+    run: &str,
+    token: &str,
+    last_event_id: Option<u64>,
+    stop_after: Option<usize>,
+) -> Result<Vec<(u64, TraceEvent)>> {
+    let mut request = http()?
+        .get(format!("{sidecar}/api/v1/runs/{ns}/{run}/events"))
+        .header("accept", "text/event-stream")
+        .bearer_auth(token);
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id.to_string());
+    }
+    let response = request.send().await?;
+    ensure!(
+        response.status() == StatusCode::OK,
+        "SSE: {}",
+        response.status()
+    );
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(
+        content_type.starts_with("text/event-stream"),
+        "content-type {content_type}"
+    );
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next().await {
+        buffer.push_str(std::str::from_utf8(&chunk?).context("SSE is UTF-8")?);
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut id = None;
+            let mut name = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().parse::<u64>()?);
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    name = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if let Some(id) = id {
+                let event = serde_json::from_str::<TraceEvent>(&data)?;
+                // One frame per event, named by its type (rule 9.20).
+                ensure!(
+                    name.as_deref() == Some(event.kind()),
+                    "frame {id} is named {name:?}, not {}",
+                    event.kind()
+                );
+                out.push((id, event));
+                if stop_after.is_some_and(|n| out.len() >= n) {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn seqs(events: &[TraceEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_with_resume()
+-> Result<()> {
+    let dir = temp_dir("sidecar-e2e")?;
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await?;
+    let f = Fixture::new("sc-read", &sidecar.url, 0).await?;
+    let result = async {
+        apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-1", ALICE)).await?;
+        let run = f.wait_phase("notes-1", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&run).await?;
+        ensure!(
+            printed.last().map(|e| e.kind()) == Some("run.end"),
+            "the runner printed run.end last"
+        );
+        let alice = token(f.env, ALICE)?;
+        // A page: exactly what the runner printed, in order, once each.
+        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&alice), 0).await?;
+        ensure!(status == StatusCode::OK, "page: {status} {body}");
+        let stored: Vec<TraceEvent> = serde_json::from_value(body["events"].clone())?;
+        ensure!(
+            stored == printed,
+            "the stored trace is the printed one:\n{stored:?}\n{printed:?}"
+        );
+        ensure!(
+            body["complete"] == json!(true) && body["next"] == json!(printed.len()),
+            "{body}"
+        );
+        // SSE from the start, then resumed after event 3: no gap, no duplicate, ends at run.end.
+        let all = sse(&sidecar.url, &f.ns.name, "notes-1", &alice, None, None).await?;
+        ensure!(
+            all.iter().map(|(id, _)| *id).collect::<Vec<_>>() == seqs(&printed),
+            "ids are seqs"
+        );
+        let rest = sse(&sidecar.url, &f.ns.name, "notes-1", &alice, Some(3), None).await?;
+        ensure!(
+            rest.iter().map(|(_, e)| e.seq).collect::<Vec<_>>() == seqs(&printed)[3..],
+            "resume after 3"
+        );
+        // Who may not read: no token, a token the cluster refuses, bob (no right to get the run).
+        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", None, 0).await?;
+        ensure!(
+            status == StatusCode::UNAUTHORIZED && body["code"] == "unauthenticated",
+            "{status} {body}"
+        );
+        let (status, _) = page(&sidecar.url, &f.ns.name, "notes-1", Some("not-a-token"), 0).await?;
+        ensure!(status == StatusCode::UNAUTHORIZED, "{status}");
+        let bob = token(f.env, "bob")?;
+        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&bob), 0).await?;
+        ensure!(status == StatusCode::FORBIDDEN, "bob: {status} {body}");
+        // The admin may get the run but is neither its owner nor an approver: as if it did
+        // not exist (rule 11.5).
+        let admin = token(f.env, ADMIN)?;
+        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&admin), 0).await?;
+        ensure!(
+            status == StatusCode::NOT_FOUND
+                && body["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("owner"),
+            "admin: {status} {body}"
+        );
+        let (status, _) = page(&sidecar.url, &f.ns.name, "no-such-run", Some(&alice), 0).await?;
+        ensure!(status == StatusCode::NOT_FOUND, "{status}");
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Result<()> {
+    let dir = temp_dir("sidecar-kill")?;
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await?;
+    let f = Fixture::new("sc-kill", &sidecar.url, 1500).await?;
+    let result = async {
+        apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-2", ALICE)).await?;
+        let run = f.wait_phase("notes-2", RunPhase::Running).await?;
+        let uid = run.uid().context("uid")?;
+        // Wait for the first events to be stored, then kill the sidecar where it is.
+        let store = sidecar.sidecar.store.clone();
+        let mut stored = 0;
+        for _ in 0..200 {
+            stored = store.last_seq(&uid).await?;
+            if stored >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ensure!(stored >= 2, "events reached the sidecar before the kill");
+        sidecar.kill().await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        sidecar.restart().await?;
+        let run = f.wait_phase("notes-2", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&run).await?;
+        let alice = token(f.env, ALICE)?;
+        let mut held = Vec::new();
+        let mut after = 0;
+        for _ in 0..100 {
+            let (status, body) =
+                page(&sidecar.url, &f.ns.name, "notes-2", Some(&alice), after).await?;
+            ensure!(status == StatusCode::OK, "{status} {body}");
+            let events: Vec<TraceEvent> = serde_json::from_value(body["events"].clone())?;
+            held.extend(events);
+            after = body["next"].as_u64().unwrap_or(after);
+            if body["complete"] == json!(true) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        ensure!(
+            held == printed,
+            "after the restart the store holds exactly the printed trace:\n{:?}\n{:?}",
+            seqs(&held),
+            seqs(&printed)
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_refused() -> Result<()>
+{
+    let dir = temp_dir("sidecar-token")?;
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await?;
+    let result = async {
+        let signer = test_signer()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs() as i64;
+        let token_a = signer.sign(&run_claims(
+            "team",
+            "run-a",
+            "uid-a",
+            DEFAULT_RUN_TOKEN_AUDIENCE,
+            now,
+            600,
+        ))?;
+        let expired = signer.sign(&run_claims(
+            "team",
+            "run-a",
+            "uid-a",
+            DEFAULT_RUN_TOKEN_AUDIENCE,
+            now - 7200,
+            600,
+        ))?;
+        let elsewhere = signer.sign(&run_claims(
+            "team",
+            "run-a",
+            "uid-a",
+            "another-audience",
+            now,
+            600,
+        ))?;
+        let batch = |run: &str, seqs: std::ops::RangeInclusive<u64>| EventBatch {
+            events: seqs
+                .map(|seq| TraceEvent {
+                    seq,
+                    run_id: run.into(),
+                    ts: "2026-12-02T00:00:00.000Z".into(),
+                    body: orrery_crds::events::EventBody::LoopIteration {
+                        head: "writer".into(),
+                        tail: "critic".into(),
+                        iteration: 1,
+                        max: 3,
+                        stopped: false,
+                    },
+                })
+                .collect(),
+        };
+        let post = async |uid: &str,
+                          token: Option<&str>,
+                          batch: &EventBatch|
+               -> Result<(StatusCode, String)> {
+            let mut request = http()?
+                .post(format!("{}{}", sidecar.url, ingest_path(uid)))
+                .json(batch);
+            if let Some(t) = token {
+                request = request.bearer_auth(t);
+            }
+            let response = request.send().await?;
+            Ok((response.status(), response.text().await?))
+        };
+        let (status, body) = post("uid-a", Some(&token_a), &batch("uid-a", 1..=3)).await?;
+        ensure!(status == StatusCode::OK, "{status} {body}");
+        let reply: IngestReply = serde_json::from_str(&body)?;
+        ensure!(
+            reply
+                == IngestReply {
+                    stored: 3,
+                    duplicates: 0,
+                    last_seq: 3
+                },
+            "{reply:?}"
+        );
+        // A replay stores nothing twice; an overlap stores only what is new.
+        let (_, body) = post("uid-a", Some(&token_a), &batch("uid-a", 2..=5)).await?;
+        ensure!(
+            serde_json::from_str::<IngestReply>(&body)?
+                == IngestReply {
+                    stored: 2,
+                    duplicates: 2,
+                    last_seq: 5
+                },
+            "{body}"
+        );
+        // A gap: 409 with where to resume.
+        let (status, body) = post("uid-a", Some(&token_a), &batch("uid-a", 9..=9)).await?;
+        ensure!(status == StatusCode::CONFLICT, "{status} {body}");
+        ensure!(
+            serde_json::from_str::<ApiError>(&body)?.expected == Some(6),
+            "{body}"
+        );
+        // Run A's token for run B: 403, nothing stored for B.
+        let (status, body) = post("uid-b", Some(&token_a), &batch("uid-b", 1..=1)).await?;
+        ensure!(
+            status == StatusCode::FORBIDDEN && body.contains("its own run"),
+            "{status} {body}"
+        );
+        ensure!(
+            sidecar.sidecar.store.last_seq("uid-b").await? == 0,
+            "nothing stored for run B"
+        );
+        // Events of another run inside run A's batch: 400 at the event.
+        let (status, body) = post("uid-a", Some(&token_a), &batch("uid-b", 6..=6)).await?;
+        ensure!(status == StatusCode::BAD_REQUEST, "{status} {body}");
+        ensure!(
+            serde_json::from_str::<ApiError>(&body)?.loc
+                == vec![json!("body"), json!("events"), json!(0)],
+            "{body}"
+        );
+        for (token, what) in [
+            (None, "none"),
+            (Some(expired.as_str()), "expired"),
+            (Some(elsewhere.as_str()), "audience"),
+            (Some("x.y.z"), "forged"),
+        ] {
+            let (status, body) = post("uid-a", token, &batch("uid-a", 6..=6)).await?;
+            ensure!(
+                status == StatusCode::UNAUTHORIZED,
+                "{what}: {status} {body}"
+            );
+            ensure!(!body.contains(&token_a), "no token echoed");
+        }
+        ensure!(
+            sidecar.sidecar.store.last_seq("uid-a").await? == 5,
+            "refused batches stored nothing"
+        );
+        Ok(())
+    }
+    .await;
+    sidecar.stop().await?;
+    result
+}
