@@ -472,3 +472,68 @@ async fn a_url_with_a_password_logs_in_and_a_wrong_password_is_refused_without_s
     assert!(text.contains("password authentication failed"), "{text}");
     Ok(())
 }
+
+/// The approval calls, the same on both backends: put is idempotent by digest, the first
+/// settlement wins, refusals are kept per decision index, and approvals go with their run.
+async fn approvals_case(store: &Store) -> Result<()> {
+    use orrery_crds::relay::AskRequest;
+    use orrery_crds::run::ApprovalKind;
+    use orrery_operator::sidecar::store::Put;
+    let ask = |id: &str, digest: &str| AskRequest {
+        id: id.into(),
+        kind: ApprovalKind::Approval,
+        node: "review".into(),
+        prompt: "Publish?".into(),
+        text: "the draft".into(),
+        digest: digest.into(),
+        size: 9,
+        complete: true,
+        expires_at: "2026-12-02T10:00:00.000Z".into(),
+    };
+    let r = run("ap");
+    ensure!(store.put_approval(&r, &ask("approval-1", "d1")).await? == Put::Created);
+    ensure!(store.put_approval(&r, &ask("approval-1", "d1")).await? == Put::Same);
+    ensure!(store.put_approval(&r, &ask("approval-1", "d2")).await? == Put::Conflict);
+    ensure!(store.put_approval(&r, &ask("approval-2", "d3")).await? == Put::Created);
+    let all = store.approvals("ap").await?;
+    ensure!(
+        all.len() == 2 && all[0].text == "the draft" && all[0].is_pending(),
+        "{all:?}"
+    );
+    store.refuse("ap", "approval-1", 0, "digest").await?;
+    ensure!(store.refusal("ap", "approval-1", 0).await?.as_deref() == Some("digest"));
+    ensure!(store.refusal("ap", "approval-1", 1).await?.is_none());
+    ensure!(
+        store
+            .settle("ap", "approval-1", "approved", Some(1))
+            .await?
+    );
+    ensure!(
+        !store.settle("ap", "approval-1", "expired", None).await?,
+        "the first settlement wins"
+    );
+    let one = store
+        .approval("ap", "approval-1")
+        .await?
+        .context("approval-1")?;
+    ensure!(
+        one.settled.as_deref() == Some("approved") && one.settled_index == Some(1),
+        "{one:?}"
+    );
+    store.delete_run("ap").await?;
+    ensure!(
+        store.approvals("ap").await?.is_empty(),
+        "approvals go with their run"
+    );
+    ensure!(store.refusal("ap", "approval-1", 0).await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_kept_settled_once_and_deleted_with_their_run_on_both_backends() -> Result<()>
+{
+    let (sqlite, _dir) = sqlite_store("approvals").await?;
+    approvals_case(&sqlite).await?;
+    let (pg, _none) = postgres_store("approvals").await?;
+    approvals_case(&pg).await
+}

@@ -23,15 +23,21 @@
 //! resent. Since nothing is ever stored past a gap, a run's stored events are always
 //! `1..=last_seq` with none missing.
 //!
-//! **Retention**: events go with their run ([`Store::delete_run`]).
+//! **Approvals**: the text a person reviews, its digest and expiry, and how it was settled
+//! ([`Store::put_approval`], [`Store::approvals`], [`Store::settle`], [`Store::refuse`]): held
+//! here so any replica serves it, never written to etcd.
+//!
+//! **Retention**: events and approvals go with their run ([`Store::delete_run`]).
 //!
 //! A URL's password never appears in an error or in `Debug` output.
 
+mod approvals;
 mod error;
 mod open;
 mod ops;
 mod schema;
 
+pub use approvals::{Put, StoredApproval};
 pub use error::StoreError;
 
 use error::{Scrub, redact_url};
@@ -272,6 +278,104 @@ impl Store {
         match &self.inner.pools {
             Pools::Sqlite(pool) => ops::sqlite::delete_run(pool, scrub, run_uid).await,
             Pools::Postgres { pool, .. } => ops::postgres::delete_run(pool, scrub, run_uid).await,
+        }
+    }
+
+    /// Stores an approval `run` asked for: [`Put::Created`], [`Put::Same`] for a retry with
+    /// the same digest, [`Put::Conflict`] when the id is taken by another digest.
+    pub async fn put_approval(
+        &self,
+        run: &RunRecord,
+        ask: &orrery_crds::relay::AskRequest,
+    ) -> Result<Put, StoreError> {
+        let kind = format!("{:?}", ask.kind);
+        let scrub = &self.inner.scrub;
+        match &self.inner.pools {
+            Pools::Sqlite(pool) => ops::sqlite::put_approval(pool, scrub, run, ask, &kind).await,
+            Pools::Postgres { pool, .. } => {
+                ops::postgres::put_approval(pool, scrub, run, ask, &kind).await
+            }
+        }
+    }
+
+    /// `run_uid`'s approvals, in the order they were asked.
+    pub async fn approvals(&self, run_uid: &str) -> Result<Vec<StoredApproval>, StoreError> {
+        let scrub = &self.inner.scrub;
+        match &self.inner.pools {
+            Pools::Sqlite(pool) => ops::sqlite::approvals(pool, scrub, run_uid).await,
+            Pools::Postgres { pool, .. } => ops::postgres::approvals(pool, scrub, run_uid).await,
+        }
+    }
+
+    /// One approval of a run.
+    pub async fn approval(
+        &self,
+        run_uid: &str,
+        id: &str,
+    ) -> Result<Option<StoredApproval>, StoreError> {
+        Ok(self
+            .approvals(run_uid)
+            .await?
+            .into_iter()
+            .find(|a| a.id == id))
+    }
+
+    /// Records how approval `id` was settled (`approved`, `rejected`, `expired`,
+    /// `cancelled`) and by the decision at `index`, if one; the first settlement wins (false
+    /// when it was settled before or is unknown).
+    pub async fn settle(
+        &self,
+        run_uid: &str,
+        id: &str,
+        outcome: &str,
+        index: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let index = index.map(|i| i64::try_from(i).unwrap_or(i64::MAX));
+        let scrub = &self.inner.scrub;
+        match &self.inner.pools {
+            Pools::Sqlite(pool) => {
+                ops::sqlite::settle(pool, scrub, run_uid, id, outcome, index).await
+            }
+            Pools::Postgres { pool, .. } => {
+                ops::postgres::settle(pool, scrub, run_uid, id, outcome, index).await
+            }
+        }
+    }
+
+    /// Records that the run refused the decision at `index` on approval `id`, and why.
+    pub async fn refuse(
+        &self,
+        run_uid: &str,
+        id: &str,
+        index: u64,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let index = i64::try_from(index).unwrap_or(i64::MAX);
+        let scrub = &self.inner.scrub;
+        match &self.inner.pools {
+            Pools::Sqlite(pool) => {
+                ops::sqlite::refuse(pool, scrub, run_uid, id, index, reason).await
+            }
+            Pools::Postgres { pool, .. } => {
+                ops::postgres::refuse(pool, scrub, run_uid, id, index, reason).await
+            }
+        }
+    }
+
+    /// Why the run refused the decision at `index` on approval `id`, if it did.
+    pub async fn refusal(
+        &self,
+        run_uid: &str,
+        id: &str,
+        index: u64,
+    ) -> Result<Option<String>, StoreError> {
+        let index = i64::try_from(index).unwrap_or(i64::MAX);
+        let scrub = &self.inner.scrub;
+        match &self.inner.pools {
+            Pools::Sqlite(pool) => ops::sqlite::refusal(pool, scrub, run_uid, id, index).await,
+            Pools::Postgres { pool, .. } => {
+                ops::postgres::refusal(pool, scrub, run_uid, id, index).await
+            }
         }
     }
 

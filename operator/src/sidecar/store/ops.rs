@@ -233,6 +233,15 @@ macro_rules! store_ops {
                 .await
                 .map_err(failed)?
                 .rows_affected();
+            for table in ["approvals", "refused_decisions"] {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE run_uid = $1"
+                )))
+                .bind(run_uid)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+            }
             sqlx::query("DELETE FROM runs WHERE run_uid = $1")
                 .bind(run_uid)
                 .execute(&mut *tx)
@@ -253,6 +262,7 @@ pub(crate) mod sqlite {
         migration_lock: None::<&'static str>,
         notify: false
     );
+    crate::sidecar::store::approvals::approval_ops!(sqlx::Sqlite, begin: "BEGIN IMMEDIATE");
 }
 
 /// PostgreSQL: migrations under an advisory lock; appends notify [`CHANNEL`] at commit.
@@ -263,4 +273,5 @@ pub(crate) mod postgres {
         migration_lock: Some(crate::sidecar::store::schema::PG_MIGRATION_LOCK),
         notify: true
     );
+    crate::sidecar::store::approvals::approval_ops!(sqlx::Postgres, begin: "BEGIN");
 }

@@ -34,6 +34,29 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          namespace TEXT NOT NULL, \
          name TEXT NOT NULL, \
          first_seen BIGINT NOT NULL)",
+    // 2: the approvals a run asked for (the text a person reviews is held here, never in
+    // etcd) and the decisions the run refused.
+    "CREATE TABLE approvals (\
+         run_uid TEXT NOT NULL, \
+         approval_id TEXT NOT NULL, \
+         kind TEXT NOT NULL, \
+         node TEXT NOT NULL, \
+         prompt TEXT NOT NULL, \
+         text TEXT NOT NULL, \
+         digest TEXT NOT NULL, \
+         size BIGINT NOT NULL, \
+         complete BIGINT NOT NULL, \
+         expires_at TEXT NOT NULL, \
+         asked_at BIGINT NOT NULL, \
+         settled TEXT, \
+         settled_index BIGINT, \
+         PRIMARY KEY (run_uid, approval_id)); \
+     CREATE TABLE refused_decisions (\
+         run_uid TEXT NOT NULL, \
+         approval_id TEXT NOT NULL, \
+         decision_index BIGINT NOT NULL, \
+         reason TEXT NOT NULL, \
+         PRIMARY KEY (run_uid, approval_id, decision_index))",
 ];
 
 /// The newest schema version this binary knows.
