@@ -319,6 +319,10 @@ pub struct Decision {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub comment: Option<String>,
+    /// For a remote agent's question (kind Input): the person's answer, sent to the remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8192))]
+    pub answer: Option<String>,
     /// Who decided: the user name of the person appending the decision. The admission policy
     /// (`deploy/policies/`) refuses a decision whose `decidedBy` is not the requester's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

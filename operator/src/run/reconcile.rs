@@ -248,9 +248,11 @@ impl RunContext {
             return Ok(false);
         }
         let mut body = status.clone();
-        // Decisions are appended by approvers; the operator never owns them (an apply that
-        // carried them would take them over, and one that dropped them would delete them).
+        // Decisions are appended by approvers and pending approvals written by the sidecar;
+        // the operator owns neither (an apply that carried them would take them over, and one
+        // that dropped them later would delete them).
         body.decisions.clear();
+        body.pending_approvals.clear();
         apply_status(&self.api::<StudioRun>(&id.namespace), &id.name, &body).await?;
         if let Ok(mut w) = self.written.lock() {
             w.insert(id.uid, status.clone());

@@ -10,6 +10,7 @@ use super::Sidecar;
 use super::hub::Live;
 use super::problem::{Problem, body_loc};
 use super::store::{RunRecord, StoreError, StoredEvent};
+use crate::run::token::RunClaims;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -28,14 +29,10 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// The handler.
-pub async fn ingest(
-    State(sidecar): State<Arc<Sidecar>>,
-    Path(uid): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<IngestReply>, Problem> {
-    let token = bearer(&headers).ok_or_else(|| {
+/// The claims of the run token in `headers`, checked for run `uid`: 401 without a valid run
+/// token, 403 for a token of another run. Every runner endpoint starts here.
+pub fn run_claims(sidecar: &Sidecar, headers: &HeaderMap, uid: &str) -> Result<RunClaims, Problem> {
+    let token = bearer(headers).ok_or_else(|| {
         Problem::unauthenticated(
             "no run token: send the run's token from its Secret as `Authorization: Bearer <token>`",
         )
@@ -47,10 +44,21 @@ pub async fn ingest(
     })?;
     if claims.sub != uid {
         return Err(Problem::forbidden(format!(
-            "this token belongs to run {}/{}; it may post only to its own run's events",
+            "this token belongs to run {}/{}; it may reach only its own run's endpoints",
             claims.ns, claims.run
         )));
     }
+    Ok(claims)
+}
+
+/// The handler.
+pub async fn ingest(
+    State(sidecar): State<Arc<Sidecar>>,
+    Path(uid): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<IngestReply>, Problem> {
+    let claims = run_claims(&sidecar, &headers, &uid)?;
     let bytes = axum::body::to_bytes(body, MAX_BATCH_BYTES)
         .await
         .map_err(|_| {

@@ -10,6 +10,10 @@
 //! - [`process`]: the sidecar as a process (store, listener, PostgreSQL wakes, retention).
 //! - [`caller`]: who calls (SelfSubjectReview with the caller's own token) and whether they
 //!   may see a run (a `get` with that token, then the owner/approver rule).
+//! - [`relay`]: the runner side of approvals (ask, long-poll the decision, settle).
+//! - [`approvals`]: approvals for people (the text to owners and approvers, decisions as
+//!   status appends with the caller's token).
+//! - [`run_status`]: the pending approvals the sidecar writes into a run's status.
 //! - [`hub`]: waking this process's followers of a run.
 //! - [`problem`]: every error reply (`loc`, `code`, `message`).
 //!
@@ -17,6 +21,7 @@
 //! the kubelet's probes.
 
 pub mod api;
+pub mod approvals;
 pub mod caller;
 pub mod events;
 pub mod hub;
@@ -24,6 +29,8 @@ pub mod ingest;
 pub mod limits;
 pub mod problem;
 pub mod process;
+pub mod relay;
+pub mod run_status;
 pub mod store;
 
 use crate::run::token::RunTokenVerifier;
@@ -82,6 +89,9 @@ pub struct Sidecar {
     pub limits: limits::Limits,
     /// The deployment config (limits, ceilings, approval timeout).
     pub config: Arc<crate::Config>,
+    /// The sidecar's own client (its ServiceAccount): only for what the system writes
+    /// (pending approvals) and reads (decisions for the relay, the retention sweep).
+    pub own_client: Option<kube::Client>,
     /// Back-pressure on ingest.
     pub ingest_slots: Semaphore,
     /// Cancelled on shutdown: open streams end.
@@ -107,7 +117,9 @@ impl Sidecar {
         config: Arc<crate::Config>,
         settings: &SidecarSettings,
     ) -> Sidecar {
+        let own_client = kube::Client::try_from(kube_config.clone()).ok();
         Sidecar {
+            own_client,
             store,
             hub: Hub::new(),
             verifier,
@@ -182,6 +194,20 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
             "/api/v1/runs/{namespace}/{name}/events",
             get(events::events),
         )
+        .route(
+            "/api/v1/runs/{namespace}/{name}/approvals",
+            get(approvals::list),
+        )
+        .route(
+            "/api/v1/runs/{namespace}/{name}/approvals/{id}",
+            post(approvals::decide),
+        )
+        .route(orrery_crds::relay::ASK_ROUTE, post(relay::ask))
+        .route(
+            orrery_crds::relay::DECISION_ROUTE,
+            get(relay::wait_decision),
+        )
+        .route(orrery_crds::relay::SETTLE_ROUTE, post(relay::settled))
         .route("/api/v1/openapi.json", get(openapi))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))

@@ -91,8 +91,8 @@ impl Bound {
                     reason: e.to_string(),
                 })?;
         let address = listener.local_addr().unwrap_or(listen);
-        let client = Client::try_from(kube_config.clone()).ok();
         let sidecar = Arc::new(Sidecar::new(store, verifier, kube_config, config, settings));
+        let client = sidecar.own_client.clone();
         Ok(Bound {
             sidecar,
             listener,
