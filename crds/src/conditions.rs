@@ -51,9 +51,6 @@ pub mod reasons {
     pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
     /// A run was refused: its owner's runs used the daily token budget.
     pub const DAILY_BUDGET_EXCEEDED: &str = "DailyBudgetExceeded";
-    /// A run needs the sidecar's relay (human approval, acting remotes), which this deployment
-    /// does not have.
-    pub const NEEDS_SIDECAR: &str = "NeedsSidecar";
     /// A run whose owner is not a person (a service account, e.g. a GitOps pipeline) names no
     /// approvers, but its composition can ask a person (a HumanApproval node, an A2A tool):
     /// nobody could decide, so it is refused before it starts (rule 4.54).

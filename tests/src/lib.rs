@@ -11,4 +11,5 @@ pub mod pod_executor;
 pub mod postgres;
 pub mod sidecar_fixture;
 pub mod stub_model;
+pub mod studio;
 pub mod testenv;

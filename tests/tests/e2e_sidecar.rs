@@ -11,29 +11,20 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
-use kube::{Api, Client, ResourceExt};
-use orrery_crds::StudioRun;
+use kube::ResourceExt;
 use orrery_crds::events::TraceEvent;
 use orrery_crds::events::ingest::{ApiError, EventBatch, IngestReply, ingest_path};
 use orrery_crds::run::RunPhase;
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
-use orrery_operator::run::builders::RUN_UID_LABEL;
 use orrery_operator::run::token::run_claims;
 use orrery_operator::sidecar::SidecarSettings;
-use orrery_tests::harness::{
-    TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for,
-};
-use orrery_tests::operator_fixture::{Operator, test_config, test_signer};
-use orrery_tests::operator_identity::operator_client;
-use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_tests::harness::apply_yaml;
+use orrery_tests::operator_fixture::test_signer;
 use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
-use orrery_tests::testenv::{self, ADMIN, ALICE, TestEnv};
+use orrery_tests::studio::{Studio, StudioOptions, token};
+use orrery_tests::testenv::{ADMIN, ALICE};
 use reqwest::StatusCode;
 use serde_json::json;
-
-const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A model whose every node answers after `delay` ms: a four-node pipeline then lasts a while.
 fn models(delay: u64) -> String {
@@ -76,140 +67,18 @@ fn run_manifest(name: &str, owner: &str) -> String {
     .to_string()
 }
 
-struct Fixture {
-    env: &'static TestEnv,
-    ns: TestNamespace,
-    admin: Client,
-    exec: PodExecutor,
-    operator: Operator,
-}
-
-impl Fixture {
-    /// A namespace where alice may use runs, a pod executor, and the controllers with runners
-    /// posting to `sidecar_url`.
-    async fn new(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Fixture> {
-        let env = testenv::shared_async().await?;
-        ensure_crds(env).await?;
-        let ns = TestNamespace::create(env, prefix).await?;
-        let admin = env.admin().await?;
-        let bin = default_bin_dir();
-        ensure!(
-            bin.join("orrery").is_file(),
-            "no orrery binary in {}: build it first (cargo build -p orrery-runner)",
-            bin.display()
-        );
-        let exec = PodExecutor::start_with(
-            admin.clone(),
-            ExecutorConfig::new(format!("node-{}", ns.name))
-                .namespace(&ns.name)
-                .bin_dir(bin)
-                .api_server(&env.server),
-        )
-        .await?;
-        apply_yaml(&admin, Some(&ns.name), &models(delay)).await?;
-        grant_alice(env, &ns.name).await?;
-        let mut config = test_config()?;
-        config.allowed_models = None;
-        config.default_model = None;
-        config.sidecar.url = Some(sidecar_url.to_owned());
-        let operator = Operator::start(operator_client(env, &ns.name).await?, config, &ns.name)?;
-        Ok(Fixture {
-            env,
-            ns,
-            admin,
-            exec,
-            operator,
-        })
-    }
-
-    fn runs(&self) -> Api<StudioRun> {
-        self.ns.api(&self.admin)
-    }
-
-    async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
-        wait_for(
-            &self.runs(),
-            name,
-            &format!("{phase:?}"),
-            RUN_TIMEOUT,
-            move |r: Option<&StudioRun>| {
-                r.and_then(|r| r.status.as_ref()).and_then(|s| s.phase) == Some(phase)
-            },
-        )
-        .await?
-        .with_context(|| format!("{name} is gone"))
-    }
-
-    /// The trace the runner printed on its standard output (`kubectl logs`), event by event.
-    async fn runner_log(&self, run: &StudioRun) -> Result<Vec<TraceEvent>> {
-        let uid = run.uid().context("uid")?;
-        let pods: Api<Pod> = self.ns.api(&self.admin);
-        let pod = pods
-            .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
-            .await?
-            .items
-            .into_iter()
-            .next()
-            .context("no runner pod")?;
-        let log = self.exec.pod_dir(&pod).join("logs").join("runner.log");
-        let text =
-            std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
-        Ok(text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<TraceEvent>(l).ok())
-            .collect())
-    }
-
-    async fn shutdown(self) -> Result<()> {
-        self.operator.stop().await?;
-        self.exec.shutdown().await?;
-        Ok(())
-    }
-}
-
-/// Binds the example Role to alice in `ns`.
-async fn grant_alice(env: &TestEnv, ns: &str) -> Result<()> {
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/studio-user-role.yaml",
-        ],
-    )
-    .await?;
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "create",
-            "rolebinding",
-            "alice-studio-user",
-            "-n",
-            ns,
-            "--role=studio-user",
-            "--user=alice",
-        ],
-    )
-    .await?;
-    wait_allowed(
-        &env.client(ALICE).await?,
-        Some(ns),
-        "get",
-        "studio.orrery.dev",
-        "studioruns",
-    )
+/// The system in a namespace of its own, runners posting to `sidecar_url`, each model turn
+/// taking `delay` ms.
+async fn studio(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Studio> {
+    Studio::start(StudioOptions {
+        prefix,
+        sidecar_url,
+        manifests: &models(delay),
+        users: &[ALICE],
+        policies: false,
+        configure: &|_| {},
+    })
     .await
-}
-
-fn token(env: &TestEnv, user: &str) -> Result<String> {
-    let key = format!("TESTENV_{}_TOKEN", user.to_uppercase());
-    env.var(&key)
-        .map(str::to_owned)
-        .with_context(|| format!("{key} missing from the testenv"))
 }
 
 fn http() -> Result<reqwest::Client> {
@@ -325,7 +194,7 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
         SidecarSettings::default(),
     )
     .await?;
-    let f = Fixture::new("sc-read", &sidecar.url, 0).await?;
+    let f = studio("sc-read", &sidecar.url, 0).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-1", ALICE)).await?;
         let run = f.wait_phase("notes-1", RunPhase::Succeeded).await?;
@@ -399,7 +268,7 @@ async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Resu
         SidecarSettings::default(),
     )
     .await?;
-    let f = Fixture::new("sc-kill", &sidecar.url, 1500).await?;
+    let f = studio("sc-kill", &sidecar.url, 1500).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-2", ALICE)).await?;
         let run = f.wait_phase("notes-2", RunPhase::Running).await?;

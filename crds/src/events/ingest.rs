@@ -204,7 +204,8 @@ mod tests {
     #[test]
     fn a_batch_is_checked_for_run_numbering_order_and_size() {
         let too_many: Vec<u64> = (1..=MAX_BATCH_EVENTS as u64 + 1).collect();
-        let cases: Vec<(EventBatch, Result<(u64, u64), BatchError>)> = vec![
+        type Case = (EventBatch, Result<(u64, u64), BatchError>);
+        let cases: Vec<Case> = vec![
             (batch("r", &[1, 2, 3]), Ok((1, 3))),
             (batch("r", &[7]), Ok((7, 7))),
             (batch("r", &[]), Err(BatchError::Empty)),

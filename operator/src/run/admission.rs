@@ -53,38 +53,6 @@ pub fn apply_budget_overrides(
     Ok(out)
 }
 
-/// Why a plan needs the sidecar's relay (a person deciding: HumanApproval nodes, acting
-/// remotes), or `None`. Until the sidecar exists such runs are refused at once, never left
-/// hanging.
-pub fn needs_relay(plan: &Plan) -> Option<String> {
-    let approvals: Vec<&str> = plan
-        .nodes
-        .iter()
-        .filter(|n| n.kind == NodeKind::HumanApproval)
-        .map(|n| n.id.as_str())
-        .collect();
-    let acting: Vec<&str> = plan
-        .nodes
-        .iter()
-        .flat_map(|n| n.tools.iter())
-        .filter(|t| t.acting)
-        .map(|t| t.reference.as_str())
-        .collect();
-    let mut why = Vec::new();
-    if !approvals.is_empty() {
-        why.push(format!("HumanApproval node(s) {}", approvals.join(", ")));
-    }
-    if !acting.is_empty() {
-        why.push(format!("acting tool(s) {}", acting.join(", ")));
-    }
-    (!why.is_empty()).then(|| {
-        format!(
-            "the composition has {}, which need a person's decision through the sidecar; this deployment runs no sidecar yet",
-            why.join(" and ")
-        )
-    })
-}
-
 /// Whether `user` is a person: a user name not starting with `system:` (service accounts are
 /// `system:serviceaccount:<namespace>:<name>`), as the admission policies of
 /// `deploy/policies/` tell them apart.
@@ -736,19 +704,5 @@ mod tests {
         assert_eq!(needs_approvers(&owned(sa, groups), &remote), None);
         assert_eq!(needs_approvers(&owned("jane", None), &approval), None);
         assert_eq!(needs_approvers(&owned(sa, None), &plain), None);
-    }
-
-    #[test]
-    fn approvals_and_acting_tools_need_the_relay_and_plain_graphs_do_not() {
-        let config = config("");
-        let mut doc = document(&config);
-        assert_eq!(needs_relay(&doc.plan), None);
-        doc.plan.nodes[0].kind = NodeKind::HumanApproval;
-        if let Some(tool) = doc.plan.nodes[0].tools.first_mut() {
-            tool.acting = true;
-        }
-        let why = needs_relay(&doc.plan).unwrap_or_default();
-        assert!(why.contains("HumanApproval node(s) research"), "{why}");
-        assert!(why.contains("acting tool(s) mcp:tools.search"), "{why}");
     }
 }

@@ -5,7 +5,7 @@
 //! acts on the answer.
 
 use super::admission::{
-    EntryReadiness, apply_budget_overrides, entries_readiness, needs_approvers, needs_relay,
+    EntryReadiness, apply_budget_overrides, entries_readiness, needs_approvers,
 };
 use super::builders::{PlanDocument, plan_document};
 use crate::composition::status::{registry_view, spec_digest};
@@ -146,9 +146,6 @@ pub fn prepare(
             format!("{what}: {why}"),
         ));
     }
-    if let Some(why) = needs_relay(&plan) {
-        return Ok(refused(reasons::NEEDS_SIDECAR, why));
-    }
     match entries_readiness(&plan, entries) {
         EntryReadiness::Ready => {}
         EntryReadiness::Waiting(message) => {
@@ -275,8 +272,11 @@ mod tests {
             "{pattern: Pipeline, nodes: [{id: a, kind: LLMAgent, model: gpt, instruction: do}, \
              {id: b, kind: HumanApproval, prompt: ok?}], edges: [{from: a, to: b}]}",
         );
-        let (reason, _) = refusal(outcome(&run("r"), approval.clone(), &ready_entries));
-        assert_eq!(reason, reasons::NEEDS_SIDECAR);
+        // A person's run with an approval starts: people decide through the sidecar.
+        assert!(matches!(
+            outcome(&run("r"), approval.clone(), &ready_entries),
+            Prepared::Ready(_)
+        ));
 
         // Owned by a service account naming no approvers, it is refused for that first.
         let mut pipeline = run("r");

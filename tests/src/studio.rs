@@ -1,0 +1,327 @@
+//! The whole system in one test namespace: the pod executor as the kubelet, the controllers
+//! running as the operator's ServiceAccount, runners posting to a sidecar, alice (and
+//! optionally bob) bound to the example `studio-user` Role, and optionally the shipped
+//! admission policies (`deploy/policies/`) bound to this namespace alone, so other tests
+//! sharing the control plane are not affected.
+
+use crate::harness::{
+    TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for, workspace_root,
+};
+use crate::operator_fixture::{Operator, test_config};
+use crate::operator_identity::operator_client;
+use crate::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use crate::testenv::{self, ADMIN, TestEnv};
+use anyhow::{Context as _, Result, bail, ensure};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::StudioRun;
+use orrery_crds::events::TraceEvent;
+use orrery_crds::run::RunPhase;
+use orrery_operator::Config;
+use orrery_operator::run::builders::RUN_UID_LABEL;
+use serde::Deserialize as _;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long a test waits for a run's phase.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One namespace with the system running in it.
+pub struct Studio {
+    /// The control plane.
+    pub env: &'static TestEnv,
+    /// The namespace.
+    pub ns: TestNamespace,
+    /// An admin client.
+    pub admin: Client,
+    exec: PodExecutor,
+    operator: Operator,
+    bindings: Vec<String>,
+}
+
+/// What a [`Studio`] starts with.
+pub struct StudioOptions<'a> {
+    /// The namespace's name prefix.
+    pub prefix: &'a str,
+    /// Where runners post events and ask people.
+    pub sidecar_url: &'a str,
+    /// Manifests applied in the namespace first (model entries…).
+    pub manifests: &'a str,
+    /// Users bound to the example `studio-user` Role.
+    pub users: &'a [&'a str],
+    /// Bind the shipped admission policies to the namespace.
+    pub policies: bool,
+    /// Changes to the test deployment config.
+    pub configure: &'a dyn Fn(&mut Config),
+}
+
+impl Studio {
+    /// Starts everything [`StudioOptions`] asks for.
+    pub async fn start(options: StudioOptions<'_>) -> Result<Studio> {
+        let env = testenv::shared_async().await?;
+        ensure_crds(env).await?;
+        let ns = TestNamespace::create(env, options.prefix).await?;
+        let admin = env.admin().await?;
+        let bin = default_bin_dir();
+        ensure!(
+            bin.join("orrery").is_file(),
+            "no orrery binary in {}: build it first (cargo build -p orrery-runner)",
+            bin.display()
+        );
+        let exec = PodExecutor::start_with(
+            admin.clone(),
+            ExecutorConfig::new(format!("node-{}", ns.name))
+                .namespace(&ns.name)
+                .bin_dir(bin)
+                .api_server(&env.server),
+        )
+        .await?;
+        let bindings = if options.policies {
+            bind_policies(env, &ns.name).await?
+        } else {
+            Vec::new()
+        };
+        if !options.manifests.trim().is_empty() {
+            apply_yaml(&admin, Some(&ns.name), options.manifests).await?;
+        }
+        for user in options.users {
+            grant_studio_user(env, &ns.name, user).await?;
+        }
+        let mut config = test_config()?;
+        config.allowed_models = None;
+        config.default_model = None;
+        config.sidecar.url = Some(options.sidecar_url.to_owned());
+        (options.configure)(&mut config);
+        let operator = Operator::start(operator_client(env, &ns.name).await?, config, &ns.name)?;
+        Ok(Studio {
+            env,
+            ns,
+            admin,
+            exec,
+            operator,
+            bindings,
+        })
+    }
+
+    /// The namespace's runs, as admin.
+    pub fn runs(&self) -> Api<StudioRun> {
+        self.ns.api(&self.admin)
+    }
+
+    /// Waits until run `name` is in `phase`.
+    pub async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
+        self.wait_run(name, &format!("{phase:?}"), move |r| {
+            r.status.as_ref().and_then(|s| s.phase) == Some(phase)
+        })
+        .await
+    }
+
+    /// Waits until run `name` satisfies `ready`.
+    pub async fn wait_run(
+        &self,
+        name: &str,
+        what: &str,
+        ready: impl Fn(&StudioRun) -> bool + Send + 'static,
+    ) -> Result<StudioRun> {
+        wait_for(
+            &self.runs(),
+            name,
+            what,
+            RUN_TIMEOUT,
+            move |r: Option<&StudioRun>| r.is_some_and(&ready),
+        )
+        .await?
+        .with_context(|| format!("{name} is gone"))
+    }
+
+    /// The trace the runner printed on its standard output (`kubectl logs`), event by event.
+    pub async fn runner_log(&self, run: &StudioRun) -> Result<Vec<TraceEvent>> {
+        let uid = run.uid().context("uid")?;
+        let pods: Api<Pod> = self.ns.api(&self.admin);
+        let pod = pods
+            .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
+            .await?
+            .items
+            .into_iter()
+            .next()
+            .context("no runner pod")?;
+        let log = self.exec.pod_dir(&pod).join("logs").join("runner.log");
+        let text =
+            std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<TraceEvent>(l).ok())
+            .collect())
+    }
+
+    /// Stops the controllers and the pod executor, and removes the policy bindings.
+    pub async fn shutdown(self) -> Result<()> {
+        self.operator.stop().await?;
+        self.exec.shutdown().await?;
+        for binding in &self.bindings {
+            let _ = kubectl_ok(
+                self.env,
+                ADMIN,
+                &[
+                    "delete",
+                    "validatingadmissionpolicybinding",
+                    binding,
+                    "--ignore-not-found",
+                ],
+            )
+            .await;
+        }
+        Ok(())
+    }
+}
+
+/// Binds the example `studio-user` Role (`examples/rbac/`) to `user` in `ns`.
+pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()> {
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "examples/rbac/studio-user-role.yaml",
+        ],
+    )
+    .await?;
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "create",
+            "rolebinding",
+            &format!("{user}-studio-user"),
+            "-n",
+            ns,
+            "--role=studio-user",
+            &format!("--user={user}"),
+        ],
+    )
+    .await?;
+    if let Ok(client) = env.client(user).await {
+        wait_allowed(&client, Some(ns), "get", "studio.orrery.dev", "studioruns").await?;
+    }
+    Ok(())
+}
+
+/// A user's bearer token (`TESTENV_<USER>_TOKEN`).
+pub fn token(env: &TestEnv, user: &str) -> Result<String> {
+    let key = format!("TESTENV_{}_TOKEN", user.to_uppercase());
+    env.var(&key)
+        .map(str::to_owned)
+        .with_context(|| format!("{key} missing from the testenv"))
+}
+
+/// The name of `policy`'s binding for namespace `ns`.
+pub fn binding_name(policy: &str, ns: &str) -> String {
+    format!("{policy}.{ns}")
+}
+
+/// The shipped policy documents (`deploy/policies/*.yaml`), and bindings derived from the
+/// shipped ones for `ns` alone: each shipped binding (cluster-wide, `validationActions:
+/// [Deny]`) gets the name [`binding_name`] and a `namespaceSelector` on `ns`'s immutable name
+/// label.
+pub fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
+    let dir = workspace_root().join("deploy/policies");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
+    files.sort();
+    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
+    for path in &files {
+        let text = std::fs::read_to_string(path)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let mut doc: Value = Value::deserialize(doc)?;
+            match doc["kind"].as_str() {
+                Some("ValidatingAdmissionPolicy") => {
+                    ensure!(
+                        doc["spec"]["failurePolicy"] == "Fail",
+                        "{}: failurePolicy must be Fail",
+                        path.display()
+                    );
+                    policies.push(doc);
+                }
+                Some("ValidatingAdmissionPolicyBinding") => {
+                    ensure!(
+                        doc["spec"]["validationActions"] == json!(["Deny"]),
+                        "{}: a shipped binding denies",
+                        path.display()
+                    );
+                    ensure!(
+                        doc["spec"].get("matchResources").is_none(),
+                        "{}: a shipped binding is cluster-wide",
+                        path.display()
+                    );
+                    let policy = doc["spec"]["policyName"]
+                        .as_str()
+                        .context("a binding without policyName")?
+                        .to_owned();
+                    doc["metadata"] = json!({"name": binding_name(&policy, ns)});
+                    doc["spec"]["matchResources"] = json!({"namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": ns}
+                    }});
+                    bindings.push(doc);
+                }
+                other => bail!("{}: unexpected document kind {other:?}", path.display()),
+            }
+        }
+    }
+    Ok((policies, bindings))
+}
+
+/// Applies the shipped policies and binds them to `ns` alone; returns the bindings' names.
+/// Waits until a policy is seen to act (admission policies take effect asynchronously).
+pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
+    let (policies, bindings) = policies_for(ns)?;
+    let admin = env.admin().await?;
+    for doc in policies.iter().chain(bindings.iter()) {
+        apply_yaml(&admin, None, &serde_json::to_string(doc)?).await?;
+    }
+    // A run created by admin but owned by someone else is refused once the policies act.
+    let probe = json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": "policy-probe"},
+        "spec": {"compositionRef": {"name": "nothing"}, "input": "x", "owner": "somebody-else"}
+    })
+    .to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match apply_yaml(&admin, Some(ns), &probe).await {
+            Err(_) => break,
+            Ok(_) => {
+                let _ = kubectl_ok(
+                    env,
+                    ADMIN,
+                    &[
+                        "delete",
+                        "studiorun",
+                        "policy-probe",
+                        "-n",
+                        ns,
+                        "--wait=false",
+                    ],
+                )
+                .await;
+            }
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the admission policies did not take effect in {ns} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(bindings
+        .iter()
+        .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
+        .collect())
+}

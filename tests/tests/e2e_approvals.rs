@@ -1,0 +1,390 @@
+//! Approvals end to end on the real control plane: operator, sidecar and pod executor, with the
+//! shipped admission policies bound to each test's namespace. A run in its pod asks a person
+//! through the sidecar; the text is served to its owner and approvers only; the owner decides
+//! through the sidecar's API (which appends the decision with the owner's own token) or with
+//! `kubectl patch --subresource=status`; a service account's run is decided by its named
+//! approver; a decision that comes after the approval expired is answered 409.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use orrery_crds::StudioRun;
+use orrery_crds::run::RunPhase;
+use orrery_operator::sidecar::SidecarSettings;
+use orrery_tests::harness::kubectl_ok;
+use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+use orrery_tests::studio::{Studio, StudioOptions, token};
+use orrery_tests::testenv::{ALICE, BOB};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// The model: a draft, then (after the person) a published version.
+const MODELS: &str = r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: scripted}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{reply: "Release notes for: {{input}}"}]
+        publish: [{reply: "Changelog: {{input}}"}]
+"#;
+
+/// draft → review (a person) → publish; a rejection ends the run Rejected.
+fn composition() -> Value {
+    json!({
+        "pattern": "Pipeline",
+        "budgets": {"timeoutSeconds": 600},
+        "nodes": [
+            {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
+            {"id": "review", "kind": "HumanApproval", "prompt": "Publish these notes?"},
+            {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
+        ],
+        "edges": [
+            {"from": "draft", "to": "review"},
+            {"from": "review", "to": "publish", "when": "approved"}
+        ]
+    })
+}
+
+fn http() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("http client")
+}
+
+/// A call to the sidecar's API as the holder of `token`: the status and the JSON body.
+async fn call(
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Option<Value>,
+) -> Result<(StatusCode, Value)> {
+    let mut request = http()?.request(method, url).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let text = response.text().await?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
+    ))
+}
+
+/// Starts a run through the sidecar's API as the holder of `token`; returns its name.
+async fn start(sidecar: &str, ns: &str, token: &str, extra: Value) -> Result<String> {
+    let mut body = json!({"composition": composition(), "input": "version 2.4"});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    let (status, run) = call(
+        reqwest::Method::POST,
+        format!("{sidecar}/api/v1/runs/{ns}"),
+        token,
+        Some(body),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "start: {status} {run}");
+    run["metadata"]["name"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the created run has a name")
+}
+
+/// Waits until the run waits for a person; returns the pending approval's id and digest.
+async fn awaiting(studio: &Studio, name: &str) -> Result<(String, String)> {
+    let run = studio
+        .wait_run(name, "a pending approval", |r: &StudioRun| {
+            r.status.as_ref().is_some_and(|s| {
+                s.phase == Some(RunPhase::AwaitingApproval) && !s.pending_approvals.is_empty()
+            })
+        })
+        .await?;
+    let pending = &run.status.as_ref().context("status")?.pending_approvals[0];
+    Ok((pending.id.clone(), pending.digest.clone()))
+}
+
+async fn settings_sidecar(prefix: &str) -> Result<TestSidecar> {
+    let dir = temp_dir(prefix)?;
+    TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch_and_nobody_else_can()
+-> Result<()> {
+    let mut sidecar = settings_sidecar("approve").await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-owner",
+        sidecar_url: &sidecar.url,
+        manifests: MODELS,
+        users: &[ALICE, BOB],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let alice = token(studio.env, ALICE)?;
+        let bob = token(studio.env, BOB)?;
+        let api = |path: &str| format!("{}/api/v1/runs/{ns}/{path}", sidecar.url);
+
+        // 1. Alice starts a run through the API; it waits for her at `review`.
+        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let (status, approvals) = call(
+            reqwest::Method::GET,
+            api(&format!("{name}/approvals")),
+            &alice,
+            None,
+        )
+        .await?;
+        ensure!(status == StatusCode::OK, "approvals: {status} {approvals}");
+        let item = &approvals["items"][0];
+        ensure!(
+            item["id"] == json!(id)
+                && item["digest"] == json!(digest)
+                && item["state"] == "pending"
+                && item["text"] == "Release notes for: version 2.4",
+            "the owner reads the exact text under review: {item}"
+        );
+        // Bob may read runs in the namespace, but this one is neither his nor his to approve.
+        let (status, _) = call(
+            reqwest::Method::GET,
+            api(&format!("{name}/approvals")),
+            &bob,
+            None,
+        )
+        .await?;
+        ensure!(status == StatusCode::NOT_FOUND, "bob reads: {status}");
+        let (status, body) = call(
+            reqwest::Method::POST,
+            api(&format!("{name}/approvals/{id}")),
+            &bob,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::NOT_FOUND,
+            "bob decides: {status} {body}"
+        );
+        // A digest that is not the text's: 409, nothing appended.
+        let (status, body) = call(
+            reqwest::Method::POST,
+            api(&format!("{name}/approvals/{id}")),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": "0".repeat(64)})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::CONFLICT,
+            "wrong digest: {status} {body}"
+        );
+        // The right digest: the run takes it up and says so.
+        let (status, body) = call(
+            reqwest::Method::POST,
+            api(&format!("{name}/approvals/{id}")),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && body["outcome"] == "approved",
+            "approve: {status} {body}"
+        );
+        let run = studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        let status = run.status.as_ref().context("status")?;
+        ensure!(status.pending_approvals.is_empty(), "nothing left pending");
+        ensure!(
+            status.decisions.len() == 1 && status.decisions[0].decided_by.as_deref() == Some(ALICE),
+            "{:?}",
+            status.decisions
+        );
+        // A second decision on a settled approval: 409.
+        let (status, _) = call(
+            reqwest::Method::POST,
+            api(&format!("{name}/approvals/{id}")),
+            &alice,
+            Some(json!({"decision": "Reject"})),
+        )
+        .await?;
+        ensure!(status == StatusCode::CONFLICT, "second decision: {status}");
+
+        // 2. A second run, approved by hand with kubectl as alice.
+        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let decision = json!([{"op": "add", "path": "/status/decisions/-", "value": {
+            "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
+        }}])
+        .to_string();
+        kubectl_ok(
+            studio.env,
+            ALICE,
+            &[
+                "patch",
+                "studiorun",
+                &name,
+                "-n",
+                &ns,
+                "--subresource=status",
+                "--type=json",
+                "-p",
+                &decision,
+            ],
+        )
+        .await?;
+        studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_the_account()
+-> Result<()> {
+    let mut sidecar = settings_sidecar("approve-sa").await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-sa",
+        sidecar_url: &sidecar.url,
+        manifests: MODELS,
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let env = studio.env;
+        // A GitOps pipeline's account, allowed to use runs in the namespace.
+        kubectl_ok(
+            env,
+            "admin",
+            &["create", "serviceaccount", "pipeline", "-n", &ns],
+        )
+        .await?;
+        kubectl_ok(
+            env,
+            "admin",
+            &[
+                "create",
+                "rolebinding",
+                "pipeline-studio-user",
+                "-n",
+                &ns,
+                "--role=studio-user",
+                &format!("--serviceaccount={ns}:pipeline"),
+            ],
+        )
+        .await?;
+        let sa = kubectl_ok(env, "admin", &["create", "token", "pipeline", "-n", &ns]).await?;
+        let sa = sa.trim().to_owned();
+        // Without approvers the admission policy refuses the run (it can ask a person).
+        let (status, body) = call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            &sa,
+            Some(json!({"composition": composition(), "input": "version 2.4"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::FORBIDDEN,
+            "no approvers: {status} {body}"
+        );
+        let name = start(
+            &sidecar.url,
+            &ns,
+            &sa,
+            json!({"approvers": {"users": [ALICE]}}),
+        )
+        .await?;
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let decide = format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url);
+        let (status, body) = call(
+            reqwest::Method::POST,
+            decide.clone(),
+            &sa,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::FORBIDDEN,
+            "the account decides: {status} {body}"
+        );
+        let alice = token(env, ALICE)?;
+        let (status, body) = call(
+            reqwest::Method::POST,
+            decide,
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK,
+            "the approver decides: {status} {body}"
+        );
+        studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_rejected()
+-> Result<()> {
+    let mut sidecar = settings_sidecar("approve-late").await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-late",
+        sidecar_url: &sidecar.url,
+        manifests: MODELS,
+        users: &[ALICE],
+        policies: true,
+        configure: &|c| c.approval_timeout_seconds = 4,
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let alice = token(studio.env, ALICE)?;
+        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let (id, digest) = awaiting(&studio, &name).await?;
+        studio.wait_phase(&name, RunPhase::Rejected).await?;
+        let (status, body) = call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::CONFLICT
+                && body["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("expired"),
+            "late: {status} {body}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
