@@ -21,16 +21,16 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use orrery_tests::harness::{
     KubectlOutput, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, keep, kubectl_ok,
-    run_kubectl, workspace_root,
+    run_kubectl,
 };
 use orrery_tests::operator_identity::operator_client;
+use orrery_tests::studio::{binding_name, policies_for};
 use orrery_tests::testenv::{self, ADMIN, ALICE, BOB, TestEnv};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The shipped policies (`deploy/policies/`).
@@ -114,10 +114,6 @@ fn denied_by(policy: &str, ns: &str, message: &str) -> String {
         "ValidatingAdmissionPolicy '{policy}' with binding '{}' denied request: {message}",
         binding_name(policy, ns)
     )
-}
-
-fn binding_name(policy: &str, ns: &str) -> String {
-    format!("{policy}.{ns}")
 }
 
 /// A fresh file for a manifest (the kubectl helpers pass arguments only, no stdin).
@@ -298,57 +294,6 @@ async fn decisions(env: &TestEnv, ns: &str, run: &str) -> Result<Vec<String>> {
             )
         })
         .collect())
-}
-
-/// The shipped policy documents, and bindings derived from the shipped ones for `ns` alone.
-fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
-    let dir = workspace_root().join("deploy/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
-    files.sort();
-    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
-    for path in &files {
-        let text = std::fs::read_to_string(path)?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let mut doc: Value = Value::deserialize(doc)?;
-            match doc["kind"].as_str() {
-                Some("ValidatingAdmissionPolicy") => {
-                    ensure!(
-                        doc["spec"]["failurePolicy"] == "Fail",
-                        "{}: failurePolicy must be Fail",
-                        path.display()
-                    );
-                    policies.push(doc);
-                }
-                Some("ValidatingAdmissionPolicyBinding") => {
-                    ensure!(
-                        doc["spec"]["validationActions"] == json!(["Deny"]),
-                        "{}: a shipped binding denies",
-                        path.display()
-                    );
-                    ensure!(
-                        doc["spec"].get("matchResources").is_none(),
-                        "{}: a shipped binding is cluster-wide",
-                        path.display()
-                    );
-                    let policy = doc["spec"]["policyName"]
-                        .as_str()
-                        .context("a binding without policyName")?
-                        .to_owned();
-                    doc["metadata"] = json!({"name": binding_name(&policy, ns)});
-                    doc["spec"]["matchResources"] = json!({"namespaceSelector": {
-                        "matchLabels": {"kubernetes.io/metadata.name": ns}
-                    }});
-                    bindings.push(doc);
-                }
-                other => bail!("{}: unexpected document kind {other:?}", path.display()),
-            }
-        }
-    }
-    Ok((policies, bindings))
 }
 
 /// A test namespace with the shipped policies bound to it alone; the bindings are deleted on
