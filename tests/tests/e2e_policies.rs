@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 /// The shipped policies (`deploy/policies/`).
 const CREATE_POLICY: &str = "studioruns-create.studio.orrery.dev";
 const DECISIONS_POLICY: &str = "studioruns-decisions.studio.orrery.dev";
+const PENDING_POLICY: &str = "studioruns-pending.studio.orrery.dev";
 /// The group whose members approve runs that name it (`carol` is its one member here).
 const APPROVER_GROUP: &str = "release-managers";
 /// The ServiceAccount standing for a GitOps pipeline.
@@ -334,8 +335,8 @@ impl Policed {
         let scratch = Scratch::new(&ns.name)?;
         let (policies, bindings) = policies_for(&ns.name)?;
         ensure!(
-            policies.len() == 2 && bindings.len() == 2,
-            "deploy/policies/ ships two policies with a binding each"
+            policies.len() == 3 && bindings.len() == 3,
+            "deploy/policies/ ships three policies with a binding each"
         );
         let admin = env.admin().await?;
         let yaml = |docs: &[Value]| -> Result<String> {
@@ -1103,5 +1104,68 @@ async fn a_service_account_never_decides_even_on_its_own_run_and_status_writes_w
     )
     .await?;
     assert_eq!(pod, "gitops-runner 3");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_operators_account_or_an_administrator_changes_what_is_pending_rule_4_56()
+-> Result<()> {
+    let p = Policed::create("policy-pending").await?;
+    let (env, ns) = (p.env, p.ns());
+    let out = p
+        .create_run(
+            &Who::User(ALICE),
+            &run_manifest("mine", ALICE, json!({"composition": with_approval()})),
+        )
+        .await?;
+    ensure!(out.success, "{}", out.stderr);
+    awaiting(env, ns, "mine", vec![pending("p1", DIGEST, true)]).await?;
+    // The owner, who may append a decision, may not rewrite the digest she will approve; nor
+    // may a pipeline's account that holds the same Role.
+    let forged =
+        json!({"status": {"pendingApprovals": [pending("p1", &"0".repeat(64), true)]}}).to_string();
+    let patch = [
+        "patch",
+        "studiorun/mine",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        forged.as_str(),
+    ];
+    let stderr = fails_as(env, &Who::User(ALICE), &patch).await?;
+    let want = denied_by(
+        PENDING_POLICY,
+        ns,
+        "status.pendingApprovals is written by the system only (the sidecar, as system:serviceaccount:orrery-system:orrery-operator, asks, settles and expires approvals): alice may append a decision to status.decisions but not change what is pending",
+    );
+    ensure!(stderr.contains(&want), "{stderr}");
+    let pipeline = p.pipeline().await?;
+    let stderr = fails_as(env, &pipeline, &patch).await?;
+    ensure!(stderr.contains(PENDING_POLICY), "{stderr}");
+    // The operator's own account (the sidecar runs as it) settles the approval.
+    let operator = operator_client(env, ns).await?;
+    let runs: Api<DynamicObject> = Api::namespaced_with(
+        operator,
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("studio.orrery.dev", "v1alpha1", "StudioRun"),
+            "studioruns",
+        ),
+    );
+    let body = json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": "mine"},
+        "status": {"pendingApprovals": []}
+    });
+    runs.patch_status(
+        "mine",
+        &PatchParams::apply("orrery-sidecar").force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .context("the sidecar's account clears what is pending")?;
     Ok(())
 }
