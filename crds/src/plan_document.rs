@@ -16,6 +16,10 @@ use std::collections::BTreeSet;
 /// The file next to `plan.json` in the plan Secret that holds the run's input.
 pub const INPUT_FILE: &str = "input";
 
+/// The file next to `plan.json` in the plan Secret that holds the run-scoped token the runner
+/// sends the sidecar (trace events, the approval relay) as `Authorization: Bearer`.
+pub const TOKEN_FILE: &str = "token";
+
 /// Version of [`PlanDocument`].
 pub const PLAN_DOCUMENT_VERSION: u32 = 1;
 

@@ -283,7 +283,8 @@ pub struct PendingApproval {
     pub node: String,
     /// Approval, Input or Action.
     pub kind: ApprovalKind,
-    /// SHA-256 (hex) of the text under review; an approval must name it.
+    /// The digest of the text under review (SHA-256, hex, over the run's UID, this id and the
+    /// text); an approval must name it.
     pub digest: String,
     /// Size of the text in bytes.
     pub size: u64,

@@ -17,4 +17,5 @@ pub mod probe;
 pub mod remote;
 pub mod safety;
 pub mod secrets;
+pub mod sidecar_client;
 pub mod tools;

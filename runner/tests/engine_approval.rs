@@ -6,7 +6,7 @@
 mod engine_support;
 
 use engine_support::Case;
-use orrery_runner::approval::{ScriptedDecision, ScriptedDecisions, digest_of};
+use orrery_runner::approval::{ScriptedDecision, ScriptedDecisions, approval_digest};
 use orrery_runner::events::{DecisionKind, EventBody, NodeStatus, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +31,11 @@ nodes:
   publish: [{reply: "published: {{input}}"}]
 "#;
 
+/// The digest of `text` as approval `id` of the test run (`engine_support`'s run id).
+fn digest_of(id: &str, text: &str) -> String {
+    approval_digest("test-run", id, text)
+}
+
 fn decisions(ran: &engine_support::Ran) -> Vec<DecisionKind> {
     ran.of("approval.decided")
         .into_iter()
@@ -50,7 +55,7 @@ async fn an_approval_naming_the_digest_sends_exactly_the_reviewed_text_on_rule_4
     assert_eq!(ran.result.output.as_deref(), Some("published: draft 1"));
     let request = &source.requests()[0];
     assert_eq!(request.text, "draft 1");
-    assert_eq!(request.digest, digest_of("draft 1"));
+    assert_eq!(request.digest, digest_of("approval-1", "draft 1"));
     assert_eq!(request.prompt, "Publish this?");
     match ran.of("approval.requested")[0] {
         EventBody::ApprovalRequested {
@@ -60,7 +65,7 @@ async fn an_approval_naming_the_digest_sends_exactly_the_reviewed_text_on_rule_4
             text,
             ..
         } => {
-            assert_eq!(digest, &digest_of("draft 1"));
+            assert_eq!(digest, &digest_of("approval-1", "draft 1"));
             assert_eq!(*size, 7);
             assert!(*complete);
             assert!(text.is_none(), "no content without capture");
@@ -160,7 +165,8 @@ async fn an_expired_approval_ends_the_run_rejected_and_never_takes_an_edge_rule_
 #[tokio::test]
 async fn a_wrong_digest_is_refused_and_reported_and_the_approval_stays_open_rule_4_8() {
     let source = Arc::new(ScriptedDecisions::new([
-        ScriptedDecision::ApproveDigest(digest_of("something else")),
+        // The digest of the same text in another run: never this run's.
+        ScriptedDecision::ApproveDigest(approval_digest("another-run", "approval-1", "draft 1")),
         ScriptedDecision::Approve,
     ]));
     let ran = Case::new(REVIEW, SCRIPT).source(source.clone()).run().await;
@@ -182,7 +188,10 @@ async fn a_wrong_digest_is_refused_and_reported_and_the_approval_stays_open_rule
             decision, digest, ..
         } => {
             assert_eq!(*decision, DecisionKind::Approved);
-            assert_eq!(digest.as_deref(), Some(digest_of("draft 1").as_str()));
+            assert_eq!(
+                digest.as_deref(),
+                Some(digest_of("approval-1", "draft 1").as_str())
+            );
         }
         other => panic!("{other:?}"),
     }

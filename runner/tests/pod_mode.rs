@@ -15,6 +15,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod relay_support;
+
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
@@ -154,25 +156,28 @@ fn a_critic_loop_plan_succeeds_with_json_events_and_writes_the_summary_the_opera
 }
 
 #[test]
-fn a_plan_with_a_human_approval_ends_failed_at_once_naming_the_relay() {
+fn a_plan_with_a_human_approval_and_no_token_says_nobody_can_be_asked_and_ends_rejected() {
     let doc = document(
         composition(&examples().join("compositions/human-review.yaml")),
         &registry(),
     );
     let mount = Mount::of("approval", &doc);
     let out = mount.command().output().expect("orrery runs");
-    assert_eq!(out.status.code(), Some(3));
-    let summary = parse_summary(&mount.summary()).expect("a summary");
-    assert_eq!(summary.outcome, Outcome::Failed);
-    let message = summary.error.expect("a reason").message;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
     assert!(
-        message.contains("HumanApproval node") && message.contains("sidecar's relay"),
-        "{message}"
+        stderr.contains("this run asks people (")
+            && stderr.contains("HumanApproval node 'review'")
+            && stderr.contains("no `token` file is next to the plan")
+            && stderr.contains("expires at once, which is a rejection"),
+        "{stderr}"
     );
+    let summary = parse_summary(&mount.summary()).expect("a summary");
+    assert_eq!(summary.outcome, Outcome::Rejected);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        parse_summary(&stdout).is_some(),
-        "the trace ends with run.end: {stdout}"
+        stdout.contains("\"approval.decided\"") && stdout.contains("\"expired\""),
+        "the request was made and expired: {stdout}"
     );
 }
 
@@ -390,6 +395,18 @@ struct Received {
 
 /// A test sidecar keeping the ingest contract's order (409 past a gap, idempotent by seq).
 async fn start_sidecar() -> (String, std::sync::Arc<std::sync::Mutex<Received>>) {
+    let (url, received, _) = start_sidecar_with(None).await;
+    (url, received)
+}
+
+/// [`start_sidecar`], also serving the approval relay of `relay` when given.
+async fn start_sidecar_with(
+    relay: Option<relay_support::Shared>,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Received>>,
+    Option<relay_support::Shared>,
+) {
     use axum::http::{HeaderMap, StatusCode, header};
     use axum::response::IntoResponse;
     use orrery_crds::events::ingest::{ApiError, INGEST_ROUTE, IngestReply};
@@ -441,11 +458,14 @@ async fn start_sidecar() -> (String, std::sync::Arc<std::sync::Mutex<Received>>)
     let received = Arc::new(Mutex::new(Received::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let app = axum::Router::new()
+    let mut app = axum::Router::new()
         .route(INGEST_ROUTE, axum::routing::post(ingest))
         .with_state(received.clone());
+    if let Some(relay) = &relay {
+        app = app.merge(relay_support::router(relay.clone()));
+    }
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, received)
+    (url, received, relay)
 }
 
 #[tokio::test]
@@ -522,4 +542,88 @@ fn a_plan_without_a_token_file_sends_its_trace_to_standard_output_only_and_says_
             .is_some_and(|l| l.contains("\"run.end\"")),
         "{stdout}"
     );
+}
+
+#[tokio::test]
+async fn a_plan_with_a_human_approval_and_a_token_is_decided_through_the_sidecars_relay() {
+    let relay = relay_support::Relay::new("uid-notes-1", "eyJhbGciOiJFZERTQSJ9.run-token.sig");
+    relay.lock().unwrap().poll_script = [
+        relay_support::Reply::Nothing,
+        relay_support::Reply::ApproveRight { index: 0 },
+    ]
+    .into();
+    let (url, received, _) = start_sidecar_with(Some(relay.clone())).await;
+    let doc = document(
+        composition(&examples().join("compositions/human-review.yaml")),
+        &registry(),
+    );
+    let mount = Mount::of("relay", &doc);
+    std::fs::write(
+        mount.dir.join(orrery_crds::plan_document::TOKEN_FILE),
+        "eyJhbGciOiJFZERTQSJ9.run-token.sig\n",
+    )
+    .unwrap();
+    let mut command = mount.command();
+    command.env(orrery_runner::launch::SIDECAR_URL_ENV, &url);
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("run-token.sig"),
+        "the token is never printed"
+    );
+    assert_eq!(
+        parse_summary(&mount.summary()).expect("a summary").outcome,
+        Outcome::Succeeded
+    );
+    let stdout: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let of = |kind: &str| -> Vec<&serde_json::Value> {
+        stdout.iter().filter(|e| e["type"] == kind).collect()
+    };
+    let (requested, decided) = (of("approval.requested"), of("approval.decided"));
+    assert_eq!((requested.len(), decided.len()), (1, 1), "{stdout:?}");
+    assert_eq!(decided[0]["decision"], "approved");
+    assert!(
+        of("node.enter").iter().any(|e| e["nodeId"] == "publish"),
+        "the run went on past the approval"
+    );
+
+    let r = relay.lock().unwrap();
+    assert_eq!(r.asks.len(), 1);
+    let asked = &r.asks[0];
+    assert_eq!(
+        (asked.id.as_str(), asked.node.as_str()),
+        ("approval-1", "review")
+    );
+    assert_eq!(
+        asked.digest,
+        orrery_crds::relay::approval_digest("uid-notes-1", "approval-1", &asked.text)
+    );
+    assert_eq!(requested[0]["digest"], asked.digest.as_str());
+    assert_eq!(decided[0]["digest"], asked.digest.as_str());
+    assert_eq!(
+        r.settlements(),
+        [(
+            "approval-1".to_owned(),
+            orrery_crds::relay::Settlement::Approved { index: 0 }
+        )]
+    );
+    let bearer = "Bearer eyJhbGciOiJFZERTQSJ9.run-token.sig";
+    assert!(
+        r.authorizations
+            .iter()
+            .all(|a| a.as_deref() == Some(bearer)),
+        "{:?}",
+        r.authorizations
+    );
+    // The sidecar has the whole trace, the approval events included.
+    let posted: Vec<serde_json::Value> =
+        received.lock().unwrap().events.values().cloned().collect();
+    assert_eq!(posted, stdout);
 }

@@ -11,7 +11,6 @@
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -721,7 +720,8 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_needing_a_person_fails_at_once_saying_the_sidecar_is_needed() -> Result<()> {
+async fn a_run_needing_a_person_waits_for_them_and_a_cancel_settles_the_approval_rules_4_14_10_15()
+-> Result<()> {
     run("run-relay", async |f| {
         let operator = f.operator(f.config()?).await?;
         let mut spec = pipeline("scripted");
@@ -739,19 +739,57 @@ async fn a_run_needing_a_person_fails_at_once_saying_the_sidecar_is_needed() -> 
             "spec": {"composition": spec, "input": "x", "owner": "jane@example.com"}
         });
         f.apply(&run.to_string()).await?;
-        let failed = f.wait_phase("reviewed", RunPhase::Failed).await?;
+        // Nobody decides: the runner asked through the sidecar's relay, and the run waits for
+        // a person with the approval pending in its status.
+        let waiting = wait_for(
+            &f.runs(),
+            "reviewed",
+            "a pending approval",
+            RUN_TIMEOUT,
+            |r: Option<&StudioRun>| {
+                r.and_then(|r| r.status.as_ref()).is_some_and(|s| {
+                    s.phase == Some(RunPhase::AwaitingApproval) && !s.pending_approvals.is_empty()
+                })
+            },
+        )
+        .await?
+        .context("the run is gone")?;
+        let status = waiting.status.as_ref().context("status")?;
+        let pending = &status.pending_approvals;
+        ensure!(
+            pending.len() == 1 && pending[0].id == "approval-1" && pending[0].node == "review",
+            "{pending:?}"
+        );
+        let uid = waiting.uid().context("uid")?;
+        ensure!(
+            pending[0].digest.len() == 64
+                && pending[0].digest.chars().all(|c| c.is_ascii_hexdigit()),
+            "the digest (bound to run {uid}): {}",
+            pending[0].digest
+        );
+        ensure!(f.runner_pods(&waiting).await?.len() == 1, "its pod runs");
+        // A cancel ends it, and the runner settles the approval cancelled first: the sidecar
+        // drops it from the status.
+        let patch = json!({"spec": {"cancel": true}});
+        f.runs()
+            .patch("reviewed", &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        let done = f.wait_phase("reviewed", RunPhase::Cancelled).await?;
         assert_eq!(
-            condition_reason(&failed, "Succeeded").as_deref(),
-            Some("NeedsSidecar")
+            condition_reason(&done, "Succeeded").as_deref(),
+            Some("Cancelled")
         );
-        assert!(f.runner_pods(&failed).await?.is_empty());
-        let events: BTreeMap<String, String> = f.events_of("reviewed").await?.into_iter().collect();
-        assert!(
-            events
-                .get("NeedsSidecar")
-                .is_some_and(|note| note.contains("HumanApproval node(s) review")),
-            "{events:?}"
-        );
+        wait_for(
+            &f.runs(),
+            "reviewed",
+            "no pending approval",
+            RUN_TIMEOUT,
+            |r: Option<&StudioRun>| {
+                r.and_then(|r| r.status.as_ref())
+                    .is_some_and(|s| s.pending_approvals.is_empty())
+            },
+        )
+        .await?;
         operator.stop().await
     })
     .await

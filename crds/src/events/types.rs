@@ -296,7 +296,8 @@ pub enum EventBody {
         node_id: String,
         /// Approval, Input or Action.
         kind: ApprovalKind,
-        /// SHA-256 (hex) of the text under review.
+        /// The digest of the text under review (SHA-256, hex, over the run's id, the approval's
+        /// id and the text: [`crate::relay::approval_digest`]).
         digest: String,
         /// Size of the text in bytes.
         size: u64,

@@ -38,7 +38,7 @@ pub const PLAN_KEY: &str = "plan.json";
 /// Key of the run's input in the plan Secret.
 pub const INPUT_KEY: &str = orrery_crds::plan_document::INPUT_FILE;
 /// Key of the run token in the plan Secret.
-pub const TOKEN_KEY: &str = "token";
+pub const TOKEN_KEY: &str = orrery_crds::plan_document::TOKEN_FILE;
 /// Where the entries' Secrets are mounted (`<dir>/<secret>/<key>`, `ORRERY_SECRETS_DIR`).
 pub const SECRETS_DIR: &str = "/var/run/orrery/secrets";
 /// The termination message file the runner writes its summary to.

@@ -3,14 +3,20 @@
 //!
 //! - [`DecisionSource`]: where decisions come from. Local mode has a [`TerminalPrompt`] and, with
 //!   no terminal, [`Nobody`] (approvals expire: default deny); tests and demos use
-//!   [`ScriptedDecisions`]; the sidecar provides its own.
-//! - [`People`]: asks a source on behalf of a run: the text under review and its SHA-256, the
-//!   digest re-checked on approval (a wrong one is refused and reported to the source), expiry
-//!   as a rejection, at most [`MAX_APPROVALS_PER_RUN`] per run, the run's deadline paused while
-//!   the person decides, and the `approval.requested` / `approval.decided` events.
+//!   [`ScriptedDecisions`]; a runner pod asks people through the sidecar's relay
+//!   ([`SidecarDecisions`]). A source hears of every decision the run refused and of how each
+//!   request was settled.
+//! - [`People`]: asks a source on behalf of a run: the text under review and its digest (bound
+//!   to the run, the approval and the text: [`approval_digest`]), the digest re-checked on
+//!   approval (a wrong one is refused and reported to the source), expiry as a rejection, at
+//!   most [`MAX_APPROVALS_PER_RUN`] per run, the run's deadline paused while the person decides,
+//!   and the `approval.requested` / `approval.decided` events.
 
+mod sidecar;
 mod terminal;
 
+pub use orrery_crds::relay::approval_digest;
+pub use sidecar::{SidecarDecisions, SidecarDecisionsOptions};
 pub use terminal::TerminalPrompt;
 
 use crate::events::{DecisionKind, EventBody, Trace, format_rfc3339};
@@ -18,7 +24,6 @@ use crate::ledger::Ledger;
 use async_trait::async_trait;
 use orrery_crds::codes::limits::MAX_APPROVALS_PER_RUN;
 use orrery_crds::run::ApprovalKind;
-use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,7 +51,8 @@ pub struct ApprovalRequest {
     pub prompt: String,
     /// The text under review, exactly as the run goes on with it (never redacted).
     pub text: String,
-    /// SHA-256 (hex) of `text`: an approval must name it.
+    /// [`approval_digest`] of the run, `id` and `text` (SHA-256, hex): an approval must name
+    /// it, and no other run's or approval's digest is this one.
     pub digest: String,
     /// Size of `text` in bytes.
     pub size: u64,
@@ -114,14 +120,17 @@ pub trait DecisionSource: Send + Sync {
         cancel: &CancellationToken,
     ) -> Option<Decision>;
 
-    /// A decision the run refused (a wrong digest, an approval of incomplete text). The
-    /// request stays open; `decide` is called again.
+    /// A decision the run refused (a wrong digest, an approval of incomplete text): the last
+    /// one `decide` returned for `request`. The request stays open; `decide` is called again.
     fn refused(&self, _request: &ApprovalRequest, _reason: &str) {}
-}
 
-/// SHA-256 (lowercase hex) of a text.
-pub fn digest_of(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+    /// The request is settled: called exactly once per request, whatever settled it (a
+    /// decision, the expiry, a cancel, or its wait dropped), after which `decide` is never
+    /// called for it again. `taken` is the decision the run went on with: the last one `decide`
+    /// returned, for [`Settled::Approved`] and [`Settled::Rejected`]; `None` otherwise. It is
+    /// called from synchronous code (a drop included): a source that must tell someone does so
+    /// in the background, without holding up the run.
+    fn settled(&self, _request: &ApprovalRequest, _outcome: &Settled, _taken: Option<&Decision>) {}
 }
 
 /// Asks people on behalf of one run.
@@ -198,13 +207,14 @@ impl People {
                 jiff::SignedDuration::try_from(self.timeout).unwrap_or(jiff::SignedDuration::MAX),
             )
             .unwrap_or(jiff::Timestamp::MAX);
+        let id = format!("{}-{number}", kind_word(kind));
         let request = ApprovalRequest {
-            id: format!("{}-{number}", kind_word(kind)),
+            id: id.clone(),
             kind,
             node_id: node_id.to_owned(),
             prompt: prompt.to_owned(),
             text: text.to_owned(),
-            digest: digest_of(text),
+            digest: approval_digest(self.trace.run_id(), &id, text),
             size: text.len() as u64,
             complete: text.len() <= MAX_COMPLETE_BYTES,
             expires_at: format_rfc3339(expires),
@@ -226,7 +236,7 @@ impl People {
             started,
             settled: false,
         };
-        let settled = {
+        let (settled, taken) = {
             let _paused = self.ledger.pause();
             // The person reads the context first: every event so far (this request's
             // included) is written out before the source shows the request.
@@ -234,12 +244,18 @@ impl People {
             self.wait_for_decision(&request, cancel).await
         };
         pending.settled = true;
-        self.decided(&request, started, &settled);
+        self.decided(&request, started, &settled, taken.as_ref());
         Ok(settled)
     }
 
-    /// Emits `approval.decided` for a request.
-    fn decided(&self, request: &ApprovalRequest, started: Instant, settled: &Settled) {
+    /// Emits `approval.decided` for a request and tells the source how it was settled.
+    fn decided(
+        &self,
+        request: &ApprovalRequest,
+        started: Instant,
+        settled: &Settled,
+        taken: Option<&Decision>,
+    ) {
         let (decision, comment, digest) = match settled {
             Settled::Approved { answer } => (
                 DecisionKind::Approved,
@@ -259,13 +275,14 @@ impl People {
             wait_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             comment: comment.as_deref().and_then(|c| self.trace.content(c)),
         });
+        self.source.settled(request, settled, taken);
     }
 
     async fn wait_for_decision(
         &self,
         request: &ApprovalRequest,
         cancel: &CancellationToken,
-    ) -> Settled {
+    ) -> (Settled, Option<Decision>) {
         let now = tokio::time::Instant::now();
         // The timeout is at most a day, so this cannot overflow; never panic if it did.
         let expiry = now
@@ -275,13 +292,18 @@ impl People {
         loop {
             let decision = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Settled::Cancelled,
-                _ = tokio::time::sleep_until(expiry) => return Settled::Expired,
+                _ = cancel.cancelled() => return (Settled::Cancelled, None),
+                _ = tokio::time::sleep_until(expiry) => return (Settled::Expired, None),
                 d = self.source.decide(request, cancel) => d,
             };
             match decision {
-                None => return Settled::Expired,
-                Some(Decision::Reject { comment }) => return Settled::Rejected { comment },
+                None => return (Settled::Expired, None),
+                Some(Decision::Reject { comment }) => {
+                    let taken = Decision::Reject {
+                        comment: comment.clone(),
+                    };
+                    return (Settled::Rejected { comment }, Some(taken));
+                }
                 Some(Decision::Approve { digest, answer }) => {
                     if !request.complete {
                         self.source.refused(
@@ -297,7 +319,11 @@ impl People {
                             ),
                         );
                     } else {
-                        return Settled::Approved { answer };
+                        let taken = Decision::Approve {
+                            digest,
+                            answer: answer.clone(),
+                        };
+                        return (Settled::Approved { answer }, Some(taken));
                     }
                 }
             }
@@ -318,27 +344,42 @@ impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.settled {
             self.people
-                .decided(self.request, self.started, &Settled::Cancelled);
+                .decided(self.request, self.started, &Settled::Cancelled, None);
         }
     }
 }
 
-/// No one can decide (no terminal): every request expires at once, a rejection (default deny).
+/// No one can decide (no terminal; in a runner pod, no way to reach the sidecar): every request
+/// expires at once, a rejection (default deny).
 #[derive(Debug, Default)]
 pub struct Nobody {
     /// Write nothing (otherwise the reason goes to standard error).
     quiet: bool,
+    /// Why nobody can answer, when it is not the missing terminal.
+    why: Option<String>,
 }
 
 impl Nobody {
-    /// A source that explains on standard error why nobody answers.
+    /// A source that explains on standard error that there is no terminal to ask.
     pub fn new() -> Self {
-        Nobody { quiet: false }
+        Nobody::default()
     }
 
     /// A source that expires requests without writing anything.
     pub fn quiet() -> Self {
-        Nobody { quiet: true }
+        Nobody {
+            quiet: true,
+            why: None,
+        }
+    }
+
+    /// A source that says on standard error that nobody answers because of `why` (a clause:
+    /// "no run token is next to the plan, so the sidecar cannot be reached").
+    pub fn because(why: impl Into<String>) -> Self {
+        Nobody {
+            quiet: false,
+            why: Some(why.into()),
+        }
     }
 }
 
@@ -349,13 +390,22 @@ impl DecisionSource for Nobody {
         request: &ApprovalRequest,
         _cancel: &CancellationToken,
     ) -> Option<Decision> {
-        if !self.quiet {
-            eprintln!(
+        if self.quiet {
+            return None;
+        }
+        match &self.why {
+            None => eprintln!(
                 "{} {} at node {} needs a person, but there is no terminal to ask (standard input is not a TTY): it expires, which is a rejection (default deny). Run in a terminal to decide.",
                 kind_word(request.kind),
                 request.id,
                 request.node_id
-            );
+            ),
+            Some(why) => eprintln!(
+                "{} {} at node {} needs a person, but {why}: it expires, which is a rejection (default deny)",
+                kind_word(request.kind),
+                request.id,
+                request.node_id
+            ),
         }
         None
     }
@@ -377,12 +427,13 @@ pub enum ScriptedDecision {
 }
 
 /// Decisions from a list, in order, for tests and demos. When the list runs out, requests wait
-/// (and expire). Records every request and every refusal.
+/// (and expire). Records every request, every refusal and every settlement.
 #[derive(Debug, Default)]
 pub struct ScriptedDecisions {
     decisions: Mutex<VecDeque<ScriptedDecision>>,
     requests: Mutex<Vec<ApprovalRequest>>,
     refusals: Mutex<Vec<String>>,
+    settlements: Mutex<Vec<(String, Settled, Option<Decision>)>>,
 }
 
 impl ScriptedDecisions {
@@ -405,6 +456,15 @@ impl ScriptedDecisions {
     /// Every refusal reported.
     pub fn refusals(&self) -> Vec<String> {
         self.refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Every settlement reported, in order: the request's id, how it was settled, and the
+    /// decision taken.
+    pub fn settlements(&self) -> Vec<(String, Settled, Option<Decision>)> {
+        self.settlements
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -450,6 +510,13 @@ impl DecisionSource for ScriptedDecisions {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(reason.to_owned());
+    }
+
+    fn settled(&self, request: &ApprovalRequest, outcome: &Settled, taken: Option<&Decision>) {
+        self.settlements
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((request.id.clone(), outcome.clone(), taken.cloned()));
     }
 }
 

@@ -3,6 +3,7 @@
 use super::*;
 use crate::events::{MemorySink, TraceOptions};
 use orrery_crds::budget::BudgetLimits;
+use sha2::Digest as _;
 use std::time::Instant;
 
 fn people(
@@ -19,11 +20,51 @@ fn people(
     )
 }
 
-#[test]
-fn the_digest_is_the_sha256_of_the_text() {
-    assert_eq!(
-        digest_of("abc"),
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/// The digest `People` gives `text` as approval `id` of the run the tests' trace belongs to.
+fn digest_of(id: &str, text: &str) -> String {
+    approval_digest("r", id, text)
+}
+
+#[tokio::test]
+async fn the_digest_binds_the_run_the_approval_id_and_the_text_rule_4_6() {
+    let ask = |run: &'static str, texts: &'static [&'static str]| async move {
+        let source = Arc::new(ScriptedDecisions::new(
+            texts.iter().map(|_| ScriptedDecision::Approve),
+        ));
+        let trace = Trace::new(TraceOptions::new(run), vec![]);
+        let ledger = Arc::new(Ledger::new(BudgetLimits::default()));
+        let p = People::new(source.clone(), trace, ledger, Duration::from_secs(5));
+        for text in texts {
+            p.ask(
+                ApprovalKind::Approval,
+                "gate",
+                "",
+                text,
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        }
+        source
+            .requests()
+            .into_iter()
+            .map(|r| r.digest)
+            .collect::<Vec<_>>()
+    };
+    let one = ask("run-1", &["ship it", "ship it"]).await;
+    let other = ask("run-2", &["ship it"]).await;
+    // SHA-256 over the run's id, the approval's id and the text, each length-prefixed.
+    assert_eq!(one[0], approval_digest("run-1", "approval-1", "ship it"));
+    assert_eq!(one[0].len(), 64);
+    assert_ne!(
+        one[0], one[1],
+        "the same text in another approval of the run"
+    );
+    assert_ne!(one[0], other[0], "the same text and id in another run");
+    assert_ne!(
+        one[0],
+        hex::encode(sha2::Sha256::digest(b"ship it")),
+        "never the text's own SHA-256, which any run shares"
     );
 }
 
@@ -43,7 +84,10 @@ async fn an_approval_naming_the_digest_is_approved() {
         .unwrap();
     assert_eq!(got, Settled::Approved { answer: None });
     assert_eq!(sink.types(), vec!["approval.requested", "approval.decided"]);
-    assert_eq!(source.requests()[0].digest, digest_of("draft"));
+    assert_eq!(
+        source.requests()[0].digest,
+        digest_of("approval-1", "draft")
+    );
 }
 
 #[tokio::test]
@@ -298,7 +342,7 @@ fn request(id: &str, text: &str) -> ApprovalRequest {
         node_id: "gate".into(),
         prompt: "Publish?".into(),
         text: text.into(),
-        digest: digest_of(text),
+        digest: digest_of(id, text),
         size: text.len() as u64,
         complete: true,
         expires_at: "2026-01-01T00:00:00.000Z".into(),
@@ -379,12 +423,12 @@ async fn escapes_in_the_text_under_review_are_shown_visibly_and_flagged_rule_4_7
         shown.contains("⚠ this text contains 3 control or invisible characters"),
         "{shown}"
     );
-    assert!(shown.contains(&digest_of(raw)));
+    assert!(shown.contains(&digest_of("approval-1", raw)));
     // The approval names the digest of the exact text, not of what was shown.
     assert_eq!(
         decision,
         Some(Decision::Approve {
-            digest: digest_of(raw),
+            digest: digest_of("approval-1", raw),
             answer: None
         })
     );
@@ -467,4 +511,92 @@ async fn the_trace_so_far_comes_before_the_prompt_and_nothing_writes_over_a_wait
     assert!(at("waiting for a person") < at("approval needed"), "{text}");
     assert!(at("approval needed") < at("[a]pprove"), "{text}");
     assert!(at("[a]pprove") < at("during"), "{text}");
+}
+
+/// Every settlement a source was told of, as (id, outcome, decision taken).
+fn settlements_of(source: &ScriptedDecisions) -> Vec<(String, Settled, Option<Decision>)> {
+    source.settlements()
+}
+
+#[tokio::test]
+async fn the_source_is_told_once_how_each_request_was_settled_and_which_decision_was_taken() {
+    let source = Arc::new(ScriptedDecisions::new([
+        ScriptedDecision::ApproveDigest("0".repeat(64)),
+        ScriptedDecision::Answer("42".into()),
+        ScriptedDecision::Reject(Some("no".into())),
+    ]));
+    let (p, _, _) = people(source.clone(), Duration::from_millis(300));
+    let cancel = CancellationToken::new();
+    let approved = p
+        .ask(ApprovalKind::Input, "asker", "", "how many?", &cancel)
+        .await
+        .unwrap();
+    let rejected = p
+        .ask(ApprovalKind::Approval, "gate", "", "draft", &cancel)
+        .await
+        .unwrap();
+    // The script ran out: nobody decides, the request expires.
+    let expired = p
+        .ask(ApprovalKind::Approval, "gate", "", "draft 2", &cancel)
+        .await
+        .unwrap();
+    cancel.cancel();
+    let cancelled = p
+        .ask(ApprovalKind::Action, "writer", "", "deploy", &cancel)
+        .await
+        .unwrap();
+    assert_eq!(
+        [&approved, &rejected, &expired, &cancelled],
+        [
+            &Settled::Approved {
+                answer: Some("42".into())
+            },
+            &Settled::Rejected {
+                comment: Some("no".into())
+            },
+            &Settled::Expired,
+            &Settled::Cancelled,
+        ]
+    );
+    // The wrong digest was refused (the request stayed open), not settled.
+    assert_eq!(source.refusals().len(), 1);
+    assert_eq!(
+        settlements_of(&source),
+        [
+            (
+                "input-1".to_owned(),
+                approved,
+                Some(Decision::Approve {
+                    digest: digest_of("input-1", "how many?"),
+                    answer: Some("42".into())
+                })
+            ),
+            (
+                "approval-2".to_owned(),
+                rejected,
+                Some(Decision::Reject {
+                    comment: Some("no".into())
+                })
+            ),
+            ("approval-3".to_owned(), expired, None),
+            ("action-4".to_owned(), cancelled, None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_request_whose_wait_is_dropped_is_settled_cancelled_with_the_source_rule_4_15() {
+    let source = Arc::new(ScriptedDecisions::new([ScriptedDecision::Wait]));
+    let (p, _, _) = people(source.clone(), Duration::from_secs(600));
+    let never = CancellationToken::new();
+    let wait = p.ask(ApprovalKind::Action, "writer", "", "deploy", &never);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), wait)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        settlements_of(&source),
+        [("action-1".to_owned(), Settled::Cancelled, None)]
+    );
 }

@@ -4,9 +4,13 @@
 //! In pod mode the events also go to the sidecar ([`HttpSink`]) when the run token (the `token`
 //! file of the plan Secret) is next to the plan: to the plan's `sidecarUrl`, or to
 //! `ORRERY_SIDECAR_URL` when that is set (test and dev setups where the in-cluster Service name
-//! does not resolve). Without a token file they go to standard output only. The run's outcome
-//! never depends on the sidecar: the summary is written first, then the process waits (at most
-//! the sink's flush timeout) for the sidecar to have every event.
+//! does not resolve); and people decide the run's approvals, remote questions and acting
+//! remotes' confirmations through the sidecar's relay ([`SidecarDecisions`]), the run's deadline
+//! paused while they do. Without a token file events go to standard output only and nobody can
+//! be asked: every request expires at once, a rejection (default deny), and standard error says
+//! so. The run's outcome never depends on the sidecar being up: the summary is written first,
+//! then the process waits (at most the sink's flush timeout) for the sidecar to have every
+//! event and every settlement.
 //!
 //! Exit codes: 0 Succeeded, 1 the composition is invalid (nothing ran), 2 unreadable input or a
 //! wrong command line, 3 Failed, 4 BudgetExhausted, 5 Rejected, 130 Cancelled.
@@ -18,9 +22,10 @@ use clap::{Args, ValueEnum};
 use orrery_crds::plan_document::PlanDocument;
 use orrery_crds::plan_document::RunSummary;
 use orrery_crds::run::{RunError, RunTotals};
-use orrery_runner::approval::DecisionSource;
-use orrery_runner::approval::Nobody;
-use orrery_runner::approval::{DEFAULT_APPROVAL_TIMEOUT, MAX_APPROVAL_TIMEOUT, TerminalPrompt};
+use orrery_runner::approval::{
+    DEFAULT_APPROVAL_TIMEOUT, DecisionSource, MAX_APPROVAL_TIMEOUT, Nobody, SidecarDecisions,
+    SidecarDecisionsOptions, TerminalPrompt,
+};
 use orrery_runner::engine::RunOptions;
 use orrery_runner::events::{
     EventSink, HttpSink, HttpSinkOptions, JsonLinesSink, Outcome, PrinterOptions, TerminalHold,
@@ -372,33 +377,42 @@ fn end_before_start(args: &RunArgs, message: String, code: u8) -> u8 {
     code
 }
 
-/// The sink to the sidecar of a pod run, when the run token is next to the plan; `None`, with
-/// a line on standard error saying why, when events go to standard output only.
-fn sidecar_sink(
-    plan: &Path,
-    document: &PlanDocument,
-    runtime: &tokio::runtime::Handle,
-) -> Option<Arc<HttpSink>> {
-    let warn = |message: &str| eprintln!("{}: {message}", Style::for_stderr().yellow("warning"));
-    let token = match launch::read_plan_token(plan) {
-        Ok(Some(token)) => token,
+/// The run token next to the plan, when there is a usable one; `None`, with a line on standard
+/// error saying why, otherwise.
+fn plan_token(plan: &Path) -> Option<String> {
+    match launch::read_plan_token(plan) {
+        Ok(Some(token)) => Some(token),
         Ok(None) => {
             eprintln!(
                 "note: no `{}` file next to the plan: trace events go to standard output only, not to the sidecar",
                 launch::TOKEN_FILE
             );
-            return None;
+            None
         }
         Err(e) => {
             warn(&format!("{e}; trace events go to standard output only"));
-            return None;
+            None
         }
-    };
-    let url = launch::sidecar_url(document);
+    }
+}
+
+/// Prints a warning on standard error.
+fn warn(message: &str) {
+    eprintln!("{}: {message}", Style::for_stderr().yellow("warning"));
+}
+
+/// The sink to the sidecar of a pod run with a token; `None`, with a line on standard error
+/// saying why, when events go to standard output only.
+fn sidecar_sink(
+    url: &str,
+    document: &PlanDocument,
+    token: &str,
+    runtime: &tokio::runtime::Handle,
+) -> Option<Arc<HttpSink>> {
     match HttpSink::new(
-        &url,
+        url,
         &document.run.uid,
-        &token,
+        token,
         HttpSinkOptions::default(),
         runtime,
     ) {
@@ -408,6 +422,45 @@ fn sidecar_sink(
             None
         }
     }
+}
+
+/// Who decides a pod run's requests: people through the sidecar's relay when the run has a
+/// token (the relay too, to wait for its settlements), else nobody, said on standard error
+/// when the run asks people.
+fn pod_decisions(
+    prepared: &Prepared,
+    url: &str,
+    document: &PlanDocument,
+    token: Option<&str>,
+    runtime: &tokio::runtime::Handle,
+) -> (Arc<dyn DecisionSource>, Option<Arc<SidecarDecisions>>) {
+    let asks = launch::asks_people(prepared);
+    let why = match token {
+        None => format!(
+            "no `{}` file is next to the plan, so the sidecar's relay cannot be reached",
+            launch::TOKEN_FILE
+        ),
+        Some(token) => match SidecarDecisions::new(
+            url,
+            &document.run.uid,
+            token,
+            SidecarDecisionsOptions::default(),
+            runtime,
+        ) {
+            Ok(relay) => {
+                let relay = Arc::new(relay);
+                return (relay.clone(), Some(relay));
+            }
+            Err(e) => format!("the sidecar's relay cannot be used ({e})"),
+        },
+    };
+    if !asks.is_empty() {
+        warn(&format!(
+            "this run asks people ({}), but {why}: every request expires at once, which is a rejection (default deny)",
+            asks.join(", ")
+        ));
+    }
+    (Arc::new(Nobody::because(why)), None)
 }
 
 /// `orrery run --plan FILE`: a run in a runner pod.
@@ -425,9 +478,6 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
         Ok(p) => p,
         Err(e) => return end_before_start(args, e.to_string(), EXIT_INVALID),
     };
-    if let Some(reason) = launch::needs_relay(&prepared) {
-        return end_before_start(args, reason, EXIT_FAILED);
-    }
     let input = match launch::read_plan_input(plan) {
         Ok(i) => i,
         Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
@@ -464,15 +514,25 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
     // Standard output first (`kubectl logs` shows the trace), then the sidecar: the writer
     // flushes them in this order after run.end.
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![Arc::new(JsonLinesSink::new(stdout))];
-    let sidecar = sidecar_sink(plan, &document, runtime.handle());
+    let token = plan_token(plan);
+    let url = launch::sidecar_url(&document);
+    let sidecar = token
+        .as_deref()
+        .and_then(|token| sidecar_sink(&url, &document, token, runtime.handle()));
     if let Some(sink) = &sidecar {
         sinks.push(sink.clone());
     }
+    let (decisions, relay) = pod_decisions(
+        &prepared,
+        &url,
+        &document,
+        token.as_deref(),
+        runtime.handle(),
+    );
     let launch = Launch {
         deployment,
         factories,
-        // Remote questions expire at once (a rejection) until the relay can ask a person.
-        decisions: Arc::new(Nobody::new()),
+        decisions,
         sinks,
         options,
     };
@@ -495,11 +555,24 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
         Err(e) => end_before_start(args, format!("cannot start the run: {e}"), EXIT_FAILED),
     };
     // The summary is written: now the sidecar gets what it does not have yet, for at most the
-    // sink's flush timeout (one deadline with the writer's flush after run.end); a note on
-    // standard error says what did not get through.
-    if let Some(sink) = sidecar {
-        runtime.block_on(sink.wait());
-    }
+    // sink's flush timeout (one deadline with the writer's flush after run.end) and the
+    // relay's settle timeout; a note on standard error says what did not get through.
+    runtime.block_on(async {
+        let events = async {
+            if let Some(sink) = &sidecar {
+                sink.wait().await;
+            }
+        };
+        let settlements = async {
+            let wait = SidecarDecisionsOptions::default().settle_timeout;
+            if let Some(relay) = &relay
+                && !relay.wait(wait).await
+            {
+                warn("some approval settlements had not reached the sidecar when the runner stopped waiting for them");
+            }
+        };
+        tokio::join!(events, settlements);
+    });
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
 }

@@ -26,19 +26,19 @@
 //!   last had everything acknowledged; giving up writes one line on standard error saying how
 //!   many events were not delivered and the last error.
 //!
-//! The sidecar's URL is the operator's (the plan's `sidecarUrl`; in pod mode
-//! `ORRERY_SIDECAR_URL` overrides it for test and dev setups where the in-cluster Service name
-//! does not resolve), not a user's, so the client does not go through the network guard of
-//! [`crate::net`], which is for remote endpoints named in RegistryEntries. The token is never
-//! printed nor put in an error.
+//! The client is the runner's one [`SidecarClient`] (no proxy, no redirects, no network guard:
+//! the sidecar's URL is the operator's, not a user's; the token is never printed nor put in an
+//! error).
 
-use super::{EventSink, MAX_EVENTS, TraceEvent, cut_to, visible_inline};
+use super::{EventSink, MAX_EVENTS, TraceEvent};
+use crate::sidecar_client::{
+    SidecarClient, SidecarClientError, api_message, backoff_ceiling, error_chain, full_jitter,
+    read_reply, retry_after,
+};
 use orrery_crds::events::ingest::{
     ApiError, IngestReply, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, ingest_path,
 };
-use reqwest::header::{self, HeaderMap, HeaderValue};
 use std::collections::VecDeque;
-use std::hash::{BuildHasher, Hasher as _};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -46,10 +46,6 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The buffer's byte bound, by default.
 pub const DEFAULT_MAX_BUFFER_BYTES: usize = 8 * 1024 * 1024;
-/// The largest sidecar reply read.
-const MAX_REPLY_BYTES: usize = 64 * 1024;
-/// The longest sidecar message kept in a note.
-const MAX_MESSAGE_BYTES: usize = 300;
 
 /// How an [`HttpSink`] buffers, sends and waits.
 #[derive(Clone, Debug)]
@@ -92,36 +88,9 @@ impl Default for HttpSinkOptions {
     }
 }
 
-/// Why an [`HttpSink`] cannot be made.
-#[derive(Debug, thiserror::Error)]
-pub enum HttpSinkError {
-    /// The sidecar URL is not an http(s) URL.
-    #[error(
-        "the sidecar URL '{url}' cannot be used: {reason}; the plan's sidecarUrl (or ORRERY_SIDECAR_URL) must be an http:// or https:// URL such as http://orrery-sidecar.orrery-system.svc:8080"
-    )]
-    Url {
-        /// The URL given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The run UID cannot be a path segment.
-    #[error(
-        "the run UID '{uid}' cannot name an ingest path: only letters, digits, '-', '.', '_' and '~' may appear"
-    )]
-    RunUid {
-        /// The UID given.
-        uid: String,
-    },
-    /// The token is empty or not a header value (it is never shown).
-    #[error(
-        "the run token cannot be sent as `Authorization: Bearer`: it is empty or holds a character a header cannot; check the `token` key of the run's plan Secret"
-    )]
-    Token,
-    /// The HTTP client could not be built.
-    #[error("cannot build the HTTP client for the sidecar: {0}")]
-    Client(String),
-}
+/// Why an [`HttpSink`] cannot be made: the sidecar URL, the run UID or the token cannot be
+/// used, or the client cannot be built.
+pub type HttpSinkError = SidecarClientError;
 
 /// Whether every event reached the sidecar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,28 +362,14 @@ impl HttpSink {
         options: HttpSinkOptions,
         runtime: &tokio::runtime::Handle,
     ) -> Result<HttpSink, HttpSinkError> {
-        let url = ingest_url(sidecar_url, run_uid)?;
-        let token = token.trim();
-        if token.is_empty() {
-            return Err(HttpSinkError::Token);
-        }
-        let mut auth =
-            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| HttpSinkError::Token)?;
-        auth.set_sensitive(true);
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::ACCEPT_ENCODING,
-            HeaderValue::from_static("identity"),
-        );
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(options.connect_timeout)
-            .timeout(options.request_timeout)
-            .default_headers(headers)
-            .user_agent(concat!("orrery-runner/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| HttpSinkError::Client(e.to_string()))?;
+        let client = SidecarClient::new(
+            sidecar_url,
+            run_uid,
+            token,
+            options.connect_timeout,
+            options.request_timeout,
+        )?;
+        let url = client.url(&ingest_path(run_uid))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 next: 1,
@@ -430,7 +385,6 @@ impl HttpSink {
             shared: shared.clone(),
             client,
             url,
-            auth,
         };
         let gone = SenderGone(shared.clone());
         runtime.spawn(async move {
@@ -532,25 +486,6 @@ impl EventSink for HttpSink {
     }
 }
 
-/// The ingest URL of run `uid` on the sidecar at `base`.
-fn ingest_url(base: &str, uid: &str) -> Result<reqwest::Url, HttpSinkError> {
-    let bad = |reason: &str| HttpSinkError::Url {
-        url: base.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let url = reqwest::Url::parse(base.trim()).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(bad("it is not an http:// or https:// URL with a host"));
-    }
-    let path_safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~');
-    if uid.is_empty() || !uid.chars().all(path_safe) || uid.chars().all(|c| c == '.') {
-        return Err(HttpSinkError::RunUid {
-            uid: uid.to_owned(),
-        });
-    }
-    url.join(&ingest_path(uid)).map_err(|e| bad(&e.to_string()))
-}
-
 /// What the sender does after a reply.
 enum Next {
     /// Send the next batch now.
@@ -565,9 +500,8 @@ enum Next {
 
 struct Sender {
     shared: Arc<Shared>,
-    client: reqwest::Client,
+    client: SidecarClient,
     url: reqwest::Url,
-    auth: HeaderValue,
 }
 
 impl Sender {
@@ -612,7 +546,8 @@ impl Sender {
                 Next::Go => failures = 0,
                 Next::Retry(_) => {
                     failures = failures.saturating_add(1);
-                    let ceiling = backoff_ceiling(&options, failures);
+                    let ceiling =
+                        backoff_ceiling(options.backoff_base, options.backoff_max, failures);
                     tokio::time::sleep(full_jitter(ceiling)).await;
                 }
                 Next::After(wait) => tokio::time::sleep(wait).await,
@@ -626,10 +561,7 @@ impl Sender {
         let endpoint = &self.shared.endpoint;
         let sent = self
             .client
-            .post(self.url.clone())
-            .header(header::AUTHORIZATION, self.auth.clone())
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(batch.body.clone())
+            .post_json(self.url.clone(), batch.body.clone())
             .send()
             .await;
         let response = match sent {
@@ -642,11 +574,7 @@ impl Sender {
             }
         };
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let retry_after = retry_after(&response);
         let body = read_reply(response).await;
         let seqs = format!("events {}–{}", batch.first, batch.last);
         match status.as_u16() {
@@ -753,109 +681,32 @@ impl Sender {
     }
 }
 
-/// A transport error and its causes, without the URL (the caller names the endpoint).
-fn error_chain(error: reqwest::Error) -> String {
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        causes.push(cause.to_string());
-        source = cause.source();
-    }
-    let mut text = error.without_url().to_string();
-    for cause in causes {
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
-}
-
-/// The reply's body, at most [`MAX_REPLY_BYTES`].
-async fn read_reply(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > MAX_REPLY_BYTES {
-                    return Err(format!(
-                        "the sidecar's reply is over {MAX_REPLY_BYTES} bytes"
-                    ));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(body),
-            Err(e) => return Err(format!("the sidecar's reply was cut off: {e}")),
-        }
-    }
-}
-
-/// `HTTP <status>` and the sidecar's message, screened and cut.
-fn api_message(status: reqwest::StatusCode, body: &Result<Vec<u8>, String>) -> String {
-    let message = body
-        .as_ref()
-        .ok()
-        .and_then(|b| serde_json::from_slice::<ApiError>(b).ok())
-        .map(|e| cut_to(&visible_inline(&e.message).text, MAX_MESSAGE_BYTES));
-    match message {
-        Some(m) => format!("HTTP {status}: {m}"),
-        None => format!("HTTP {status}"),
-    }
-}
-
-/// The backoff ceiling after `failures` failures in a row: the base, doubled each time, capped.
-fn backoff_ceiling(options: &HttpSinkOptions, failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(30);
-    options
-        .backoff_base
-        .saturating_mul(1u32 << doublings)
-        .min(options.backoff_max)
-}
-
-/// A uniformly random wait between zero and `ceiling` ("full jitter").
-fn full_jitter(ceiling: Duration) -> Duration {
-    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
-    if nanos == 0 {
-        return Duration::ZERO;
-    }
-    // Every `RandomState` has keys of its own: its empty hash is a fresh random number.
-    let hasher = std::hash::RandomState::new().build_hasher();
-    Duration::from_nanos(hasher.finish() % nanos.saturating_add(1))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
-    fn the_backoff_ceiling_doubles_from_the_base_up_to_the_cap() {
-        let options = HttpSinkOptions::default();
-        let ceilings: Vec<u128> = (1..=8)
-            .map(|n| backoff_ceiling(&options, n).as_millis())
-            .collect();
-        assert_eq!(ceilings, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
-        assert_eq!(backoff_ceiling(&options, u32::MAX), options.backoff_max);
-        for _ in 0..100 {
-            assert!(full_jitter(Duration::from_millis(100)) <= Duration::from_millis(100));
-        }
-        assert_eq!(full_jitter(Duration::ZERO), Duration::ZERO);
-    }
-
-    #[test]
     fn the_ingest_url_is_the_sidecars_with_the_runs_path_and_bad_ones_are_named() {
-        let url = ingest_url("http://orrery-sidecar.orrery-system.svc:8080", "u-1").unwrap();
+        let sink = |url: &str, uid: &str| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            HttpSink::new(url, uid, "t", HttpSinkOptions::default(), runtime.handle())
+                .map(|sink| sink.shared.endpoint.clone())
+        };
         assert_eq!(
-            url.as_str(),
+            sink("http://orrery-sidecar.orrery-system.svc:8080", "u-1").unwrap(),
             "http://orrery-sidecar.orrery-system.svc:8080/internal/v1/runs/u-1/events"
         );
         for bad in ["ftp://x", "not a url", "unix:/run/sock"] {
-            let e = ingest_url(bad, "u-1").unwrap_err().to_string();
+            let e = sink(bad, "u-1").unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("http://"), "{e}");
         }
         for uid in ["", "a/b", "..", "a?b"] {
             assert!(matches!(
-                ingest_url("http://x", uid),
+                sink("http://x", uid),
                 Err(HttpSinkError::RunUid { .. })
             ));
         }

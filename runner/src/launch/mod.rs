@@ -24,7 +24,7 @@ pub use build::{BuildError, Built, build};
 pub use deployment::{Deployment, DeploymentError, REDACT_IPS_ENV};
 pub use models::{GuardedModels, ModelFactory};
 pub use pod::{
-    MAX_PLAN_BYTES, PlanFileError, SIDECAR_URL_ENV, TOKEN_FILE, document_pins, needs_relay,
+    MAX_PLAN_BYTES, PlanFileError, SIDECAR_URL_ENV, TOKEN_FILE, asks_people, document_pins,
     prepare_document, read_plan_document, read_plan_input, read_plan_token, sidecar_url,
 };
 pub use prepare::{PrepareError, Prepared, all_models_scripted, prepare, prepare_set};

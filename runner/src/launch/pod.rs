@@ -1,14 +1,15 @@
 //! A run in a runner pod: the plan document the operator wrote (`plan.json` of the plan
 //! Secret, with the run's input next to it), read with a size cap and duplicate keys refused,
 //! the composition snapshot validated again with the one validator against the entries the
-//! document carries, the pins it carries as the run's only pins ([`FixedPins`]), and what such
-//! a run cannot do yet without the sidecar's relay (approvals, acting remotes); where its
-//! trace events go besides standard output: the sidecar at the plan's `sidecarUrl` (or
+//! document carries, the pins it carries as the run's only pins ([`FixedPins`]), and what in it
+//! asks a person ([`asks_people`]); the sidecar a pod run talks to (its trace events, and the
+//! approval relay through which people decide): the plan's `sidecarUrl` (or
 //! [`SIDECAR_URL_ENV`]), with the run token of the [`TOKEN_FILE`] next to the plan.
 
 use super::Prepared;
 use crate::pinstore::FixedPins;
 use orrery_crds::NodeKind;
+pub use orrery_crds::plan_document::TOKEN_FILE;
 use orrery_crds::plan_document::{INPUT_FILE, PLAN_DOCUMENT_VERSION, PlanDocument};
 use orrery_crds::registry::{Effect, RegistryEntry};
 use orrery_crds::validate::{RegistryView, validate};
@@ -18,10 +19,6 @@ use std::path::{Path, PathBuf};
 
 /// The largest plan document read (a Secret holds at most 1 MiB).
 pub const MAX_PLAN_BYTES: u64 = 1024 * 1024;
-
-/// The file next to `plan.json` in the plan Secret that holds the run-scoped token the sidecar
-/// takes events with (the operator's `TOKEN_KEY`).
-pub const TOKEN_FILE: &str = "token";
 
 /// When set (and not empty), the sidecar URL a pod run posts its events to instead of the
 /// plan's `sidecarUrl`: for test and dev setups where the in-cluster Service name does not
@@ -220,30 +217,39 @@ pub fn document_pins(document: &PlanDocument) -> FixedPins {
     FixedPins::from_plan_entries(&document.entries)
 }
 
-/// Why a run in a pod cannot run without the sidecar's relay (not there yet): a HumanApproval
-/// node, or an acting remote (each call is confirmed by a person). `None`: it can.
-pub fn needs_relay(prepared: &Prepared) -> Option<String> {
-    let mut needs = Vec::new();
+/// What in a run asks a person (its HumanApproval nodes, its acting remotes, whose every call a
+/// person confirms, and its other A2A remotes, which may ask a question), named; empty when
+/// nothing does. A pod run asks through the sidecar's relay; without a run token nobody can be
+/// asked, and the runner says so with these names.
+pub fn asks_people(prepared: &Prepared) -> Vec<String> {
+    let mut asks = Vec::new();
     for node in &prepared.plan.nodes {
         if node.kind == NodeKind::HumanApproval {
-            needs.push(format!("HumanApproval node '{}'", node.id));
+            asks.push(format!("HumanApproval node '{}'", node.id));
         }
         for tool in &node.tools {
-            let acting = prepared
+            let Some(a2a) = prepared
                 .entries
                 .get(&tool.entry)
                 .and_then(|e| e.spec.a2a.as_ref())
-                .is_some_and(|a| a.effect == Effect::Acting);
-            let named = format!("acting remote '{}' (node '{}')", tool.entry, node.id);
-            if acting && !needs.contains(&named) {
-                needs.push(named);
+            else {
+                continue;
+            };
+            let named = if a2a.effect == Effect::Acting {
+                format!(
+                    "acting remote '{}' at node '{}', each call",
+                    tool.entry, node.id
+                )
+            } else {
+                format!(
+                    "remote agent '{}' at node '{}', its questions",
+                    tool.entry, node.id
+                )
+            };
+            if !asks.contains(&named) {
+                asks.push(named);
             }
         }
     }
-    (!needs.is_empty()).then(|| {
-        format!(
-            "this run needs a person to decide ({}), which a runner pod does through the sidecar's relay, not available yet: the run cannot run in a cluster until it is; run it locally with `orrery run -f` to decide at a terminal",
-            needs.join(", ")
-        )
-    })
+    asks
 }
