@@ -36,10 +36,11 @@ spec:
         publish: [{reply: "Changelog: {{input}}"}]
 "#;
 
-/// draft → review (a person) → publish; a rejection ends the run Rejected.
+/// draft → review (a person) → publish; a rejection ends the run Rejected. (A labelled edge
+/// out of a HumanApproval is a route: the pattern is Router.)
 fn composition() -> Value {
     json!({
-        "pattern": "Pipeline",
+        "pattern": "Router",
         "budgets": {"timeoutSeconds": 600},
         "nodes": [
             {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
@@ -386,5 +387,107 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
     .await;
     let stopped = studio.shutdown().await;
     sidecar.stop().await?;
+    result.and(stopped)
+}
+
+/// The `(id, type)` of every frame of a run's SSE stream, until it ends.
+async fn follow(sidecar: &str, ns: &str, name: &str, token: &str) -> Result<Vec<(u64, String)>> {
+    use futures::StreamExt;
+    let response = http()?
+        .get(format!("{sidecar}/api/v1/runs/{ns}/{name}/events"))
+        .header("accept", "text/event-stream")
+        .bearer_auth(token)
+        .send()
+        .await?;
+    ensure!(
+        response.status() == StatusCode::OK,
+        "SSE: {}",
+        response.status()
+    );
+    let mut body = response.bytes_stream();
+    let (mut buffer, mut frames) = (String::new(), Vec::new());
+    while let Some(chunk) = body.next().await {
+        buffer.push_str(std::str::from_utf8(&chunk?)?);
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let id = block.lines().find_map(|l| l.strip_prefix("id:"));
+            let kind = block.lines().find_map(|l| l.strip_prefix("event:"));
+            if let (Some(id), Some(kind)) = (id, kind) {
+                frames.push((id.trim().parse()?, kind.trim().to_owned()));
+            }
+        }
+    }
+    Ok(frames)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_person_on_the_other()
+-> Result<()> {
+    let url = orrery_tests::postgres::database("replicas").await?;
+    let mut a = TestSidecar::start(&url, SidecarSettings::default()).await?;
+    let mut b = TestSidecar::start(&url, SidecarSettings::default()).await?;
+    // Runners reach replica A only; alice talks to replica B only.
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-replicas",
+        sidecar_url: &a.url,
+        manifests: MODELS,
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let alice = token(studio.env, ALICE)?;
+        let name = start(&b.url, &ns, &alice, json!({})).await?;
+        // B follows the run live while A stores its events (PostgreSQL LISTEN/NOTIFY).
+        let stream = tokio::spawn({
+            let (url, ns, name, alice) = (b.url.clone(), ns.clone(), name.clone(), alice.clone());
+            async move { follow(&url, &ns, &name, &alice).await }
+        });
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let (status, approvals) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals", b.url),
+            &alice,
+            None,
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && approvals["items"][0]["digest"] == json!(digest),
+            "B serves the text A stored: {status} {approvals}"
+        );
+        let (status, body) = call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", b.url),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && body["outcome"] == "approved",
+            "a decision sent to B reaches the runner served by A: {status} {body}"
+        );
+        let run = studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        let frames = tokio::time::timeout(Duration::from_secs(60), stream)
+            .await
+            .context("B's stream did not end after run.end")???;
+        let printed = studio.runner_log(&run).await?;
+        let ids: Vec<u64> = frames.iter().map(|(id, _)| *id).collect();
+        let want: Vec<u64> = printed.iter().map(|e| e.seq).collect();
+        ensure!(
+            ids == want,
+            "B streamed every event once, in order: {ids:?} vs {want:?}"
+        );
+        ensure!(
+            frames.last().map(|(_, k)| k.as_str()) == Some("run.end"),
+            "{frames:?}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    a.stop().await?;
+    b.stop().await?;
     result.and(stopped)
 }
