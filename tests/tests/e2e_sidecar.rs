@@ -456,3 +456,205 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
     sidecar.stop().await?;
     result
 }
+
+/// A call to the sidecar's API as the holder of `token`: the status and the JSON body.
+async fn call(
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Option<serde_json::Value>,
+) -> Result<(StatusCode, serde_json::Value)> {
+    let mut request = http()?.request(method, url).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let text = response.text().await?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
+    ))
+}
+
+fn pipeline() -> serde_json::Value {
+    let node = |id: &str| json!({"id": id, "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."});
+    json!({
+        "pattern": "Pipeline",
+        "budgets": {"timeoutSeconds": 600},
+        "nodes": [node("a"), node("b")],
+        "edges": [{"from": "a", "to": "b"}]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluster_refuses() -> Result<()> {
+    use reqwest::Method;
+    let dir = temp_dir("sidecar-api")?;
+    let settings = SidecarSettings {
+        starts_per_minute: 3,
+        ..SidecarSettings::default()
+    };
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        settings,
+    )
+    .await?;
+    let f = studio("sc-api", &sidecar.url, 0).await?;
+    let result = async {
+        let ns = f.ns.name.clone();
+        let alice = token(f.env, ALICE)?;
+        let bob = token(f.env, "bob")?;
+        let base = format!("{}/api/v1", sidecar.url);
+        // Who am I: the cluster's answer for the token.
+        let (status, me) = call(Method::GET, format!("{base}/me"), &alice, None).await?;
+        ensure!(
+            status == StatusCode::OK && me["username"] == "alice" && me["person"] == true,
+            "{me}"
+        );
+        // The schema: composition, events, capabilities, ceilings.
+        let (status, schema) = call(Method::GET, format!("{base}/schema"), &alice, None).await?;
+        ensure!(status == StatusCode::OK, "{status}");
+        for key in ["composition", "events", "capabilities", "budgetCeilings"] {
+            ensure!(!schema[key].is_null(), "schema has {key}");
+        }
+        // Validate: the one validator, against the namespace's entries.
+        let (status, verdict) = call(
+            Method::POST,
+            format!("{base}/namespaces/{ns}/validate"),
+            &alice,
+            Some(json!({"spec": pipeline()})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && verdict["valid"] == true,
+            "{verdict}"
+        );
+        let mut broken = pipeline();
+        broken["nodes"][1]["model"] = json!("no-such-model");
+        let (status, verdict) = call(
+            Method::POST,
+            format!("{base}/namespaces/{ns}/validate"),
+            &alice,
+            Some(json!({"spec": broken.clone()})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && verdict["valid"] == false,
+            "{verdict}"
+        );
+        ensure!(
+            verdict["errors"][0]["loc"] == json!(["spec", "nodes", 1, "model"]),
+            "the finding is at its field: {verdict}"
+        );
+        // The registry view.
+        let (status, registry) = call(
+            Method::GET,
+            format!("{base}/namespaces/{ns}/registry"),
+            &alice,
+            None,
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && registry["items"][0]["name"] == "scripted",
+            "{registry}"
+        );
+        // Start: an invalid inline composition is 422 with every finding, nothing created.
+        let (status, body) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}"),
+            &alice,
+            Some(json!({"name": "bad", "composition": broken, "input": "x"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::UNPROCESSABLE_ENTITY && body["code"] == "invalid_composition",
+            "{status} {body}"
+        );
+        ensure!(f.runs().get_opt("bad").await?.is_none(), "nothing created");
+        // A valid one is created as alice, owned by alice whatever the body says.
+        let (status, run) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}"),
+            &alice,
+            Some(json!({"name": "mine", "composition": pipeline(), "input": "x"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::CREATED && run["spec"]["owner"] == "alice",
+            "{status} {run}"
+        );
+        f.wait_phase("mine", RunPhase::Succeeded).await?;
+        // bob may not start runs here (no Role): the apiserver's 403 passes through.
+        let (status, body) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}"),
+            &bob,
+            Some(json!({"composition": pipeline(), "input": "x"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::FORBIDDEN,
+            "bob starts: {status} {body}"
+        );
+        // List and get: alice's runs only; another's run is 404 to her.
+        apply_yaml(
+            &f.admin,
+            Some(&ns),
+            &run_manifest("janes", "jane@example.com"),
+        )
+        .await?;
+        let (status, list) = call(Method::GET, format!("{base}/runs/{ns}"), &alice, None).await?;
+        let names: Vec<&str> = list["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r["metadata"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ensure!(status == StatusCode::OK && names == ["mine"], "{names:?}");
+        let (status, _) =
+            call(Method::GET, format!("{base}/runs/{ns}/janes"), &alice, None).await?;
+        ensure!(status == StatusCode::NOT_FOUND, "{status}");
+        let (status, got) =
+            call(Method::GET, format!("{base}/runs/{ns}/mine"), &alice, None).await?;
+        ensure!(
+            status == StatusCode::OK && got["status"]["phase"] == "Succeeded",
+            "{got}"
+        );
+        // Cancel: a finished run is 409; the third start this minute is the last allowed.
+        let (status, _) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}/mine/cancel"),
+            &alice,
+            None,
+        )
+        .await?;
+        ensure!(status == StatusCode::CONFLICT, "{status}");
+        let (status, _) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}"),
+            &alice,
+            Some(json!({"name": "third", "composition": pipeline(), "input": "x"})),
+        )
+        .await?;
+        ensure!(status == StatusCode::CREATED, "{status}");
+        let (status, body) = call(
+            Method::POST,
+            format!("{base}/runs/{ns}"),
+            &alice,
+            Some(json!({"composition": pipeline(), "input": "x"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::TOO_MANY_REQUESTS && body["code"] == "rate_limited",
+            "the fourth start in a minute: {status} {body}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
