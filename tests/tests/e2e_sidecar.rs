@@ -216,6 +216,16 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
             body["complete"] == json!(true) && body["next"] == json!(printed.len()),
             "{body}"
         );
+        // The run's status says how many events the sidecar holds (rule 9.23).
+        let count = i64::try_from(printed.len())?;
+        f.wait_run(
+            "notes-1",
+            "eventCount",
+            move |r: &orrery_crds::StudioRun| {
+                r.status.as_ref().and_then(|s| s.event_count) == Some(count)
+            },
+        )
+        .await?;
         // SSE from the start, then resumed after event 3: no gap, no duplicate, ends at run.end.
         let all = sse(&sidecar.url, &f.ns.name, "notes-1", &alice, None, None).await?;
         ensure!(
@@ -488,7 +498,8 @@ fn pipeline() -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluster_refuses() -> Result<()> {
+async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluster_refuses()
+-> Result<()> {
     use reqwest::Method;
     let dir = temp_dir("sidecar-api")?;
     let settings = SidecarSettings {
@@ -656,5 +667,45 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
     .await;
     let stopped = f.shutdown().await;
     sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
+    let dir = temp_dir("sidecar-stop")?;
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await?;
+    let f = studio("sc-stop", &sidecar.url, 0).await?;
+    let result = async {
+        // A run that waits for a Composition that does not exist: it never ends, so its
+        // stream would follow it for ever.
+        let waiting = json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1",
+            "kind": "StudioRun",
+            "metadata": {"name": "waiting"},
+            "spec": {"compositionRef": {"name": "not-there"}, "input": "x", "owner": ALICE}
+        });
+        apply_yaml(&f.admin, Some(&f.ns.name), &waiting.to_string()).await?;
+        let alice = token(f.env, ALICE)?;
+        let stream = tokio::spawn({
+            let (url, ns) = (sidecar.url.clone(), f.ns.name.clone());
+            async move { sse(&url, &ns, "waiting", &alice, None, None).await }
+        });
+        // Let the stream open, then stop the sidecar gracefully: the stream ends, and the stop
+        // does not wait for it (rule 11.5).
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::timeout(Duration::from_secs(10), sidecar.stop())
+            .await
+            .context("the sidecar did not stop with a stream open")??;
+        tokio::time::timeout(Duration::from_secs(10), stream)
+            .await
+            .context("the stream did not end on shutdown")???;
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
     result.and(stopped)
 }

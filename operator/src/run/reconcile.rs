@@ -248,11 +248,13 @@ impl RunContext {
             return Ok(false);
         }
         let mut body = status.clone();
-        // Decisions are appended by approvers and pending approvals written by the sidecar;
+        // Decisions are appended by approvers, pending approvals and the event count written
+        // by the sidecar;
         // the operator owns neither (an apply that carried them would take them over, and one
         // that dropped them later would delete them).
         body.decisions.clear();
         body.pending_approvals.clear();
+        body.event_count = None;
         apply_status(&self.api::<StudioRun>(&id.namespace), &id.name, &body).await?;
         if let Ok(mut w) = self.written.lock() {
             w.insert(id.uid, status.clone());

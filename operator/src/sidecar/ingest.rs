@@ -134,7 +134,20 @@ pub async fn ingest(
             })
             .filter(|e| e.seq >= fresh_from)
             .collect();
+        let ended = events
+            .last()
+            .is_some_and(|e| super::events::is_run_end(&e.body));
         sidecar.hub.publish(&uid, Live::Events(Arc::from(events)));
+        if ended {
+            // The run's status says how many events the sidecar holds (rule 9.23); written
+            // in the background, the runner's reply does not wait for the apiserver.
+            let (sidecar, run) = (sidecar.clone(), run.clone());
+            tokio::spawn(async move {
+                if let Err(e) = super::run_status::publish_pending(&sidecar, &run).await {
+                    super::log(&format!("run {}: recording its event count: {e}", run.uid));
+                }
+            });
+        }
     }
     Ok(Json(IngestReply {
         stored: appended.stored,

@@ -1,6 +1,8 @@
 //! What the sidecar writes into a StudioRun's status with its own ServiceAccount, and nothing
 //! else: the pending approvals (id, node, kind, digest, size, complete, expiresAt; never the
-//! text) and the phase they imply (`AwaitingApproval` while one waits, `Running` again after).
+//! text), the phase they imply (`AwaitingApproval` while one waits, `Running` again after) and
+//! the number of events it holds (`eventCount`). One apply carries all three every time: a
+//! field this manager stops applying would be deleted.
 //! Written by server-side apply as field manager [`FIELD_MANAGER`], with the object's
 //! `resourceVersion` as a precondition, so a status the operator changed meanwhile (a run
 //! that just ended) is read again rather than overwritten; a finished run's phase is never
@@ -71,7 +73,7 @@ pub fn phase_with(phase: Option<RunPhase>, waiting: bool) -> Option<RunPhase> {
     }
 }
 
-/// Writes `run`'s pending approvals (from the store) and the phase they imply.
+/// Writes `run`'s pending approvals and event count (from the store) and the phase they imply.
 pub async fn publish_pending(sidecar: &Sidecar, run: &RunRecord) -> Result<(), StatusError> {
     let client: Client = sidecar.own_client.clone().ok_or(StatusError::NoClient)?;
     let api = Api::<StudioRun>::namespaced(client, &run.namespace);
@@ -98,7 +100,8 @@ pub async fn publish_pending(sidecar: &Sidecar, run: &RunRecord) -> Result<(), S
         let terminal = phase.is_some_and(RunPhase::is_terminal);
         let pending = if terminal { Vec::new() } else { pending };
         let shown = phase_with(phase, !pending.is_empty()).or(phase);
-        let mut status = json!({ "pendingApprovals": pending });
+        let events = sidecar.store.last_seq(&run.uid).await?;
+        let mut status = json!({ "pendingApprovals": pending, "eventCount": events });
         // The phase is always part of the apply (never dropped, which would delete it once
         // this manager owns it); unchanged it is shared with the operator.
         if let Some(shown) = shown {
