@@ -206,7 +206,14 @@ pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()
     )
     .await?;
     if let Ok(client) = env.client(user).await {
-        wait_allowed(&client, Some(ns), "get", "studio.orrery.dev", "studioruns").await?;
+        wait_allowed(
+            &client,
+            Some(ns),
+            "create",
+            "studio.orrery.dev",
+            "studioruns",
+        )
+        .await?;
     }
     Ok(())
 }
@@ -324,4 +331,34 @@ pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
         .iter()
         .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
         .collect())
+}
+
+/// An HTTP client for the sidecar's API: no proxy, a timeout.
+pub fn http_client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("http client")
+}
+
+/// A call to the sidecar's API as the holder of `token`: the status and the JSON body (a body
+/// that is not JSON comes back as `{"raw": …}`).
+pub async fn api_call(
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Option<Value>,
+) -> Result<(reqwest::StatusCode, Value)> {
+    let mut request = http_client()?.request(method, url).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let text = response.text().await?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(json!({ "raw": text })),
+    ))
 }

@@ -16,7 +16,7 @@ use orrery_crds::run::RunPhase;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::kubectl_ok;
 use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
-use orrery_tests::studio::{Studio, StudioOptions, token};
+use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -54,41 +54,13 @@ fn composition() -> Value {
     })
 }
 
-fn http() -> Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .context("http client")
-}
-
-/// A call to the sidecar's API as the holder of `token`: the status and the JSON body.
-async fn call(
-    method: reqwest::Method,
-    url: String,
-    token: &str,
-    body: Option<Value>,
-) -> Result<(StatusCode, Value)> {
-    let mut request = http()?.request(method, url).bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await?;
-    let status = response.status();
-    let text = response.text().await?;
-    Ok((
-        status,
-        serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
-    ))
-}
-
 /// Starts a run through the sidecar's API as the holder of `token`; returns its name.
 async fn start(sidecar: &str, ns: &str, token: &str, extra: Value) -> Result<String> {
     let mut body = json!({"composition": composition(), "input": "version 2.4"});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.extend(e.clone());
     }
-    let (status, run) = call(
+    let (status, run) = api_call(
         reqwest::Method::POST,
         format!("{sidecar}/api/v1/runs/{ns}"),
         token,
@@ -146,7 +118,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
         // 1. Alice starts a run through the API; it waits for her at `review`.
         let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
         let (id, digest) = awaiting(&studio, &name).await?;
-        let (status, approvals) = call(
+        let (status, approvals) = api_call(
             reqwest::Method::GET,
             api(&format!("{name}/approvals")),
             &alice,
@@ -163,7 +135,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             "the owner reads the exact text under review: {item}"
         );
         // Bob may read runs in the namespace, but this one is neither his nor his to approve.
-        let (status, _) = call(
+        let (status, _) = api_call(
             reqwest::Method::GET,
             api(&format!("{name}/approvals")),
             &bob,
@@ -171,7 +143,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
         )
         .await?;
         ensure!(status == StatusCode::NOT_FOUND, "bob reads: {status}");
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             api(&format!("{name}/approvals/{id}")),
             &bob,
@@ -183,7 +155,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             "bob decides: {status} {body}"
         );
         // A digest that is not the text's: 409, nothing appended.
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             api(&format!("{name}/approvals/{id}")),
             &alice,
@@ -195,7 +167,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             "wrong digest: {status} {body}"
         );
         // The right digest: the run takes it up and says so.
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             api(&format!("{name}/approvals/{id}")),
             &alice,
@@ -215,7 +187,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             status.decisions
         );
         // A second decision on a settled approval: 409.
-        let (status, _) = call(
+        let (status, _) = api_call(
             reqwest::Method::POST,
             api(&format!("{name}/approvals/{id}")),
             &alice,
@@ -296,7 +268,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
         let sa = kubectl_ok(env, "admin", &["create", "token", "pipeline", "-n", &ns]).await?;
         let sa = sa.trim().to_owned();
         // Without approvers the admission policy refuses the run (it can ask a person).
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             format!("{}/api/v1/runs/{ns}", sidecar.url),
             &sa,
@@ -316,7 +288,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
         .await?;
         let (id, digest) = awaiting(&studio, &name).await?;
         let decide = format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url);
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             decide.clone(),
             &sa,
@@ -328,7 +300,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
             "the account decides: {status} {body}"
         );
         let alice = token(env, ALICE)?;
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             decide,
             &alice,
@@ -367,7 +339,7 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
         let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
         let (id, digest) = awaiting(&studio, &name).await?;
         studio.wait_phase(&name, RunPhase::Rejected).await?;
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
             &alice,
@@ -393,7 +365,7 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
 /// The `(id, type)` of every frame of a run's SSE stream, until it ends.
 async fn follow(sidecar: &str, ns: &str, name: &str, token: &str) -> Result<Vec<(u64, String)>> {
     use futures::StreamExt;
-    let response = http()?
+    let response = http_client()?
         .get(format!("{sidecar}/api/v1/runs/{ns}/{name}/events"))
         .header("accept", "text/event-stream")
         .bearer_auth(token)
@@ -446,7 +418,7 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
             async move { follow(&url, &ns, &name, &alice).await }
         });
         let (id, digest) = awaiting(&studio, &name).await?;
-        let (status, approvals) = call(
+        let (status, approvals) = api_call(
             reqwest::Method::GET,
             format!("{}/api/v1/runs/{ns}/{name}/approvals", b.url),
             &alice,
@@ -457,7 +429,7 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
             status == StatusCode::OK && approvals["items"][0]["digest"] == json!(digest),
             "B serves the text A stored: {status} {approvals}"
         );
-        let (status, body) = call(
+        let (status, body) = api_call(
             reqwest::Method::POST,
             format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", b.url),
             &alice,

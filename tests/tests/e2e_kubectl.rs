@@ -14,9 +14,10 @@ use anyhow::{Context, Result, bail, ensure};
 use futures::FutureExt;
 use orrery_tests::harness::{
     TIMEOUT, TestNamespace, ensure_crds, eventually, keep, kubectl_fails, kubectl_ok, run_kubectl,
-    wait_allowed, workspace_root,
+    workspace_root,
 };
 use orrery_tests::pod_executor::{CONTAINER_ID_PREFIX, ExecutorConfig, PodExecutor};
+use orrery_tests::studio::grant_studio_user;
 use orrery_tests::testenv::{self, ADMIN, ALICE};
 use serde::Deserialize;
 
@@ -574,45 +575,6 @@ fn scratch_dir(tag: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Binds the example Role (`examples/rbac/`) to alice in `ns`.
-async fn grant_studio_user(env: &testenv::TestEnv, ns: &str) -> Result<()> {
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/studio-user-role.yaml",
-        ],
-    )
-    .await?;
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "create",
-            "rolebinding",
-            "alice-studio-user",
-            "-n",
-            ns,
-            "--role=studio-user",
-            "--user=alice",
-        ],
-    )
-    .await?;
-    let alice = env.client(ALICE).await?;
-    wait_allowed(
-        &alice,
-        Some(ns),
-        "create",
-        "studio.orrery.dev",
-        "studioruns",
-    )
-    .await
-}
-
 #[tokio::test]
 async fn alice_needs_the_example_role_to_create_studioruns() -> Result<()> {
     let env = testenv::shared_async().await?;
@@ -629,7 +591,7 @@ async fn alice_needs_the_example_role_to_create_studioruns() -> Result<()> {
     );
     assert!(stderr.contains(&want), "{stderr}");
 
-    grant_studio_user(env, &ns.name).await?;
+    grant_studio_user(env, &ns.name, ALICE).await?;
     let out = kubectl_ok(env, ALICE, &["create", "-n", &ns.name, "-f", &run]).await?;
     assert_eq!(out.trim(), "studiorun.studio.orrery.dev/alices-run created");
     kubectl_ok(
@@ -710,7 +672,7 @@ async fn a_validating_admission_policy_makes_the_requester_the_owner() -> Result
         &["apply", "-f", "tests/fixtures/vap/studiorun-owner.yaml"],
     )
     .await?;
-    grant_studio_user(env, &ns.name).await?;
+    grant_studio_user(env, &ns.name, ALICE).await?;
     let dir = scratch_dir(&ns.name)?;
     let bobs = run_manifest(&dir, "for-bob", "bob")?
         .to_string_lossy()

@@ -21,7 +21,7 @@ use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
 use orrery_tests::operator_fixture::test_signer;
 use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
-use orrery_tests::studio::{Studio, StudioOptions, token};
+use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
 use orrery_tests::testenv::{ADMIN, ALICE};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -81,14 +81,6 @@ async fn studio(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Studio> {
     .await
 }
 
-fn http() -> Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .context("http client")
-}
-
 /// One JSON page of a run's events, as `token`'s holder.
 async fn page(
     sidecar: &str,
@@ -97,7 +89,7 @@ async fn page(
     token: Option<&str>,
     after: u64,
 ) -> Result<(StatusCode, serde_json::Value)> {
-    let mut request = http()?.get(format!(
+    let mut request = http_client()?.get(format!(
         "{sidecar}/api/v1/runs/{ns}/{run}/events?after={after}"
     ));
     if let Some(t) = token {
@@ -121,7 +113,7 @@ async fn sse(
     last_event_id: Option<u64>,
     stop_after: Option<usize>,
 ) -> Result<Vec<(u64, TraceEvent)>> {
-    let mut request = http()?
+    let mut request = http_client()?
         .get(format!("{sidecar}/api/v1/runs/{ns}/{run}/events"))
         .header("accept", "text/event-stream")
         .bearer_auth(token);
@@ -386,7 +378,7 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
                           token: Option<&str>,
                           batch: &EventBatch|
                -> Result<(StatusCode, String)> {
-            let mut request = http()?
+            let mut request = http_client()?
                 .post(format!("{}{}", sidecar.url, ingest_path(uid)))
                 .json(batch);
             if let Some(t) = token {
@@ -467,26 +459,6 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
     result
 }
 
-/// A call to the sidecar's API as the holder of `token`: the status and the JSON body.
-async fn call(
-    method: reqwest::Method,
-    url: String,
-    token: &str,
-    body: Option<serde_json::Value>,
-) -> Result<(StatusCode, serde_json::Value)> {
-    let mut request = http()?.request(method, url).bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await?;
-    let status = response.status();
-    let text = response.text().await?;
-    Ok((
-        status,
-        serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
-    ))
-}
-
 fn pipeline() -> serde_json::Value {
     let node = |id: &str| json!({"id": id, "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."});
     json!({
@@ -518,19 +490,20 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         let bob = token(f.env, "bob")?;
         let base = format!("{}/api/v1", sidecar.url);
         // Who am I: the cluster's answer for the token.
-        let (status, me) = call(Method::GET, format!("{base}/me"), &alice, None).await?;
+        let (status, me) = api_call(Method::GET, format!("{base}/me"), &alice, None).await?;
         ensure!(
             status == StatusCode::OK && me["username"] == "alice" && me["person"] == true,
             "{me}"
         );
         // The schema: composition, events, capabilities, ceilings.
-        let (status, schema) = call(Method::GET, format!("{base}/schema"), &alice, None).await?;
+        let (status, schema) =
+            api_call(Method::GET, format!("{base}/schema"), &alice, None).await?;
         ensure!(status == StatusCode::OK, "{status}");
         for key in ["composition", "events", "capabilities", "budgetCeilings"] {
             ensure!(!schema[key].is_null(), "schema has {key}");
         }
         // Validate: the one validator, against the namespace's entries.
-        let (status, verdict) = call(
+        let (status, verdict) = api_call(
             Method::POST,
             format!("{base}/namespaces/{ns}/validate"),
             &alice,
@@ -543,7 +516,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         );
         let mut broken = pipeline();
         broken["nodes"][1]["model"] = json!("no-such-model");
-        let (status, verdict) = call(
+        let (status, verdict) = api_call(
             Method::POST,
             format!("{base}/namespaces/{ns}/validate"),
             &alice,
@@ -559,7 +532,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
             "the finding is at its field: {verdict}"
         );
         // The registry view.
-        let (status, registry) = call(
+        let (status, registry) = api_call(
             Method::GET,
             format!("{base}/namespaces/{ns}/registry"),
             &alice,
@@ -571,7 +544,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
             "{registry}"
         );
         // Start: an invalid inline composition is 422 with every finding, nothing created.
-        let (status, body) = call(
+        let (status, body) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}"),
             &alice,
@@ -584,7 +557,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         );
         ensure!(f.runs().get_opt("bad").await?.is_none(), "nothing created");
         // A valid one is created as alice, owned by alice whatever the body says.
-        let (status, run) = call(
+        let (status, run) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}"),
             &alice,
@@ -597,7 +570,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         );
         f.wait_phase("mine", RunPhase::Succeeded).await?;
         // bob may not start runs here (no Role): the apiserver's 403 passes through.
-        let (status, body) = call(
+        let (status, body) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}"),
             &bob,
@@ -615,7 +588,8 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
             &run_manifest("janes", "jane@example.com"),
         )
         .await?;
-        let (status, list) = call(Method::GET, format!("{base}/runs/{ns}"), &alice, None).await?;
+        let (status, list) =
+            api_call(Method::GET, format!("{base}/runs/{ns}"), &alice, None).await?;
         let names: Vec<&str> = list["items"]
             .as_array()
             .map(|a| {
@@ -626,16 +600,16 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
             .unwrap_or_default();
         ensure!(status == StatusCode::OK && names == ["mine"], "{names:?}");
         let (status, _) =
-            call(Method::GET, format!("{base}/runs/{ns}/janes"), &alice, None).await?;
+            api_call(Method::GET, format!("{base}/runs/{ns}/janes"), &alice, None).await?;
         ensure!(status == StatusCode::NOT_FOUND, "{status}");
         let (status, got) =
-            call(Method::GET, format!("{base}/runs/{ns}/mine"), &alice, None).await?;
+            api_call(Method::GET, format!("{base}/runs/{ns}/mine"), &alice, None).await?;
         ensure!(
             status == StatusCode::OK && got["status"]["phase"] == "Succeeded",
             "{got}"
         );
         // Cancel: a finished run is 409; the third start this minute is the last allowed.
-        let (status, _) = call(
+        let (status, _) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}/mine/cancel"),
             &alice,
@@ -643,7 +617,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         )
         .await?;
         ensure!(status == StatusCode::CONFLICT, "{status}");
-        let (status, _) = call(
+        let (status, _) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}"),
             &alice,
@@ -651,7 +625,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
         )
         .await?;
         ensure!(status == StatusCode::CREATED, "{status}");
-        let (status, body) = call(
+        let (status, body) = api_call(
             Method::POST,
             format!("{base}/runs/{ns}"),
             &alice,
