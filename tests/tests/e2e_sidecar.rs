@@ -683,3 +683,45 @@ async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
     let stopped = f.shutdown().await;
     result.and(stopped)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_and_no_duplicate_rule_9_21()
+-> Result<()> {
+    let dir = temp_dir("sidecar-drop")?;
+    let mut sidecar = TestSidecar::start(
+        &format!("sqlite:{}", dir.join("events.db").display()),
+        SidecarSettings::default(),
+    )
+    .await?;
+    // Each of the four nodes answers after 700 ms: the run is live while the stream drops.
+    let f = studio("sc-drop", &sidecar.url, 700).await?;
+    let result = async {
+        apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("live-1", ALICE)).await?;
+        let alice = token(f.env, ALICE)?;
+        f.wait_phase("live-1", RunPhase::Running).await?;
+        // The first connection takes three frames and drops.
+        let first = sse(&sidecar.url, &f.ns.name, "live-1", &alice, None, Some(3)).await?;
+        ensure!(first.len() == 3, "{first:?}");
+        let last = first.last().map(|(id, _)| *id).unwrap_or(0);
+        // The reconnection names the last id it has and follows to run.end.
+        let rest = sse(&sidecar.url, &f.ns.name, "live-1", &alice, Some(last), None).await?;
+        let run = f.wait_phase("live-1", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&run).await?;
+        let mut got: Vec<u64> = first.iter().map(|(id, _)| *id).collect();
+        got.extend(rest.iter().map(|(id, _)| *id));
+        ensure!(
+            got == seqs(&printed),
+            "the two connections together are the trace once: {got:?} vs {:?}",
+            seqs(&printed)
+        );
+        ensure!(
+            rest.last().map(|(_, e)| e.kind()) == Some("run.end"),
+            "the resumed stream follows the live run to its end"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
