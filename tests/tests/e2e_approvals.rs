@@ -463,3 +463,127 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
     b.stop().await?;
     result.and(stopped)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agents_question_is_answered_by_the_runs_owner_through_the_api() -> Result<()> {
+    use orrery_runner::demo::{FleetConfig, start_fleet};
+    // demo-writer asks which version notes are for when their first line leaves it open.
+    let fleet = start_fleet(FleetConfig {
+        tools_port: 0,
+        writer_port: 0,
+        ..FleetConfig::default()
+    })
+    .await?;
+    let manifests = format!(
+        r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {{name: scripted}}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        writer:
+          - toolCalls:
+              - name: a2a_demo_writer_draft
+                arguments: {{request: "{open}\n- Search is faster."}}
+          - reply: "{{{{tool_results.reply}}}}"
+---
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {{name: demo-writer}}
+spec:
+  a2a: {{cardUrl: "{card}", skills: [draft]}}
+"#,
+        open = orrery_runner::demo::writer::UNKNOWN_VERSION,
+        card = fleet.writer_card_url()
+    );
+    let mut sidecar = settings_sidecar("approve-input").await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-input",
+        sidecar_url: &sidecar.url,
+        manifests: &manifests,
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        // The entry is pinned by its probe pod first.
+        let entries: kube::Api<orrery_crds::RegistryEntry> = studio.ns.api(&studio.admin);
+        orrery_tests::harness::wait_for(
+            &entries,
+            "demo-writer",
+            "Ready",
+            Duration::from_secs(90),
+            orrery_tests::harness::has_condition("Ready", "True"),
+        )
+        .await?;
+        let alice = token(studio.env, ALICE)?;
+        let composition = json!({
+            "pattern": "Pipeline",
+            "budgets": {"timeoutSeconds": 600, "maxRemoteCalls": 5},
+            "nodes": [{"id": "writer", "kind": "LLMAgent", "model": "scripted",
+                       "instruction": "Draft the notes.", "tools": ["a2a:demo-writer.draft"]}]
+        });
+        let name = start(
+            &sidecar.url,
+            &ns,
+            &alice,
+            json!({"composition": composition}),
+        )
+        .await?;
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let (status, approvals) = api_call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals", sidecar.url),
+            &alice,
+            None,
+        )
+        .await?;
+        let item = &approvals["items"][0];
+        ensure!(
+            status == StatusCode::OK
+                && item["kind"] == "Input"
+                && item["text"] == orrery_runner::demo::writer::VERSION_QUESTION,
+            "the person reads the remote's question: {status} {approvals}"
+        );
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest, "answer": "2.5"})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && body["outcome"] == "approved",
+            "{status} {body}"
+        );
+        let run = studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        // The answer went back on the same task, which then completed.
+        let states: Vec<String> = studio
+            .runner_log(&run)
+            .await?
+            .iter()
+            .filter_map(|e| {
+                let v = serde_json::to_value(e).ok()?;
+                (v["type"] == "a2a.message")
+                    .then(|| v["taskState"].as_str().unwrap_or("").to_owned())
+            })
+            .collect();
+        ensure!(
+            states.iter().any(|s| s == "input-required")
+                && states.last().map(String::as_str) == Some("completed"),
+            "{states:?}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    sidecar.stop().await?;
+    let _ = fleet.shutdown().await;
+    result.and(stopped)
+}

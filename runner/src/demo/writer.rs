@@ -1,8 +1,10 @@
 //! `demo-writer`: the demo fleet's A2A agent. Deterministic, no model: its one skill, `draft`,
 //! turns notes into a short release-notes draft and revises a draft sent back with a
-//! reviewer's `Feedback:` (the rules are in [`super::draft`]). It completes every task at once
+//! reviewer's `Feedback:` (the rules are in [`super::draft`]). It completes a task at once
 //! with the draft as an artifact named `draft` (`text/markdown`), and rejects requests without
-//! text or longer than [`MAX_REQUEST_CHARS`].
+//! text or longer than [`MAX_REQUEST_CHARS`]. Notes whose first line is [`UNKNOWN_VERSION`]
+//! (`# Version ?`) make it ask which version they are for (the task waits, `input-required`,
+//! which a run hands to a person); the answer completes the task with the version filled in.
 
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -11,14 +13,21 @@ pub use super::draft::draft;
 use crate::a2a::server::{AgentHandler, AgentReply, AgentRequest};
 use crate::a2a::types::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, BINDING_JSONRPC,
-    HttpAuthSecurityScheme, PROTOCOL_VERSION, Part, SecurityRequirement, SecurityScheme,
-    StringList,
+    HttpAuthSecurityScheme, Message, PROTOCOL_VERSION, Part, Role, SecurityRequirement,
+    SecurityScheme, StringList,
 };
 
 /// The writer's only skill.
 pub const SKILL_ID: &str = "draft";
 /// The longest request text the writer takes, in characters.
 pub const MAX_REQUEST_CHARS: usize = 16_384;
+/// A first line that leaves the version open: the writer asks for it.
+pub const UNKNOWN_VERSION: &str = "# Version ?";
+/// What the writer asks when the version is open.
+pub const VERSION_QUESTION: &str =
+    "Which version are these release notes for? Answer with the version alone, e.g. 2.5.";
+/// The longest version the writer takes as an answer, in characters.
+pub const MAX_VERSION_CHARS: usize = 32;
 /// The security scheme name on the card when a bearer token is required.
 pub const BEARER_SCHEME: &str = "bearer";
 
@@ -109,7 +118,23 @@ impl AgentHandler for DemoWriter {
     }
 
     async fn handle(&self, request: AgentRequest) -> AgentReply {
-        let text = request.message.joined_text();
+        // An answer to the version question: the notes are the task's first message.
+        let asked = request
+            .history
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(Message::joined_text)
+            .filter(|notes| first_line_is_open(notes));
+        let text = match asked {
+            Some(notes) => match version_answer(&request.message.joined_text()) {
+                Ok(version) => with_version(&notes, &version),
+                Err(reason) => return AgentReply::rejected(reason),
+            },
+            None => request.message.joined_text(),
+        };
+        if first_line_is_open(&text) {
+            return AgentReply::input_required(VERSION_QUESTION);
+        }
         if text.trim().is_empty() {
             return AgentReply::rejected(
                 "demo-writer reads text parts only and this request has no text; send the notes \
@@ -137,6 +162,34 @@ impl AgentHandler for DemoWriter {
             vec![Part::text(draft(&text)).with_media_type(media_type)],
         )
     }
+}
+
+/// Whether the notes' first line leaves the version open.
+fn first_line_is_open(notes: &str) -> bool {
+    notes.lines().next().map(str::trim) == Some(UNKNOWN_VERSION)
+}
+
+/// A version as answered: one short line of letters, digits, `.`, `-` and `+`.
+fn version_answer(answer: &str) -> Result<String, String> {
+    let version = answer.trim().trim_start_matches(['v', 'V']);
+    let fine = !version.is_empty()
+        && version.chars().count() <= MAX_VERSION_CHARS
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    if fine {
+        Ok(version.to_owned())
+    } else {
+        Err(format!(
+            "the answer is not a version: demo-writer takes one line of at most {MAX_VERSION_CHARS} letters, digits, '.', '-' or '+', e.g. 2.5"
+        ))
+    }
+}
+
+/// The notes with their open first line replaced by `# Version <version>`.
+fn with_version(notes: &str, version: &str) -> String {
+    let rest = notes.split_once('\n').map_or("", |(_, rest)| rest);
+    format!("# Version {version}\n{rest}")
 }
 
 #[cfg(test)]

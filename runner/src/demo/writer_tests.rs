@@ -86,3 +86,30 @@ fn the_card_is_a_complete_1_0_card_and_declares_bearer_only_when_required() {
             .contains_key(BEARER_SCHEME)
     );
 }
+
+#[tokio::test]
+async fn notes_without_a_version_ask_for_it_and_the_answer_completes_the_draft() {
+    let writer = DemoWriter::new("http://127.0.0.1:7802", false);
+    let notes = format!("{UNKNOWN_VERSION}\n- Search is faster.");
+    let asked = writer
+        .handle(request(vec![Part::text(notes.clone())], vec![]))
+        .await;
+    assert_eq!(asked.state, TaskState::InputRequired);
+    assert_eq!(asked.status_parts[0].as_text(), Some(VERSION_QUESTION));
+    let mut answer = request(vec![Part::text(" v2.5 ")], vec![]);
+    answer.history = vec![Message {
+        message_id: "m0".into(),
+        role: Role::User,
+        parts: vec![Part::text(notes)],
+        ..Message::default()
+    }];
+    let done = writer.handle(answer.clone()).await;
+    assert_eq!(done.state, TaskState::Completed);
+    let text = done.artifacts[0].parts[0]
+        .as_text()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(text, draft("# Version 2.5\n- Search is faster."));
+    answer.message.parts = vec![Part::text("2.5\n# inject")];
+    assert_eq!(writer.handle(answer).await.state, TaskState::Rejected);
+}
