@@ -587,3 +587,121 @@ spec:
     let _ = fleet.shutdown().await;
     result.and(stopped)
 }
+
+/// The example registry (`examples/registry/`) pointed at an in-process demo fleet on free
+/// ports, with the human-review example composition (`examples/compositions/`).
+fn example_manifests(fleet: &orrery_runner::demo::Fleet) -> Result<String> {
+    let root = orrery_tests::harness::workspace_root();
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).with_context(|| format!("reading {path}"))
+    };
+    let tools = read("examples/registry/demo-tools.yaml")?
+        .replace("http://127.0.0.1:7801/mcp", &fleet.tools_url());
+    let writer = read("examples/registry/demo-writer.yaml")?.replace(
+        "http://127.0.0.1:7802/.well-known/agent-card.json",
+        &fleet.writer_card_url(),
+    );
+    ensure!(
+        tools.contains(&fleet.tools_url()) && writer.contains(&fleet.writer_card_url()),
+        "the example entries name the fleet's default URLs"
+    );
+    Ok([
+        read("examples/registry/scripted.yaml")?,
+        tools,
+        writer,
+        read("examples/compositions/human-review.yaml")?,
+    ]
+    .join("\n---\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_again_by_kubectl_patch()
+-> Result<()> {
+    use orrery_runner::demo::{FleetConfig, start_fleet};
+    let fleet = start_fleet(FleetConfig {
+        tools_port: 0,
+        writer_port: 0,
+        ..FleetConfig::default()
+    })
+    .await?;
+    let manifests = example_manifests(&fleet)?;
+    let mut sidecar = settings_sidecar("approve-example").await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: "ap-example",
+        sidecar_url: &sidecar.url,
+        manifests: &manifests,
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let entries: kube::Api<orrery_crds::RegistryEntry> = studio.ns.api(&studio.admin);
+        for entry in ["demo-tools", "demo-writer"] {
+            orrery_tests::harness::wait_for(
+                &entries,
+                entry,
+                "Ready",
+                Duration::from_secs(90),
+                orrery_tests::harness::has_condition("Ready", "True"),
+            )
+            .await?;
+        }
+        let alice = token(studio.env, ALICE)?;
+        let by_ref = json!({"compositionRef": {"name": "human-review"}, "input": "Write the release notes for Orrery 0.1."});
+        // Through the API.
+        let (status, run) = api_call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            &alice,
+            Some(by_ref.clone()),
+        )
+        .await?;
+        ensure!(status == StatusCode::CREATED, "{status} {run}");
+        let name = run["metadata"]["name"].as_str().context("name")?.to_owned();
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": digest})),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK && body["outcome"] == "approved", "{status} {body}");
+        let done = studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        let ran = done.status.as_ref().and_then(|s| s.composition.clone()).context("ran")?;
+        ensure!(ran.name == "human-review", "{ran:?}");
+        // By kubectl patch, as alice.
+        let (status, run) = api_call(
+            reqwest::Method::POST,
+            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            &alice,
+            Some(by_ref),
+        )
+        .await?;
+        ensure!(status == StatusCode::CREATED, "{status} {run}");
+        let name = run["metadata"]["name"].as_str().context("name")?.to_owned();
+        let (id, digest) = awaiting(&studio, &name).await?;
+        let decision = json!([{"op": "add", "path": "/status/decisions/-", "value": {
+            "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
+        }}])
+        .to_string();
+        kubectl_ok(
+            studio.env,
+            ALICE,
+            &[
+                "patch", "studiorun", &name, "-n", &ns, "--subresource=status", "--type=json",
+                "-p", &decision,
+            ],
+        )
+        .await?;
+        studio.wait_phase(&name, RunPhase::Succeeded).await?;
+        Ok(())
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    sidecar.stop().await?;
+    let _ = fleet.shutdown().await;
+    result.and(stopped)
+}
