@@ -170,7 +170,10 @@ mod tests {
     #[test]
     fn the_paths_name_the_run_and_the_approval() {
         assert_eq!(ask_path("u"), "/internal/v1/runs/u/approvals");
-        assert_eq!(decision_path("u", "a-1"), "/internal/v1/runs/u/approvals/a-1");
+        assert_eq!(
+            decision_path("u", "a-1"),
+            "/internal/v1/runs/u/approvals/a-1"
+        );
         assert_eq!(
             settle_path("u", "a-1"),
             "/internal/v1/runs/u/approvals/a-1/settled"
