@@ -523,6 +523,10 @@ async fn approvals_case(store: &Store) -> Result<()> {
         one.settled.as_deref() == Some("approved") && one.settled_index == Some(1),
         "{one:?}"
     );
+    ensure!(
+        one.text.is_empty() && one.digest == "d1",
+        "the text is dropped once settled, the digest kept: {one:?}"
+    );
     store.delete_run("ap").await?;
     ensure!(
         store.approvals("ap").await?.is_empty(),

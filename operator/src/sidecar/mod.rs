@@ -301,6 +301,11 @@ mod tests {
     use axum::http::{Method, Request};
     use tower::ServiceExt;
 
+    /// The private half of [`PUBLIC`] (a key made for these tests only).
+    const PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIJFsMCDY7n2ZvsfrK8nmpZUA0JQnU0Q3YI6biGiPXvhi
+-----END PRIVATE KEY-----
+";
     const PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
 MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
 -----END PUBLIC KEY-----
@@ -437,5 +442,83 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
         let error: orrery_crds::events::ingest::ApiError =
             serde_json::from_slice(&body).expect("an ApiError");
         assert_eq!(error.code, problem::codes::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn a_run_asks_at_most_twelve_times_through_the_relay_rule_4_20() {
+        use orrery_crds::relay::{AskRequest, approval_digest, ask_path};
+        let sidecar = sidecar().await;
+        let run = store::RunRecord {
+            uid: "uid-1".into(),
+            namespace: "team".into(),
+            name: "r".into(),
+        };
+        let ask = |n: u32| {
+            let id = format!("approval-{n}");
+            AskRequest {
+                digest: approval_digest("uid-1", &id, "text"),
+                id,
+                kind: orrery_crds::run::ApprovalKind::Approval,
+                node: "review".into(),
+                prompt: String::new(),
+                text: "text".into(),
+                size: 4,
+                complete: true,
+                expires_at: "2026-12-02T10:00:00.000Z".into(),
+            }
+        };
+        for n in 1..=12 {
+            sidecar
+                .store
+                .put_approval(&run, &ask(n))
+                .await
+                .expect("stored");
+        }
+        let signer =
+            crate::run::token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+        let now = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs(),
+        )
+        .expect("now");
+        let token = signer
+            .sign(&crate::run::token::run_claims(
+                "team",
+                "r",
+                "uid-1",
+                "orrery-sidecar",
+                now,
+                600,
+            ))
+            .expect("token");
+        let response = router(sidecar.clone())
+            .oneshot(
+                Request::builder()
+                    .method(Method::POST)
+                    .uri(ask_path("uid-1"))
+                    .header("authorization", format!("Bearer {token}"))
+                    .header("content-type", "application/json")
+                    .body(Body::from(serde_json::to_vec(&ask(13)).expect("json")))
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        let error: orrery_crds::events::ingest::ApiError =
+            serde_json::from_slice(&body).expect("an ApiError");
+        assert!(
+            error.message.contains("asked 12 times"),
+            "{}",
+            error.message
+        );
+        assert_eq!(
+            sidecar.store.approvals("uid-1").await.expect("read").len(),
+            12
+        );
     }
 }

@@ -92,6 +92,17 @@ pub async fn ask(
         ));
     }
     let run = record(&uid, &claims);
+    let asked = sidecar.store.approvals(&uid).await.map_err(|e| {
+        super::log(&format!("reading approvals of run {uid}: {e}"));
+        Problem::unavailable("the run's approvals cannot be read just now; retry")
+    })?;
+    let max = orrery_crds::codes::limits::MAX_APPROVALS_PER_RUN as usize;
+    if asked.len() >= max && !asked.iter().any(|a| a.id == ask.id) {
+        return Err(Problem::invalid(
+            vec!["body".into(), "id".into()],
+            format!("this run has asked {max} times, the most a run may ask (rule 4.20)"),
+        ));
+    }
     let put = sidecar.store.put_approval(&run, &ask).await.map_err(|e| {
         super::log(&format!("storing approval {} of run {uid}: {e}", ask.id));
         Problem::unavailable("the approval cannot be stored just now; retry")

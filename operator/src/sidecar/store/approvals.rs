@@ -18,7 +18,8 @@ pub struct StoredApproval {
     pub node: String,
     /// What the person is asked.
     pub prompt: String,
-    /// The exact text under review.
+    /// The exact text under review (empty once settled: the text is held only while the
+    /// approval is open).
     pub text: String,
     /// Its digest (bound to the run, the id and the text).
     pub digest: String,
@@ -179,8 +180,9 @@ macro_rules! approval_ops {
             Ok(rows.into_iter().map(from_row).collect())
         }
 
-        /// Records how an approval was settled; the first settlement wins (false: it was
-        /// settled before, or is unknown).
+        /// Records how an approval was settled and drops its text (rule 4.21: held only
+        /// while the approval is open); the first settlement wins (false: it was settled
+        /// before, or is unknown).
         pub(crate) async fn settle(
             pool: &Pool,
             scrub: &Scrub,
@@ -190,7 +192,7 @@ macro_rules! approval_ops {
             index: Option<i64>,
         ) -> Result<bool, StoreError> {
             let changed = sqlx::query(
-                "UPDATE approvals SET settled = $3, settled_index = $4 \
+                "UPDATE approvals SET settled = $3, settled_index = $4, text = '' \
                  WHERE run_uid = $1 AND approval_id = $2 AND settled IS NULL",
             )
             .bind(run_uid)

@@ -321,8 +321,8 @@ impl Store {
     }
 
     /// Records how approval `id` was settled (`approved`, `rejected`, `expired`,
-    /// `cancelled`) and by the decision at `index`, if one; the first settlement wins (false
-    /// when it was settled before or is unknown).
+    /// `cancelled`) and by the decision at `index`, if one, and drops its text; the first
+    /// settlement wins (false when it was settled before or is unknown).
     pub async fn settle(
         &self,
         run_uid: &str,
