@@ -474,25 +474,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
                 .await
                 .expect("stored");
         }
-        let signer =
-            crate::run::token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
-        let now = i64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("clock")
-                .as_secs(),
-        )
-        .expect("now");
-        let token = signer
-            .sign(&crate::run::token::run_claims(
-                "team",
-                "r",
-                "uid-1",
-                "orrery-sidecar",
-                now,
-                600,
-            ))
-            .expect("token");
+        let token = run_token("uid-1");
         let response = router(sidecar.clone())
             .oneshot(
                 Request::builder()
@@ -520,5 +502,68 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
             sidecar.store.approvals("uid-1").await.expect("read").len(),
             12
         );
+    }
+
+    /// A run token for run `uid` (`team/r`), signed with [`PRIVATE`].
+    fn run_token(uid: &str) -> String {
+        let signer =
+            crate::run::token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+        let now = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs(),
+        )
+        .expect("now");
+        signer
+            .sign(&crate::run::token::run_claims(
+                "team",
+                "r",
+                uid,
+                "orrery-sidecar",
+                now,
+                600,
+            ))
+            .expect("token")
+    }
+
+    #[tokio::test]
+    async fn ingest_past_its_concurrency_answers_429_with_retry_after_and_stores_nothing() {
+        use orrery_crds::events::ingest::ingest_path;
+        let sidecar = sidecar().await;
+        // Every ingest slot is taken (the default settings allow 32 batches at once).
+        let _held = sidecar
+            .ingest_slots
+            .acquire_many(32)
+            .await
+            .expect("the slots");
+        let batch = serde_json::json!({"events": [{
+            "seq": 1, "runId": "uid-2", "ts": "2026-12-02T00:00:00.000Z",
+            "type": "run.start", "composition": "c", "pattern": "Pipeline", "nodes": 1,
+            "budgets": {"maxTokens": 1, "maxToolCalls": 1, "maxDelegations": 1,
+                        "maxRemoteCalls": 1, "timeoutSeconds": 1},
+            "captureContent": false, "dryRunTools": false, "inputSize": 1
+        }]});
+        let response = router(sidecar.clone())
+            .oneshot(
+                Request::builder()
+                    .method(Method::POST)
+                    .uri(ingest_path("uid-2"))
+                    .header("authorization", format!("Bearer {}", run_token("uid-2")))
+                    .header("content-type", "application/json")
+                    .body(Body::from(batch.to_string()))
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
+        assert_eq!(sidecar.store.last_seq("uid-2").await.expect("read"), 0);
     }
 }
