@@ -130,6 +130,17 @@ pub struct TestSidecar {
 }
 
 impl TestSidecar {
+    /// Starts a sidecar on a SQLite file in a fresh temporary directory named after `prefix`,
+    /// on a free port.
+    pub async fn sqlite(prefix: &str, settings: SidecarSettings) -> Result<TestSidecar> {
+        let dir = temp_dir(prefix)?;
+        TestSidecar::start(
+            &format!("sqlite:{}", dir.join("events.db").display()),
+            settings,
+        )
+        .await
+    }
+
     /// Starts a sidecar on `store` (`sqlite:/path` or a PostgreSQL URL), on a free port.
     pub async fn start(store: &str, settings: SidecarSettings) -> Result<TestSidecar> {
         TestSidecar::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), store, settings).await

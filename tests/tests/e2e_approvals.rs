@@ -15,7 +15,7 @@ use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::kubectl_ok;
-use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+use orrery_tests::sidecar_fixture::TestSidecar;
 use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
@@ -87,19 +87,10 @@ async fn awaiting(studio: &Studio, name: &str) -> Result<(String, String)> {
     Ok((pending.id.clone(), pending.digest.clone()))
 }
 
-async fn settings_sidecar(prefix: &str) -> Result<TestSidecar> {
-    let dir = temp_dir(prefix)?;
-    TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch_and_nobody_else_can()
 -> Result<()> {
-    let mut sidecar = settings_sidecar("approve").await?;
+    let mut sidecar = TestSidecar::sqlite("approve", SidecarSettings::default()).await?;
     let studio = Studio::start(StudioOptions {
         prefix: "ap-owner",
         sidecar_url: &sidecar.url,
@@ -231,7 +222,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_the_account()
 -> Result<()> {
-    let mut sidecar = settings_sidecar("approve-sa").await?;
+    let mut sidecar = TestSidecar::sqlite("approve-sa", SidecarSettings::default()).await?;
     let studio = Studio::start(StudioOptions {
         prefix: "ap-sa",
         sidecar_url: &sidecar.url,
@@ -323,7 +314,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_rejected()
 -> Result<()> {
-    let mut sidecar = settings_sidecar("approve-late").await?;
+    let mut sidecar = TestSidecar::sqlite("approve-late", SidecarSettings::default()).await?;
     let studio = Studio::start(StudioOptions {
         prefix: "ap-late",
         sidecar_url: &sidecar.url,
@@ -500,7 +491,7 @@ spec:
         open = orrery_runner::demo::writer::UNKNOWN_VERSION,
         card = fleet.writer_card_url()
     );
-    let mut sidecar = settings_sidecar("approve-input").await?;
+    let mut sidecar = TestSidecar::sqlite("approve-input", SidecarSettings::default()).await?;
     let studio = Studio::start(StudioOptions {
         prefix: "ap-input",
         sidecar_url: &sidecar.url,
@@ -625,7 +616,7 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
     })
     .await?;
     let manifests = example_manifests(&fleet)?;
-    let mut sidecar = settings_sidecar("approve-example").await?;
+    let mut sidecar = TestSidecar::sqlite("approve-example", SidecarSettings::default()).await?;
     let studio = Studio::start(StudioOptions {
         prefix: "ap-example",
         sidecar_url: &sidecar.url,

@@ -20,7 +20,7 @@ use orrery_operator::run::token::run_claims;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
 use orrery_tests::operator_fixture::test_signer;
-use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+use orrery_tests::sidecar_fixture::TestSidecar;
 use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
 use orrery_tests::testenv::{ADMIN, ALICE};
 use reqwest::StatusCode;
@@ -180,12 +180,7 @@ fn seqs(events: &[TraceEvent]) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_with_resume()
 -> Result<()> {
-    let dir = temp_dir("sidecar-e2e")?;
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-e2e", SidecarSettings::default()).await?;
     let f = studio("sc-read", &sidecar.url, 0).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-1", ALICE)).await?;
@@ -264,12 +259,7 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Result<()> {
-    let dir = temp_dir("sidecar-kill")?;
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-kill", SidecarSettings::default()).await?;
     let f = studio("sc-kill", &sidecar.url, 1500).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-2", ALICE)).await?;
@@ -323,12 +313,7 @@ async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_refused() -> Result<()>
 {
-    let dir = temp_dir("sidecar-token")?;
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-token", SidecarSettings::default()).await?;
     let result = async {
         let signer = test_signer()?;
         let now = std::time::SystemTime::now()
@@ -473,16 +458,11 @@ fn pipeline() -> serde_json::Value {
 async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluster_refuses()
 -> Result<()> {
     use reqwest::Method;
-    let dir = temp_dir("sidecar-api")?;
     let settings = SidecarSettings {
         starts_per_minute: 3,
         ..SidecarSettings::default()
     };
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        settings,
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-api", settings).await?;
     let f = studio("sc-api", &sidecar.url, 0).await?;
     let result = async {
         let ns = f.ns.name.clone();
@@ -646,12 +626,7 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
-    let dir = temp_dir("sidecar-stop")?;
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-stop", SidecarSettings::default()).await?;
     let f = studio("sc-stop", &sidecar.url, 0).await?;
     let result = async {
         // A run that waits for a Composition that does not exist: it never ends, so its
@@ -687,12 +662,7 @@ async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_and_no_duplicate_rule_9_21()
 -> Result<()> {
-    let dir = temp_dir("sidecar-drop")?;
-    let mut sidecar = TestSidecar::start(
-        &format!("sqlite:{}", dir.join("events.db").display()),
-        SidecarSettings::default(),
-    )
-    .await?;
+    let mut sidecar = TestSidecar::sqlite("sidecar-drop", SidecarSettings::default()).await?;
     // Each of the four nodes answers after 700 ms: the run is live while the stream drops.
     let f = studio("sc-drop", &sidecar.url, 700).await?;
     let result = async {
