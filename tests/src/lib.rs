@@ -7,7 +7,8 @@
 pub mod harness;
 pub mod operator_fixture;
 pub mod operator_identity;
-pub mod pod_executor;
+/// The development node (crate `orrery-devnode`), under the name the tests have always used.
+pub use orrery_devnode as pod_executor;
 pub mod postgres;
 pub mod sidecar_fixture;
 pub mod stub_model;

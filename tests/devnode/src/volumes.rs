@@ -1,5 +1,5 @@
 //! Volumes materialised into the pod directory (`<pod dir>/volumes/<name>`), and each
-//! container's mount root with its volume mounts as symlinks (see [`super::launch`]).
+//! container's mount root with its volume mounts as symlinks (see [`crate::launch`]).
 //!
 //! Supported: `secret`, `configMap`, `emptyDir`, `downwardAPI` and `projected` (secret,
 //! configMap, downwardAPI and serviceAccountToken sources). `readOnly` is not enforced; files
@@ -13,9 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
 use kube::ResourceExt;
 
-use super::PodExecutorError;
-use super::launch::{Env, LaunchError, MountMap, PodAddresses, field_value};
-use super::objects::{Objects, token_key};
+use crate::PodExecutorError;
+use crate::launch::{Env, LaunchError, MountMap, PodAddresses, field_value};
+use crate::objects::{Objects, token_key};
 
 /// File mode when neither `mode` nor `defaultMode` says otherwise.
 pub const DEFAULT_MODE: i32 = 0o644;

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret, ServiceAccou
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 
-use super::PodExecutorError;
+use crate::PodExecutorError;
 
 /// Key of a projected service-account token: (audience, expirationSeconds).
 pub type TokenKey = (String, i64);

@@ -1,4 +1,5 @@
-//! The pod executor: a stand-in kubelet for tests (never part of the product).
+//! The development node: a stand-in kubelet for tests and for `orrery up` on one machine (never
+//! part of a production install; a real cluster's kubelet runs the pods there).
 //!
 //! The test control plane has no kubelet and no scheduler. [`PodExecutor::start`] registers a
 //! Node, binds pods that name no node to it (a `Binding`, like the scheduler), and runs the pods

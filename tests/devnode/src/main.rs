@@ -1,8 +1,8 @@
-//! The test pod executor (`orrery_tests::pod_executor`) as a process of its own, so a person
-//! can try the operator by hand on the test control plane, which has no kubelet:
+//! `orrery-devnode`: the development node (the `orrery_devnode` crate) as a process of its own,
+//! so a person can try the operator by hand on the test control plane, which has no kubelet:
 //!
 //! ```sh
-//! cargo run -p orrery-tests --bin pod-executor -- --kubeconfig /tmp/te/kubeconfig
+//! cargo run -p orrery-devnode -- --kubeconfig /tmp/te/kubeconfig
 //! ```
 //!
 //! It registers a Node, binds the pods that name no node to it and runs the project's images
@@ -17,20 +17,20 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_devnode::{ExecutorConfig, PodExecutor, default_bin_dir};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Runs pods of the project's images on this machine as a stand-in kubelet (test
 /// infrastructure), until SIGTERM or SIGINT.
 #[derive(Debug, Parser)]
-#[command(name = "pod-executor")]
+#[command(name = "orrery-devnode")]
 struct Cli {
     /// The kubeconfig of the cluster (its current context is used; it needs rights on Nodes,
     /// pods, pods/binding, pods/status, Secrets and ConfigMaps: `testenv up`'s admin).
     #[arg(long, value_name = "FILE")]
     kubeconfig: PathBuf,
     /// The Node to register and run pods for.
-    #[arg(long, value_name = "NAME", default_value = "pod-executor")]
+    #[arg(long, value_name = "NAME", default_value = "devnode")]
     node_name: String,
     /// Where the project's binaries are (`orrery`, `orrery-podtest`); default: next to this
     /// binary, else ORRERY_BIN_DIR, else the cargo target directory.
@@ -82,19 +82,19 @@ async fn main() -> Result<()> {
         .await
         .context("starting the pod executor")?;
     println!(
-        "pod-executor: registered node {} on {server}; images run from {}; pod logs go to {}/<namespace>_<pod>_<uid>/logs/<container>.log",
+        "orrery-devnode: registered node {} on {server}; images run from {}; pod logs go to {}/<namespace>_<pod>_<uid>/logs/<container>.log",
         running.node_name(),
         bin_dir.display(),
         running.work_dir().display(),
     );
     tokio::select! {
-        _ = term.recv() => eprintln!("pod-executor: SIGTERM: stopping the pods and removing the node"),
-        _ = int.recv() => eprintln!("pod-executor: SIGINT: stopping the pods and removing the node"),
+        _ = term.recv() => eprintln!("orrery-devnode: SIGTERM: stopping the pods and removing the node"),
+        _ = int.recv() => eprintln!("orrery-devnode: SIGINT: stopping the pods and removing the node"),
     }
     running
         .shutdown()
         .await
         .context("shutting the pod executor down")?;
-    eprintln!("pod-executor: stopped");
+    eprintln!("orrery-devnode: stopped");
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The `pod-executor` binary against the real kube-apiserver: started with a kubeconfig, it
+//! The `orrery-devnode` binary (the development node) against the real kube-apiserver: started with a kubeconfig, it
 //! registers its Node and says so, runs a podtest pod to `Succeeded` (its output in the log
 //! file the start-up line names), and on SIGTERM removes its Node and exits 0.
 //!
@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// The directory of this package's binaries (`orrery-podtest`).
+/// The directory of the workspace's binaries (`orrery-podtest`, `orrery-devnode`).
 fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
         .parent()
@@ -37,15 +37,20 @@ impl Drop for Running {
 }
 
 #[tokio::test]
-async fn the_pod_executor_binary_runs_a_pod_to_success_and_exits_cleanly_on_sigterm() -> Result<()>
-{
+async fn the_devnode_binary_runs_a_pod_to_success_and_exits_cleanly_on_sigterm() -> Result<()> {
     let env = testenv::shared_async().await?;
     let ns = TestNamespace::create(env, "exec-bin").await?;
     let admin = env.admin().await?;
     let node = format!("node-{}", ns.name);
     let work_dir = std::env::temp_dir().join(format!("orrery-exec-bin-{}", ns.name));
 
-    let child = Command::new(env!("CARGO_BIN_EXE_pod-executor"))
+    let devnode = bin_dir().join("orrery-devnode");
+    ensure!(
+        devnode.is_file(),
+        "{} is not built: cargo build -p orrery-devnode (cargo test --workspace builds it)",
+        devnode.display()
+    );
+    let child = Command::new(&devnode)
         .arg("--kubeconfig")
         .arg(&env.kubeconfig)
         .args(["--node-name", &node, "--namespace", &ns.name])
@@ -59,14 +64,14 @@ async fn the_pod_executor_binary_runs_a_pod_to_success_and_exits_cleanly_on_sigt
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .context("starting the pod-executor binary")?;
+        .context("starting the orrery-devnode binary")?;
     let mut running = Running(child);
     let stdout = running.0.stdout.take().context("stdout pipe")?;
     let mut lines = BufReader::new(stdout).lines();
     let ready = tokio::time::timeout(TIMEOUT, lines.next_line())
         .await
-        .context("no start-up line from pod-executor")??
-        .context("pod-executor closed stdout without a start-up line")?;
+        .context("no start-up line from orrery-devnode")??
+        .context("orrery-devnode closed stdout without a start-up line")?;
     ensure!(
         ready.contains(&format!("registered node {node}"))
             && ready.contains(&format!("pod logs go to {}", work_dir.display())),
@@ -119,11 +124,11 @@ async fn the_pod_executor_binary_runs_a_pod_to_success_and_exits_cleanly_on_sigt
         log.display()
     );
 
-    let pid = running.0.id().context("pod-executor pid")?;
+    let pid = running.0.id().context("orrery-devnode pid")?;
     kill(Pid::from_raw(i32::try_from(pid)?), Signal::SIGTERM)?;
     let status = tokio::time::timeout(TIMEOUT, running.0.wait())
         .await
-        .context("pod-executor did not exit after SIGTERM")??;
+        .context("orrery-devnode did not exit after SIGTERM")??;
     assert_eq!(status.code(), Some(0), "exit status {status}");
     wait_deleted(&nodes, &node, TIMEOUT).await?;
     let _ = std::fs::remove_dir_all(&work_dir);

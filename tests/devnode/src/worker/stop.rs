@@ -8,9 +8,9 @@ use kube::api::{DeleteParams, Preconditions};
 use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
-use super::super::PodExecutorError;
-use super::super::status::Phase;
 use super::{REAP_TIMEOUT, Stop, Worker};
+use crate::PodExecutorError;
+use crate::status::Phase;
 
 impl Worker {
     /// Stops every process: SIGTERM, SIGKILL after the grace period, then reports and (when

@@ -15,7 +15,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::{Ctx, worker};
+use crate::{Ctx, worker};
 
 /// Whether the executor should bind `pod`: no node yet, the default scheduler, not ending.
 fn wants_binding(pod: &Pod) -> bool {

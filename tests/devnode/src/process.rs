@@ -10,7 +10,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::PodExecutorError;
+use crate::PodExecutorError;
 
 /// The most of a termination message the kubelet keeps (bytes).
 pub const MAX_TERMINATION_MESSAGE: usize = 4096;

@@ -6,7 +6,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::PodExecutorError;
+use crate::PodExecutorError;
 
 /// The field manager of the executor's writes.
 pub const FIELD_MANAGER: &str = "orrery-pod-executor";

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::ResourceExt;
 
-use super::expand::expand;
-use super::images::ImageBinary;
-use super::objects::Objects;
+use crate::expand::expand;
+use crate::images::ImageBinary;
+use crate::objects::Objects;
 
 /// The env var that tells a process where its container paths are (see the module docs).
 pub const MOUNT_ROOT_ENV: &str = "ORRERY_MOUNT_ROOT";

@@ -8,14 +8,14 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use tokio::time::Instant;
 
-use super::super::PodExecutorError;
-use super::super::images::ImageBinary;
-use super::super::launch::{self, LaunchError, MountMap};
-use super::super::objects;
-use super::super::process;
-use super::super::status::{ContainerRun, Phase, State, Terminated};
-use super::super::volumes::{self, VolumeError};
 use super::{CONFIG_RETRY, Proc, Slot, Worker};
+use crate::PodExecutorError;
+use crate::images::ImageBinary;
+use crate::launch::{self, LaunchError, MountMap};
+use crate::objects;
+use crate::process;
+use crate::status::{ContainerRun, Phase, State, Terminated};
+use crate::volumes::{self, VolumeError};
 
 impl Worker {
     /// Starts the container in `slot`. Its env is resolved now (Secrets and ConfigMaps
