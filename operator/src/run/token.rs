@@ -172,6 +172,20 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
 -----END PUBLIC KEY-----
 ";
 
+    /// A self-signed certificate carrying PUBLIC (what the Helm chart makes for the sidecar,
+    /// since Helm can make an Ed25519 key and a certificate but not a bare public key):
+    /// `openssl req -x509 -new -key <PRIVATE> -subj /CN=orrery-run-token -days 36500`.
+    const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----
+MIIBTDCB/6ADAgECAhQkgg4GGh5+pkp8Z4jlVtF/2q/nZTAFBgMrZXAwGzEZMBcG
+A1UEAwwQb3JyZXJ5LXJ1bi10b2tlbjAgFw0yNjEyMDIxMjM4MzdaGA8yMTI2MTEw
+ODEyMzgzN1owGzEZMBcGA1UEAwwQb3JyZXJ5LXJ1bi10b2tlbjAqMAUGAytlcAMh
+AN3HIXDaYEkkfeMqD6otzz5BU9xmxpM6LWrJa+6Zuwnko1MwUTAdBgNVHQ4EFgQU
+QdqAUukSmEgGrVKCofbZynFwC6QwHwYDVR0jBBgwFoAUQdqAUukSmEgGrVKCofbZ
+ynFwC6QwDwYDVR0TAQH/BAUwAwEB/zAFBgMrZXADQQBFaTmdpV7TjGJ2ermKbf/q
+BBySAhK1GDScWZPioJR+oqoTxUSa7Ab3eiDRmQwSdZTap5791JbvQTzyl9a2ETgH
+-----END CERTIFICATE-----
+";
+
     fn now() -> i64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -190,6 +204,24 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
         assert_eq!(
             (back.sub.as_str(), back.aud.as_str(), back.iss.as_str()),
             ("uid-1", "orrery-sidecar", "orrery-operator")
+        );
+    }
+
+    #[test]
+    fn a_certificate_carrying_the_public_key_verifies_tokens_like_the_key_itself() {
+        let signer = RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+        let claims = run_claims("team", "notes-1", "uid-1", "orrery-sidecar", now(), 600);
+        let token = signer.sign(&claims).expect("signed");
+        let back = verify(&token, CERTIFICATE.as_bytes(), "orrery-sidecar").expect("verifies");
+        assert_eq!(back, claims);
+        let other = RunTokenSigner::from_ed_pem(
+            b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIONMLOYLT0QC3Pf3gmlZxfhh6RrlIln9HWRhWn5e5kmZ\n-----END PRIVATE KEY-----\n",
+        )
+        .expect("another key");
+        let forged = other.sign(&claims).expect("signed");
+        assert!(
+            verify(&forged, CERTIFICATE.as_bytes(), "orrery-sidecar").is_err(),
+            "a token signed by another key"
         );
     }
 
