@@ -35,6 +35,7 @@ pub mod images;
 pub mod launch;
 mod node;
 pub mod objects;
+pub mod oci;
 pub mod process;
 pub mod status;
 pub mod volumes;
