@@ -10,9 +10,12 @@
 #     takes about 7 minutes, later runs reuse it): tests/testenv/build.sh;
 #   - the interop peers (PyPI a2a-sdk and mcp, npm server-everything and @a2a-js/sdk, from the
 #     lockfiles in tests/peers/): tests/peers/setup.sh;
-#   - PostgreSQL (Debian's postgresql package, with apt-get, as root or through sudo) when no
-#     initdb is under /usr/lib/postgresql/*/bin: the sidecar store's tests start a throwaway
-#     server of their own (tests/src/postgres.rs).
+#   - Helm v4 (built from the Go module proxy, pinned by tests/helm/go.mod: a cold build takes
+#     3 to 12 minutes, later runs reuse it): tests/helm/build.sh; the chart's tests use it;
+#   - Debian packages, with apt-get (as root or through sudo), when missing: postgresql (the
+#     sidecar store's tests start a throwaway server of their own, tests/src/postgres.rs),
+#     buildah and runc (the images' tests build the images without a daemon and run them),
+#     nftables and iproute2 (the development node's network tests), busybox-static.
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #
@@ -55,15 +58,32 @@ build_control_plane() {
     echo "control plane binaries: ${ORRERY_TESTENV_BIN}"
 }
 
-install_postgres() {
-    if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+build_helm() {
+    local bin
+    bin=$(tests/helm/build.sh | tail -n 1) || return 1
+    [[ -x "${bin}/helm" ]] || return 1
+    export ORRERY_HELM_BIN="${bin}"
+    echo "helm: ${ORRERY_HELM_BIN}/helm"
+}
+
+# Debian packages the tests need, installed once when one is missing.
+install_packages() {
+    local missing=()
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+    command -v buildah >/dev/null || missing+=(buildah)
+    command -v runc >/dev/null || missing+=(runc)
+    command -v nft >/dev/null || missing+=(nftables)
+    command -v ip >/dev/null || missing+=(iproute2)
+    [[ -x /bin/busybox ]] || missing+=(busybox-static)
+    if [[ ${#missing[@]} -gt 0 ]]; then
         local sudo=()
         if [[ $(id -u) -ne 0 ]]; then
             sudo=(sudo)
         fi
+        echo "installing ${missing[*]}"
         "${sudo[@]}" apt-get update || return 1
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y --no-install-recommends postgresql || return 1
+            apt-get install -y --no-install-recommends "${missing[@]}" || return 1
     fi
     local bin
     bin=$(compgen -G "/usr/lib/postgresql/*/bin" | sort -V | tail -n 1)
@@ -75,7 +95,8 @@ step "format" cargo fmt --all --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "interop peers" install_peers
 step "control plane" build_control_plane
-step "postgresql" install_postgres
+step "helm" build_helm
+step "debian packages" install_packages
 step "tests" tests/e2e.sh cargo test --workspace --locked --no-fail-fast
 
 echo

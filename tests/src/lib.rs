@@ -4,6 +4,7 @@
 //! ([`pod_executor`]), the stub model server ([`stub_model`]), and a throwaway PostgreSQL server
 //! with a database per test ([`postgres`]).
 
+pub mod chart;
 pub mod harness;
 pub mod operator_fixture;
 pub mod operator_identity;

@@ -1,0 +1,312 @@
+//! The Helm chart without a cluster: `helm lint` is clean, `helm template` matches the golden
+//! files in `tests/fixtures/chart/` (regenerate them with `ORRERY_UPDATE_GOLDEN=1 cargo test -p
+//! orrery-tests --test chart`, then read the diff), the chart's CRDs are `crds/yaml/`, the
+//! rendered deployment config is one the operator accepts, and bad values are refused by `helm`
+//! with the field named.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, ensure};
+use orrery_tests::chart::{self, chart_dir, documents, find, template};
+use orrery_tests::harness::workspace_root;
+
+const RELEASE: &str = "orrery";
+const NAMESPACE: &str = "orrery-system";
+
+fn fixtures() -> PathBuf {
+    workspace_root().join("tests/fixtures/chart")
+}
+
+/// The generated run-token key pair differs on every render: golden files hold a marker.
+fn mask_generated_keys(rendered: &str) -> String {
+    rendered
+        .lines()
+        .map(|line| {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("key.pem: ") || trimmed.starts_with("key.pub.pem: ") {
+                let indent = &line[..line.len() - trimmed.len()];
+                let key = trimmed.split(':').next().unwrap_or_default();
+                format!("{indent}{key}: <generated on install>")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+fn check_golden(name: &str, extra: &[&str]) -> Result<()> {
+    let rendered = mask_generated_keys(&template(RELEASE, NAMESPACE, extra)?.ok()?);
+    let path = fixtures().join(format!("{name}.golden.yaml"));
+    if std::env::var_os("ORRERY_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &rendered).with_context(|| format!("writing {}", path.display()))?;
+        return Ok(());
+    }
+    let golden = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {}; make it with ORRERY_UPDATE_GOLDEN=1",
+            path.display()
+        )
+    })?;
+    if golden != rendered {
+        let first = golden
+            .lines()
+            .zip(rendered.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| golden.lines().count().min(rendered.lines().count()));
+        anyhow::bail!(
+            "helm template with {extra:?} differs from {} from line {}:\n  golden:   {:?}\n  rendered: {:?}\n\
+             If the change is meant, regenerate with ORRERY_UPDATE_GOLDEN=1 cargo test -p orrery-tests --test chart and review the diff",
+            path.display(),
+            first + 1,
+            golden.lines().nth(first),
+            rendered.lines().nth(first),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn helm_lint_is_clean_in_strict_mode() -> Result<()> {
+    let chart = chart_dir();
+    let out = chart::helm(&["lint", "--strict", &chart.to_string_lossy()], None)?;
+    ensure!(
+        out.success && out.stdout.contains("0 chart(s) failed"),
+        "helm lint --strict:\n{}{}",
+        out.stdout,
+        out.stderr
+    );
+    for level in ["[WARNING]", "[ERROR]"] {
+        ensure!(
+            !out.stdout.contains(level),
+            "helm lint --strict reported {level}:\n{}",
+            out.stdout
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_default_install_renders_as_the_golden_file() -> Result<()> {
+    check_golden("default", &[])
+}
+
+#[test]
+fn a_two_replica_install_on_postgresql_renders_as_the_golden_file() -> Result<()> {
+    let values = fixtures().join("ha-postgres.values.yaml");
+    check_golden("ha-postgres", &["--values", &values.to_string_lossy()])
+}
+
+#[test]
+fn the_charts_crds_are_the_generated_crd_yaml() -> Result<()> {
+    let source = workspace_root().join("crds/yaml");
+    let copy = chart_dir().join("crds");
+    let names = |dir: &PathBuf| -> Result<Vec<String>> {
+        let mut names = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<Vec<_>>>()?;
+        names.sort();
+        Ok(names)
+    };
+    let (want, have) = (names(&source)?, names(&copy)?);
+    ensure!(
+        want == have,
+        "charts/orrery/crds/ holds {have:?}, crds/yaml/ holds {want:?}: copy them with\n  cp crds/yaml/*.yaml charts/orrery/crds/"
+    );
+    for name in want {
+        let a = std::fs::read(source.join(&name))?;
+        let b = std::fs::read(copy.join(&name))?;
+        ensure!(
+            a == b,
+            "charts/orrery/crds/{name} differs from crds/yaml/{name} (regenerated since): copy it with\n  cp crds/yaml/*.yaml charts/orrery/crds/"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_rendered_deployment_config_is_one_the_operator_accepts() -> Result<()> {
+    let values = fixtures().join("ha-postgres.values.yaml");
+    for extra in [
+        vec![],
+        vec!["--values", values.to_str().unwrap_or_default()],
+    ] {
+        let docs = documents(&template(RELEASE, NAMESPACE, &extra)?.ok()?)?;
+        let map = find(&docs, "ConfigMap", "orrery-operator-config")
+            .context("no ConfigMap orrery-operator-config")?;
+        let text = map["data"]["config.yaml"]
+            .as_str()
+            .context("no config.yaml in the ConfigMap")?;
+        let config = orrery_operator::Config::parse("config.yaml", text).map_err(|e| {
+            anyhow::anyhow!("the operator refuses the chart's config ({extra:?}): {e}")
+        })?;
+        // The runner NetworkPolicy's sidecar peer must select the chart's own pods.
+        let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
+        let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        for (key, value) in &config.sidecar.pod_labels {
+            ensure!(
+                pod_labels[key] == value.as_str(),
+                "sidecar.podLabels {key}={value} does not select the operator's pods ({pod_labels})"
+            );
+        }
+        ensure!(
+            config.sidecar.namespace == NAMESPACE
+                && config.sidecar.service_name == "orrery-sidecar"
+        );
+        ensure!(find(&docs, "Service", &config.sidecar.service_name).is_some());
+    }
+    Ok(())
+}
+
+#[test]
+fn the_operator_pod_meets_pod_security_restricted_and_splits_the_run_token_keys() -> Result<()> {
+    let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    let pod = &find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]["template"]
+        ["spec"];
+    ensure!(pod["securityContext"]["runAsNonRoot"] == true);
+    ensure!(pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault");
+    ensure!(pod["automountServiceAccountToken"] == false);
+    let containers = pod["containers"].as_array().context("containers")?;
+    ensure!(containers.len() == 2, "controller and sidecar");
+    for c in containers {
+        let sc = &c["securityContext"];
+        ensure!(sc["allowPrivilegeEscalation"] == false, "{}", c["name"]);
+        ensure!(sc["readOnlyRootFilesystem"] == true, "{}", c["name"]);
+        ensure!(
+            sc["capabilities"]["drop"] == serde_json::json!(["ALL"]),
+            "{}",
+            c["name"]
+        );
+        ensure!(c["livenessProbe"].is_object() && c["readinessProbe"].is_object());
+    }
+    // Only the controller mounts the signing key; the sidecar gets the public half alone.
+    let mounts = |name: &str| -> Vec<String> {
+        containers
+            .iter()
+            .find(|c| c["name"] == name)
+            .and_then(|c| c["volumeMounts"].as_array())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|m| m["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ensure!(mounts("controller").contains(&"run-token-signing".to_string()));
+    ensure!(!mounts("sidecar").contains(&"run-token-signing".to_string()));
+    ensure!(mounts("sidecar").contains(&"run-token-verifying".to_string()));
+    let volumes = pod["volumes"].as_array().context("volumes")?;
+    let verifying = volumes
+        .iter()
+        .find(|v| v["name"] == "run-token-verifying")
+        .context("run-token-verifying volume")?;
+    ensure!(
+        verifying["secret"]["items"]
+            == serde_json::json!([{"key": "key.pub.pem", "path": "key.pub.pem"}])
+    );
+    // The two containers listen on different ports (they share the pod's network).
+    let ports: Vec<&serde_json::Value> = containers
+        .iter()
+        .map(|c| &c["ports"][0]["containerPort"])
+        .collect();
+    ensure!(ports[0] != ports[1], "ports {ports:?}");
+    Ok(())
+}
+
+#[test]
+fn the_pending_approvals_policy_trusts_the_releases_own_service_account() -> Result<()> {
+    let docs = documents(
+        &template(
+            "studio",
+            "platform",
+            &["--set", "serviceAccount.name=orrery-bot"],
+        )?
+        .ok()?,
+    )?;
+    let policy = find(
+        &docs,
+        "ValidatingAdmissionPolicy",
+        "studioruns-pending.studio.orrery.dev",
+    )
+    .context("no pending policy")?;
+    let system = policy["spec"]["variables"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "system"))
+        .context("no `system` variable")?;
+    ensure!(
+        system["expression"] == "'system:serviceaccount:platform:orrery-bot'",
+        "{}",
+        system["expression"]
+    );
+    Ok(())
+}
+
+/// Each row: values given with --set / --set-string, and what helm's refusal must name.
+#[test]
+fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
+    let rows: &[(&[&str], &[&str])] = &[
+        (
+            &["--set-string", "replicaCount=two"],
+            &["/replicaCount", "want integer"],
+        ),
+        (&["--set", "replicaCount=0"], &["/replicaCount", "minimum"]),
+        (&["--set", "image.tag=latest"], &["/image/tag"]),
+        (&["--set", "replicas=2"], &["replicas"]),
+        (
+            &["--set", "store.type=mysql"],
+            &["/store/type", "sqlite", "postgres"],
+        ),
+        (
+            &["--set", "runner.image.digest=sha1:abc"],
+            &["/runner/image/digest"],
+        ),
+        (
+            &["--set", "tenantNamespaces={Team_A}"],
+            &["/tenantNamespaces/0"],
+        ),
+        (
+            &["--set", "config.approvalTimeoutSeconds=0"],
+            &["/config/approvalTimeoutSeconds"],
+        ),
+        (
+            &["--set", "config.runLimits.maxConcurrentRuns=3"],
+            &["maxConcurrentRuns"],
+        ),
+        (&["--set", "sidecar.url=ftp://x"], &["/sidecar/url"]),
+        (
+            &["--set", "replicaCount=2"],
+            &["replicaCount", "store.type=postgres"],
+        ),
+        (
+            &["--set", "store.type=postgres"],
+            &["store.postgres.urlSecret.name"],
+        ),
+        (
+            &[
+                "--set",
+                "replicaCount=2,store.type=postgres,store.postgres.urlSecret.name=db,controller.leaderElection.enabled=false",
+            ],
+            &["controller.leaderElection.enabled"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, must_name) in rows {
+        let out = template(RELEASE, NAMESPACE, args)?;
+        if out.success {
+            failures.push(format!("{args:?}: accepted"));
+            continue;
+        }
+        for needle in *must_name {
+            if !out.stderr.contains(needle) {
+                failures.push(format!(
+                    "{args:?}: the refusal does not name {needle:?}:\n{}",
+                    out.stderr
+                ));
+            }
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("\n\n"));
+    Ok(())
+}
