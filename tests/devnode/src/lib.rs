@@ -33,6 +33,8 @@ mod dispatch;
 pub mod expand;
 pub mod images;
 pub mod launch;
+pub mod net;
+pub mod netpol;
 mod node;
 pub mod objects;
 pub mod oci;
