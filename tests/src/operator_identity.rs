@@ -1,11 +1,14 @@
-//! The operator's own identity for end-to-end tests: the ServiceAccount and RBAC of
-//! `deploy/rbac/`, and a client authenticated as that ServiceAccount, so the controllers under
-//! test run with exactly the rules the manifests grant, never as admin.
+//! The operator's own identity for end-to-end tests: the ServiceAccount and RBAC the Helm chart
+//! installs (`charts/orrery/templates/{serviceaccount,rbac}.yaml`, rendered with `helm
+//! template` as the release `orrery` in `orrery-system`), and a client authenticated as that
+//! ServiceAccount, so the controllers under test run with exactly the rules the chart grants,
+//! never as admin.
 //!
-//! [`operator_client`] applies `deploy/rbac/operator.yaml` (server-side apply: idempotent, and
-//! safe when many tests call it at once), binds `deploy/rbac/tenant-namespace.yaml` in the
-//! test's namespace, mints a token with the TokenRequest API and returns a client that sends it
-//! to the same apiserver (CA from the environment's kubeconfig).
+//! [`operator_client`] applies the rendered ServiceAccount and roles (server-side apply:
+//! idempotent, and safe when many tests call it at once), binds the test's namespace as a tenant
+//! namespace (the chart's RoleBinding for `tenantNamespaces`), mints a token with the
+//! TokenRequest API and returns a client that sends it to the same apiserver (CA from the
+//! environment's kubeconfig).
 
 use std::time::Duration;
 
@@ -16,42 +19,67 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 
-use crate::harness::{apply_yaml, wait_allowed, workspace_root};
+use crate::chart;
+use crate::harness::{apply_yaml, wait_allowed};
 use crate::testenv::{ADMIN, TestEnv};
 
-/// The operator's namespace (`deploy/rbac/operator.yaml`).
+/// The operator's namespace (the chart's release namespace in the tests).
 pub const OPERATOR_NAMESPACE: &str = "orrery-system";
 /// The operator's ServiceAccount.
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "orrery-operator";
 /// The operator's user name, as `kubectl --as` takes it.
 pub const OPERATOR_USER: &str = "system:serviceaccount:orrery-system:orrery-operator";
-/// The placeholder of `deploy/rbac/tenant-namespace.yaml`.
-pub const NAMESPACE_PLACEHOLDER: &str = "NAMESPACE";
+/// The chart's release name in the tests (resource names start with it).
+pub const RELEASE: &str = "orrery";
 /// How long a minted token lives: longer than any test binary runs.
 const TOKEN_LIFETIME: Duration = Duration::from_secs(4 * 3600);
 
-/// `deploy/rbac/operator.yaml`.
+/// The operator's namespace (Pod Security `restricted`, as the chart's NOTES ask), its
+/// ServiceAccount and its cluster-wide and leader-election RBAC, as the chart renders them (no
+/// tenant namespace bound): a multi-document YAML text.
 pub fn operator_manifest() -> Result<String> {
-    read_manifest("operator.yaml")
+    let namespace = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {OPERATOR_NAMESPACE}\n  labels:\n    \
+         pod-security.kubernetes.io/enforce: restricted\n    \
+         pod-security.kubernetes.io/enforce-version: latest\n"
+    );
+    let rendered = chart::template(
+        RELEASE,
+        OPERATOR_NAMESPACE,
+        &[
+            "--show-only",
+            "templates/serviceaccount.yaml",
+            "--show-only",
+            "templates/rbac.yaml",
+        ],
+    )?
+    .ok()?;
+    Ok(format!("{namespace}---\n{rendered}"))
 }
 
-/// `deploy/rbac/tenant-namespace.yaml` with its placeholder replaced by `namespace`.
+/// The chart's RoleBinding that makes `namespace` a tenant namespace (`tenantNamespaces`).
 pub fn tenant_manifest(namespace: &str) -> Result<String> {
-    Ok(read_manifest("tenant-namespace.yaml")?.replace(NAMESPACE_PLACEHOLDER, namespace))
+    let tenants = format!("tenantNamespaces={{{namespace}}}");
+    let rendered = chart::template(
+        RELEASE,
+        OPERATOR_NAMESPACE,
+        &["--set", &tenants, "--show-only", "templates/rbac.yaml"],
+    )?
+    .ok()?;
+    let binding = chart::documents(&rendered)?
+        .into_iter()
+        .find(|d| d["kind"] == "RoleBinding" && d["metadata"]["namespace"] == namespace)
+        .with_context(|| format!("the chart renders no RoleBinding in {namespace}"))?;
+    Ok(serde_json::to_string(&binding)?)
 }
 
-fn read_manifest(file: &str) -> Result<String> {
-    let path = workspace_root().join("deploy/rbac").join(file);
-    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// Applies the operator's RBAC (`deploy/rbac/operator.yaml`) and binds `tenant_namespace` as a
+/// Applies the operator's RBAC (the chart's, see [`operator_manifest`]) and binds `tenant_namespace` as a
 /// tenant namespace, as admin; waits until the authorizer grants them.
 pub async fn install_operator_rbac(env: &TestEnv, tenant_namespace: &str) -> Result<()> {
     let admin = env.admin().await?;
     apply_yaml(&admin, None, &operator_manifest()?)
         .await
-        .context("applying deploy/rbac/operator.yaml")?;
+        .context("applying the chart's ServiceAccount and RBAC")?;
     apply_yaml(&admin, None, &tenant_manifest(tenant_namespace)?)
         .await
         .with_context(|| format!("binding {tenant_namespace} as a tenant namespace"))?;
@@ -59,7 +87,7 @@ pub async fn install_operator_rbac(env: &TestEnv, tenant_namespace: &str) -> Res
 }
 
 /// A client acting as the operator's ServiceAccount (`orrery-system/orrery-operator`), with
-/// the rules of `deploy/rbac/` and `tenant_namespace` bound as a tenant namespace. Returns once
+/// the chart's rules and `tenant_namespace` bound as a tenant namespace. Returns once
 /// the grants are in effect (RBAC reaches the authorizer's cache a moment after it is written).
 pub async fn operator_client(env: &TestEnv, tenant_namespace: &str) -> Result<Client> {
     install_operator_rbac(env, tenant_namespace).await?;

@@ -1,7 +1,7 @@
 //! The whole system in one test namespace: the pod executor as the kubelet, the controllers
 //! running as the operator's ServiceAccount, runners posting to a sidecar, alice (and
 //! optionally bob) bound to the example `studio-user` Role, and optionally the shipped
-//! admission policies (`deploy/policies/`) bound to this namespace alone, so other tests
+//! admission policies (the chart's, `charts/orrery/templates/policies/`) bound to this namespace alone, so other tests
 //! sharing the control plane are not affected.
 
 use crate::harness::{
@@ -231,23 +231,32 @@ pub fn binding_name(policy: &str, ns: &str) -> String {
     format!("{policy}.{ns}")
 }
 
-/// The shipped policy documents (`deploy/policies/*.yaml`), and bindings derived from the
-/// shipped ones for `ns` alone: each shipped binding (cluster-wide, `validationActions:
-/// [Deny]`) gets the name [`binding_name`] and a `namespaceSelector` on `ns`'s immutable name
-/// label.
+/// The chart's admission-policy templates.
+pub const POLICY_TEMPLATES: &[&str] = &[
+    "templates/policies/studioruns-create.yaml",
+    "templates/policies/studioruns-decisions.yaml",
+    "templates/policies/studioruns-pending.yaml",
+];
+
+/// The chart's policy documents (`charts/orrery/templates/policies/`, rendered as the release
+/// `orrery` in `orrery-system`), and bindings derived from the chart's for `ns` alone: each
+/// chart binding (cluster-wide, `validationActions: [Deny]`) gets the name [`binding_name`] and
+/// a `namespaceSelector` on `ns`'s immutable name label.
 pub fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
-    let dir = workspace_root().join("deploy/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
-    files.sort();
+    let mut args = Vec::new();
+    for file in POLICY_TEMPLATES {
+        args.extend(["--show-only", *file]);
+    }
+    let rendered = crate::chart::template(
+        crate::operator_identity::RELEASE,
+        crate::operator_identity::OPERATOR_NAMESPACE,
+        &args,
+    )?
+    .ok()?;
     let (mut policies, mut bindings) = (Vec::new(), Vec::new());
-    for path in &files {
-        let text = std::fs::read_to_string(path)?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let mut doc: Value = Value::deserialize(doc)?;
+    let path = std::path::Path::new("charts/orrery/templates/policies");
+    {
+        for mut doc in crate::chart::documents(&rendered)? {
             match doc["kind"].as_str() {
                 Some("ValidatingAdmissionPolicy") => {
                     ensure!(
@@ -285,7 +294,7 @@ pub fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
     Ok((policies, bindings))
 }
 
-/// Applies the shipped policies and binds them to `ns` alone; returns the bindings' names.
+/// Applies the chart's policies and binds them to `ns` alone; returns the bindings' names.
 /// Waits until a policy is seen to act (admission policies take effect asynchronously).
 pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
     let (policies, bindings) = policies_for(ns)?;

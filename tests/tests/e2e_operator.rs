@@ -5,7 +5,7 @@
 //!
 //! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
 //! test's namespace, with `examples/operator/config.yaml`, as the operator's ServiceAccount
-//! with exactly the rules of `deploy/rbac/` (the test's namespace bound as a tenant namespace),
+//! with exactly the rules of the chart's RBAC (the test's namespace bound as a tenant namespace),
 //! never as admin: a rule missing from the manifests fails these tests. The tests' own setup
 //! and assertions use the admin client.
 //!

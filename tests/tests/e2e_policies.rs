@@ -1,6 +1,6 @@
 //! The StudioRun rules the apiserver enforces, on the real control plane: the CRD's rule on
 //! `status.decisions` (rule 4.24) and the shipped ValidatingAdmissionPolicies of
-//! `deploy/policies/` (who creates a run, who decides an approval and how: rules 4.3, 4.11,
+//! the chart's admission policies (`charts/orrery/templates/policies/`) (who creates a run, who decides an approval and how: rules 4.3, 4.11,
 //! 4.53, 4.54).
 //!
 //! No operator runs here: a test sets the scene by writing `status.pendingApprovals` as admin
@@ -10,7 +10,7 @@
 //! as the impersonated user and groups), and a ServiceAccount `pipeline` with a token from the
 //! TokenRequest API (`kubectl create token`), as a GitOps pipeline would have.
 //!
-//! The policies are applied unchanged from `deploy/policies/`; their bindings are derived from
+//! The policies are applied unchanged from the chart's admission policies (`charts/orrery/templates/policies/`); their bindings are derived from
 //! the shipped ones, keeping `policyName` and `validationActions` and replacing the name and
 //! `matchResources` so that each binding selects only its test's namespace: the other tests
 //! sharing the control plane are unaffected.
@@ -33,7 +33,7 @@ use orrery_tests::studio::{binding_name, policies_for};
 use orrery_tests::testenv::{self, ADMIN, ALICE, BOB, TestEnv};
 use serde_json::{Value, json};
 
-/// The shipped policies (`deploy/policies/`).
+/// The shipped policies (the chart's admission policies (`charts/orrery/templates/policies/`)).
 const CREATE_POLICY: &str = "studioruns-create.studio.orrery.dev";
 const DECISIONS_POLICY: &str = "studioruns-decisions.studio.orrery.dev";
 const PENDING_POLICY: &str = "studioruns-pending.studio.orrery.dev";
@@ -336,7 +336,7 @@ impl Policed {
         let (policies, bindings) = policies_for(&ns.name)?;
         ensure!(
             policies.len() == 3 && bindings.len() == 3,
-            "deploy/policies/ ships three policies with a binding each"
+            "the chart ships three policies with a binding each"
         );
         let admin = env.admin().await?;
         let yaml = |docs: &[Value]| -> Result<String> {
@@ -1033,7 +1033,7 @@ async fn a_service_account_never_decides_even_on_its_own_run_and_status_writes_w
 
     // Status writes that leave decisions alone pass, whoever writes them: the ServiceAccount
     // (the Role lets it patch status), admin, and the operator's own ServiceAccount applying
-    // status server-side as it does (deploy/rbac/, bound to this namespace).
+    // status server-side as it does (the chart's RBAC, bound to this namespace).
     ok_as(
         env,
         &pipeline,

@@ -1,4 +1,4 @@
-//! The operator's least-privilege RBAC (`deploy/rbac/`) against the real kube-apiserver: a
+//! The operator's least-privilege RBAC (the chart's, `charts/orrery/templates/rbac.yaml`) against the real kube-apiserver: a
 //! `kubectl auth can-i` table for the operator's ServiceAccount, one row per rule that matters
 //! (Secrets only `get` and `create`, only in a bound tenant namespace; no exec, logs, RBAC
 //! writes or impersonation; Leases only in `orrery-system`), plus a static check of the
@@ -19,7 +19,7 @@ use orrery_tests::testenv::{self, ADMIN, TestEnv};
 /// Where a row asks.
 #[derive(Debug, Clone, Copy)]
 enum Scope {
-    /// The namespace bound with `deploy/rbac/tenant-namespace.yaml`.
+    /// A namespace bound as the chart's `tenantNamespaces`.
     Tenant,
     /// A namespace that is not bound.
     Unbound,
@@ -185,7 +185,7 @@ async fn the_operator_service_account_can_do_exactly_what_the_can_i_table_says()
     ensure_crds(env).await?;
     let tenant = TestNamespace::create(env, "rbac-tenant").await?;
     let unbound = TestNamespace::create(env, "rbac-unbound").await?;
-    // Applies deploy/rbac/, binds the tenant namespace and waits until the grants are in effect.
+    // Applies the chart's RBAC, binds the tenant namespace and waits until the grants are in effect.
     let operator = operator_client(env, &tenant.name).await?;
 
     let mut wrong = Vec::new();
@@ -229,7 +229,7 @@ async fn the_operator_service_account_can_do_exactly_what_the_can_i_table_says()
     Ok(())
 }
 
-/// Every rule of every Role and ClusterRole in `deploy/rbac/`: (role name, rule).
+/// Every rule of every Role and ClusterRole the chart renders: (role name, rule).
 fn rules() -> Result<Vec<(String, serde_yaml::Value)>> {
     let mut out = Vec::new();
     let text = format!("{}\n---\n{}", operator_manifest()?, tenant_manifest("t")?);

@@ -6,7 +6,7 @@
 //! run until a slot frees; a finished run is deleted with its children after its TTL.
 //!
 //! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed. The
-//! controllers run as the operator's ServiceAccount bound to `deploy/rbac/`, never as admin.
+//! controllers run as the operator's ServiceAccount bound to the chart's RBAC, never as admin.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).

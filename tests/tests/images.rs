@@ -15,8 +15,10 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
-use orrery_tests::pod_executor::oci::{BindMount, BundleSpec, OciArchive, Runc, TmpfsMount};
+use anyhow::{Context, Result, bail, ensure};
+use orrery_tests::pod_executor::oci::{
+    BindMount, BundleSpec, OciArchive, Output, Runc, RuncSignal, TmpfsMount,
+};
 
 const NONROOT: u32 = 65532;
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -136,10 +138,11 @@ struct Unpacked {
 }
 
 impl Unpacked {
-    fn new(name: &str) -> Result<Self> {
+    /// The image `name` (`runner`, `operator`) in a bundle of its own for the test `purpose`.
+    fn new(name: &str, purpose: &str) -> Result<Self> {
         let archive = images()?.join(format!("{name}.tar"));
         let image = OciArchive::open(&archive)?;
-        let scratch = Scratch::new(name)?;
+        let scratch = Scratch::new(&format!("{name}-{purpose}"))?;
         image.unpack(&scratch.0.join("bundle/rootfs"))?;
         let runc = Runc::locate(&scratch.0.join("runc-state"))?;
         Ok(Unpacked {
@@ -237,7 +240,7 @@ fn check_image(image: &Unpacked, binary: &str, title: &str) -> Result<()> {
 
 #[test]
 fn the_runner_image_runs_as_non_root_from_a_read_only_root_without_a_shell() -> Result<()> {
-    let image = Unpacked::new("runner")?;
+    let image = Unpacked::new("runner", "restricted")?;
     check_image(&image, "orrery", "orrery-runner")?;
 
     let (code, stdout, stderr) = image.run("runner-version", &image.spec(&["--version"])?)?;
@@ -287,7 +290,7 @@ fn the_runner_image_runs_as_non_root_from_a_read_only_root_without_a_shell() -> 
 
 #[test]
 fn the_operator_image_runs_as_non_root_from_a_read_only_root_without_a_shell() -> Result<()> {
-    let image = Unpacked::new("operator")?;
+    let image = Unpacked::new("operator", "restricted")?;
     check_image(&image, "orrery-operator", "orrery-operator")?;
 
     let (code, stdout, stderr) = image.run("operator-version", &image.spec(&["--version"])?)?;
@@ -304,6 +307,53 @@ fn the_operator_image_runs_as_non_root_from_a_read_only_root_without_a_shell() -
         "{stdout}"
     );
 
+    Ok(())
+}
+
+#[test]
+fn a_long_running_runner_container_stops_cleanly_on_runc_kill_term() -> Result<()> {
+    let image = Unpacked::new("runner", "kill")?;
+    // The demo fleet serves on the container's own loopback until it is signalled.
+    let spec = image.spec(&["demo", "--fleet-only", "--port-base", "0"])?;
+    let bundle = image.scratch.0.join("bundle");
+    spec.write(&bundle)?;
+    let id = format!("orrery-images-kill-{}", std::process::id());
+    let stdout = image.scratch.0.join("kill.stdout");
+    let stderr = image.scratch.0.join("kill.stderr");
+    let output = Output::Files {
+        stdout: stdout.clone(),
+        stderr: stderr.clone(),
+    };
+    let mut child = image.runc.spawn(&bundle, &id, output)?;
+    let started = std::time::Instant::now();
+    let mut printed = String::new();
+    while !printed.contains("demo fleet running") {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "the container ended ({status}) before the fleet ran: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            );
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            let _ = image.runc.kill(&id, RuncSignal::Kill);
+            let _ = child.wait();
+            let _ = image.runc.delete(&id);
+            bail!("the fleet did not start within {RUN_TIMEOUT:?}: {printed}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        printed = std::fs::read_to_string(&stdout).unwrap_or_default();
+    }
+    image.runc.kill(&id, RuncSignal::Term)?;
+    let status = child.wait()?;
+    image.runc.delete(&id)?;
+    let printed = std::fs::read_to_string(&stdout)?;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{printed}\n{}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
+    assert!(printed.contains("stopping the demo fleet"), "{printed}");
     Ok(())
 }
 

@@ -36,7 +36,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use ipnet::Ipv4Net;
+pub use ipnet::Ipv4Net;
 
 pub use cmd::package_of;
 pub(crate) use cmd::run;
