@@ -1,0 +1,469 @@
+//! The dev node's container-mode network on this machine: real namespaces, veths, a bridge and
+//! nftables, no control plane. Needs root, `ip` (iproute2), `nft` (nftables) and `unshare`
+//! (util-linux); a missing one FAILS the test with what to install.
+//!
+//! Every test has its own bridge (`orxnt<N>`) and subnet (`10.213.10<N>.0/24`), so test
+//! binaries running at once do not clash, and leaves no namespace, veth or bridge behind. No
+//! rule is ever written to the host's own tables: a pod's rules live in its namespace.
+//!
+//! Run: `cargo test -p orrery-tests --test devnode_network` (as root).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use orrery_devnode::net::{self, Ipv4Net, NetError, NetworkConfig, PodNet, PodNetwork};
+use orrery_devnode::netpol::{self, Enforcer, Inventory, NamedPort, Options, Protocol, TargetPod};
+use serde_json::json;
+
+/// Fails (never skips) when the machine cannot run these tests, saying what to install.
+fn require_prerequisites() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("?");
+    assert_eq!(
+        euid, "0",
+        "devnode_network needs root (network namespaces, veths, a bridge, nftables): run it as \
+         root, e.g. `sudo -E cargo test -p orrery-tests --test devnode_network`"
+    );
+    for (program, arg) in [("ip", "-V"), ("nft", "--version"), ("unshare", "--version")] {
+        let ok = std::process::Command::new(program)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "devnode_network needs `{program}`: apt-get install {}",
+            net::package_of(program)
+        );
+    }
+}
+
+/// A pod network of the test's own; torn down on drop, and checked to leave nothing behind.
+struct TestNet {
+    net: Option<PodNetwork>,
+    config: NetworkConfig,
+}
+
+impl TestNet {
+    fn new(n: u8) -> TestNet {
+        require_prerequisites();
+        let subnet: Ipv4Net = format!("10.213.{}.0/24", 100 + u16::from(n))
+            .parse()
+            .unwrap();
+        let config = NetworkConfig::named(format!("orxnt{n}"), subnet);
+        let net = PodNetwork::create(config.clone()).expect("the pod network is created");
+        TestNet {
+            net: Some(net),
+            config,
+        }
+    }
+
+    fn net(&self) -> &PodNetwork {
+        self.net.as_ref().expect("the network is up")
+    }
+
+    fn add(&self, id: &str) -> PodNet {
+        self.net().add_pod(id).expect("the pod gets a network")
+    }
+
+    /// Tears down and asserts nothing of this network is left on the host.
+    fn finish(mut self) {
+        if let Some(net) = self.net.take() {
+            net.teardown().expect("teardown");
+        }
+        assert_nothing_left(&self.config);
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        if let Some(net) = self.net.take() {
+            let _ = net.teardown();
+        }
+    }
+}
+
+fn links() -> Vec<String> {
+    let out = std::process::Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .expect("ip link show");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|name| name.split('@').next().unwrap_or(name).to_owned())
+        .collect()
+}
+
+fn assert_nothing_left(config: &NetworkConfig) {
+    let namespaces: Vec<String> = net::list_netns()
+        .expect("ip netns list")
+        .into_iter()
+        .filter(|n| n.starts_with(&config.netns_prefix))
+        .collect();
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+    let left: Vec<String> = links()
+        .into_iter()
+        .filter(|l| l.starts_with(&config.bridge))
+        .collect();
+    assert!(left.is_empty(), "links left: {left:?}");
+}
+
+/// A TCP listener (in a pod's namespace or on the host) that counts the connections it accepts.
+struct Listener {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Listener {
+    /// Listens on `addr:port`, inside `netns` when given.
+    fn start(netns: Option<&str>, addr: Ipv4Addr, port: u16) -> Listener {
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let netns = netns.map(str::to_owned);
+        let (count, halt) = (accepted.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            if let Some(ns) = &netns {
+                net::enter(ns).expect("the listener enters the pod's namespace");
+            }
+            let listener = TcpListener::bind(SocketAddrV4::new(addr, port)).expect("bind");
+            listener.set_nonblocking(true).expect("nonblocking");
+            ready_tx.send(()).expect("ready");
+            while !halt.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok(_) => {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(e) => panic!("accept on {addr}:{port}: {e}"),
+                }
+            }
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the listener is up");
+        Listener {
+            addr: SocketAddr::V4(SocketAddrV4::new(addr, port)),
+            accepted,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Connections accepted so far (after letting the accept loop catch up).
+    fn accepted(&self) -> usize {
+        std::thread::sleep(Duration::from_millis(50));
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Connects from inside `pod` to `to`; the error kind when it fails.
+fn connect(pod: &PodNet, to: SocketAddr) -> Result<(), ErrorKind> {
+    pod.run_in(move || {
+        TcpStream::connect_timeout(&to, Duration::from_secs(3))
+            .map(drop)
+            .map_err(|e| e.kind())
+    })
+    .expect("a thread in the pod's namespace")
+}
+
+/// Connects from the host to `to`.
+fn connect_from_host(to: SocketAddr) -> Result<(), ErrorKind> {
+    TcpStream::connect_timeout(&to, Duration::from_secs(3))
+        .map(drop)
+        .map_err(|e| e.kind())
+}
+
+const STUDIO: &str = "studio";
+const SIDECAR_PORT: u16 = 18080;
+const REGISTRY_PORT: u16 = 7801;
+
+/// The runner's policy, shaped as the operator's (`operator/src/run/network.rs`): its runner pod
+/// by the run's UID label; Ingress and Egress; egress to DNS, to the sidecar's pods on their
+/// port, and to the registry endpoint's address on its port.
+fn run_policy(registry: Ipv4Addr) -> NetworkPolicy {
+    serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "notes-1-egress", "namespace": STUDIO},
+        "spec": {
+            "podSelector": {"matchLabels": {"studio.orrery.dev/run-uid": "u-1"}},
+            "policyTypes": ["Ingress", "Egress"],
+            "egress": [
+                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                 "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "orrery-system"}},
+                         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "orrery-sidecar"}}}],
+                 "ports": [{"protocol": "TCP", "port": SIDECAR_PORT}]},
+                {"to": [{"ipBlock": {"cidr": format!("{registry}/32")}}],
+                 "ports": [{"protocol": "TCP", "port": REGISTRY_PORT}]}
+            ]
+        }
+    }))
+    .expect("a NetworkPolicy")
+}
+
+fn runner_labels() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app".to_owned(), "runner".to_owned()),
+        ("studio.orrery.dev/run-uid".to_owned(), "u-1".to_owned()),
+    ])
+}
+
+/// Whether the host's own ruleset has a table called `orrery` (it must never).
+fn host_has_orrery_table() -> bool {
+    let out = std::process::Command::new("nft")
+        .args(["list", "tables"])
+        .output()
+        .expect("nft list tables");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim() == "table inet orrery")
+}
+
+#[test]
+fn a_runner_pod_reaches_its_endpoint_and_the_sidecar_and_nothing_else() {
+    let t = TestNet::new(1);
+    let gateway = t.net().gateway();
+    let runner = t.add("runner");
+    let registry = t.add("registry");
+    let canary = t.add("canary");
+
+    // The registry endpoint and a canary in pods; the sidecar and a canary on the node.
+    let endpoint = Listener::start(Some(&registry.netns), registry.address, REGISTRY_PORT);
+    let canary_pod = Listener::start(Some(&canary.netns), canary.address, REGISTRY_PORT);
+    let sidecar = Listener::start(None, gateway, SIDECAR_PORT);
+    let canary_node = Listener::start(None, gateway, SIDECAR_PORT + 1);
+    let runner_port = Listener::start(Some(&runner.netns), runner.address, 7900);
+
+    // With no policy, everything is reachable (so the test can fail).
+    for l in [&endpoint, &canary_pod, &sidecar, &canary_node] {
+        assert_eq!(connect(&runner, l.addr), Ok(()), "no policy: {}", l.addr);
+    }
+    assert_eq!(connect(&canary, runner_port.addr), Ok(()));
+    assert_eq!(canary_pod.accepted(), 1);
+    assert_eq!(canary_node.accepted(), 1);
+
+    // The policy: the sidecar's pods are on the node (the gateway), as on the dev node.
+    let inventory = Inventory::new()
+        .pod(
+            STUDIO,
+            [("app", "runner"), ("studio.orrery.dev/run-uid", "u-1")],
+            runner.address.into(),
+            vec![],
+        )
+        .pod(
+            STUDIO,
+            [("app", "registry")],
+            registry.address.into(),
+            vec![],
+        )
+        .pod(STUDIO, [("app", "canary")], canary.address.into(), vec![])
+        .pod(
+            "orrery-system",
+            [("app.kubernetes.io/name", "orrery-sidecar")],
+            gateway.into(),
+            vec![NamedPort {
+                name: "http".into(),
+                protocol: Protocol::Tcp,
+                port: SIDECAR_PORT,
+            }],
+        );
+    let labels = runner_labels();
+    let pod = TargetPod {
+        namespace: STUDIO,
+        labels: &labels,
+        ports: &[],
+    };
+    let options = Options {
+        node_addresses: vec![gateway.into()],
+    };
+    let policies = [run_policy(registry.address)];
+    let ruleset = netpol::translate(&pod, &policies, &inventory, &options).expect("translates");
+    assert!(ruleset.egress_isolated && ruleset.ingress_isolated);
+    let enforcer = Enforcer::new();
+    assert!(enforcer.sync(&runner.netns, &ruleset).expect("applied"));
+    assert!(
+        !enforcer.sync(&runner.netns, &ruleset).expect("same text"),
+        "the same ruleset is not loaded twice"
+    );
+    assert!(
+        !host_has_orrery_table(),
+        "the rules are in the pod's namespace, not the host's"
+    );
+
+    // Allowed: the endpoint and the sidecar.
+    assert_eq!(
+        connect(&runner, endpoint.addr),
+        Ok(()),
+        "the registry endpoint"
+    );
+    assert_eq!(
+        connect(&runner, sidecar.addr),
+        Ok(()),
+        "the sidecar on the gateway"
+    );
+    assert_eq!(endpoint.accepted(), 2);
+    assert_eq!(sidecar.accepted(), 2);
+
+    // Refused at once with a reset, and the canaries see nothing.
+    assert_eq!(
+        connect(&runner, canary_pod.addr),
+        Err(ErrorKind::ConnectionRefused),
+        "another pod's address"
+    );
+    assert_eq!(
+        connect(&runner, canary_node.addr),
+        Err(ErrorKind::ConnectionRefused),
+        "another port on the gateway"
+    );
+    let other_port = SocketAddr::V4(SocketAddrV4::new(registry.address, REGISTRY_PORT + 1));
+    assert_eq!(
+        connect(&runner, other_port),
+        Err(ErrorKind::ConnectionRefused)
+    );
+    assert_eq!(
+        canary_pod.accepted(),
+        1,
+        "the canary pod saw no new connection"
+    );
+    assert_eq!(
+        canary_node.accepted(),
+        1,
+        "the canary port saw no new connection"
+    );
+
+    // No ingress rule: another pod cannot reach the runner; the node can (probes).
+    assert_eq!(
+        connect(&canary, runner_port.addr),
+        Err(ErrorKind::ConnectionRefused)
+    );
+    assert_eq!(connect_from_host(runner_port.addr), Ok(()));
+    assert_eq!(runner_port.accepted(), 2);
+
+    // Removing the policy restores everything.
+    let none = netpol::translate(&pod, &[], &inventory, &options).expect("translates");
+    assert!(!none.egress_isolated && !none.ingress_isolated);
+    assert!(enforcer.sync(&runner.netns, &none).expect("replaced"));
+    assert_eq!(connect(&runner, canary_pod.addr), Ok(()));
+    assert_eq!(connect(&runner, canary_node.addr), Ok(()));
+    assert_eq!(connect(&canary, runner_port.addr), Ok(()));
+    assert_eq!(canary_pod.accepted(), 2);
+    assert_eq!(canary_node.accepted(), 2);
+    netpol::remove(&runner.netns).expect("the table is removed");
+
+    drop((endpoint, canary_pod, sidecar, canary_node, runner_port));
+    t.finish();
+}
+
+#[test]
+fn pods_reach_each_other_and_the_gateway_and_a_teardown_leaves_nothing_behind() {
+    let t = TestNet::new(2);
+    let gateway = t.net().gateway();
+    let a = t.add("pod-a");
+    let b = t.add("pod-b");
+    assert_ne!(a.address, b.address);
+    assert!(t.net().subnet().contains(&a.address));
+    assert_eq!(a.netns, "orxnt2-pod-a");
+
+    let on_b = Listener::start(Some(&b.netns), b.address, 9000);
+    let on_gateway = Listener::start(None, gateway, 9001);
+    let on_any = Listener::start(None, Ipv4Addr::UNSPECIFIED, 19002);
+    let firewall = net::inspect_host_firewall();
+    eprintln!("host firewall: {}", firewall.describe());
+    let across = connect(&a, on_b.addr);
+    assert_eq!(
+        across,
+        Ok(()),
+        "pod to pod across the bridge; the host firewall: {}",
+        firewall.describe()
+    );
+    assert_eq!(
+        connect(&a, on_gateway.addr),
+        Ok(()),
+        "pod to a service on the gateway"
+    );
+    let any = SocketAddr::V4(SocketAddrV4::new(gateway, 19002));
+    assert_eq!(
+        connect(&b, any),
+        Ok(()),
+        "pod to a service on 0.0.0.0, by the gateway"
+    );
+    assert_eq!(on_b.accepted(), 1);
+
+    // A removed pod frees its address and leaves no namespace or veth.
+    t.net().remove_pod("pod-b").expect("removed");
+    assert!(!net::netns_path(&b.netns).exists());
+    assert!(!links().contains(&b.host_veth));
+    let c = t.add("pod-c");
+    assert_eq!(
+        c.address, b.address,
+        "the freed address is handed out again"
+    );
+    drop((on_b, on_gateway, on_any));
+    t.finish();
+}
+
+#[test]
+fn a_new_network_clears_what_a_crashed_run_left_and_refuses_an_overlapping_subnet() {
+    require_prerequisites();
+    let subnet: Ipv4Net = "10.213.103.0/24".parse().unwrap();
+    let config = NetworkConfig::named("orxnt3", subnet);
+    // A crashed run: a namespace and a stray veth with the network's names.
+    let run = |args: &[&str]| {
+        let ok = std::process::Command::new("ip")
+            .args(args)
+            .status()
+            .expect("ip");
+        assert!(ok.success(), "ip {args:?}");
+    };
+    let _ = PodNetwork::teardown_leftovers(&config);
+    run(&["netns", "add", "orxnt3-crashed"]);
+    run(&[
+        "link", "add", "orxnt3v9", "type", "veth", "peer", "name", "orxnt3p9",
+    ]);
+    let net = PodNetwork::create(config.clone()).expect("created over the leftovers");
+    assert!(
+        !net::netns_path("orxnt3-crashed").exists(),
+        "the leftover namespace is gone"
+    );
+    assert!(!links().iter().any(|l| l == "orxnt3v9" || l == "orxnt3p9"));
+    // Idempotent: the bridge is there already.
+    drop(PodNetwork::create(config.clone()).expect("created again"));
+    drop(net);
+    assert_nothing_left(&config);
+
+    // 127.213.0.0/24 lies in loopback's 127.0.0.0/8.
+    let overlapping = NetworkConfig::named("orxnt3", "127.213.0.0/24".parse().unwrap());
+    match PodNetwork::create(overlapping) {
+        Err(NetError::Overlap { interface, .. }) => assert_eq!(interface, "lo"),
+        other => panic!("an overlapping subnet must be refused, got {other:?}"),
+    }
+    assert_nothing_left(&config);
+}
