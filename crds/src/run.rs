@@ -160,7 +160,7 @@ impl RunPhase {
 // Rule 4.24: a write leaves `decisions` as it was or appends exactly one decision at the end,
 // the earlier ones unchanged and in order; the list stays atomic (no list-type), so `==` and
 // `+` are order-exact. It binds everyone, the operator included; who may append what is the
-// admission policy's (`deploy/policies/`).
+// admission policy's (the chart's `templates/policies/`).
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "!has(self.decisions) ? (!has(oldSelf.decisions) || size(oldSelf.decisions) == 0) : !has(oldSelf.decisions) ? size(self.decisions) <= 1 : (self.decisions == oldSelf.decisions || (size(self.decisions) == size(oldSelf.decisions) + 1 && oldSelf.decisions + [self.decisions[size(self.decisions) - 1]] == self.decisions))",
      "fieldPath": ".decisions",
@@ -213,7 +213,7 @@ pub struct StudioRunStatus {
     /// owner or an approver appends one with `kubectl patch studiorun NAME --subresource=status
     /// --type=json -p '[{"op":"add","path":"/status/decisions/-","value":{...}}]'` (the list
     /// defaults to empty, so the first `add` works too). The admission policy
-    /// (`deploy/policies/`) lets only a person who is the owner or an approver append, once per
+    /// (the chart's `templates/policies/`) lets only a person who is the owner or an approver append, once per
     /// pending approval, with `decidedBy` their own user name and, to approve, its digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), extend("default" = []))]
@@ -325,7 +325,7 @@ pub struct Decision {
     #[schemars(length(max = 8192))]
     pub answer: Option<String>,
     /// Who decided: the user name of the person appending the decision. The admission policy
-    /// (`deploy/policies/`) refuses a decision whose `decidedBy` is not the requester's.
+    /// (the chart's `templates/policies/`) refuses a decision whose `decidedBy` is not the requester's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub decided_by: Option<String>,

@@ -113,14 +113,14 @@ fn the_charts_crds_are_the_generated_crd_yaml() -> Result<()> {
     let (want, have) = (names(&source)?, names(&copy)?);
     ensure!(
         want == have,
-        "charts/orrery/crds/ holds {have:?}, crds/yaml/ holds {want:?}: copy them with\n  cp crds/yaml/*.yaml charts/orrery/crds/"
+        "charts/orrery/crds/ holds {have:?}, crds/yaml/ holds {want:?}: regenerate both with\n  cargo run -p orrery-runner --bin orrery -- crds --write crds/yaml/ && cargo run -p orrery-runner --bin orrery -- crds --write charts/orrery/crds/"
     );
     for name in want {
         let a = std::fs::read(source.join(&name))?;
         let b = std::fs::read(copy.join(&name))?;
         ensure!(
             a == b,
-            "charts/orrery/crds/{name} differs from crds/yaml/{name} (regenerated since): copy it with\n  cp crds/yaml/*.yaml charts/orrery/crds/"
+            "charts/orrery/crds/{name} differs from crds/yaml/{name}: regenerate both with\n  cargo run -p orrery-runner --bin orrery -- crds --write crds/yaml/ && cargo run -p orrery-runner --bin orrery -- crds --write charts/orrery/crds/"
         );
     }
     Ok(())
