@@ -264,7 +264,8 @@ pub struct RunTokenConfig {
     /// A PEM file with the Ed25519 private key (PKCS#8) tokens are signed with.
     pub signing_key_file: String,
     /// A PEM file with the matching Ed25519 public key, which the sidecar verifies tokens
-    /// with (it never holds the signing key): `openssl pkey -in key.pem -pubout`. Required by
+    /// with (it never holds the signing key): `openssl pkey -in key.pem -pubout`, or a
+    /// certificate carrying that key (what the Helm chart makes). Required by
     /// `orrery-operator sidecar`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verifying_key_file: Option<String>,

@@ -55,7 +55,7 @@ pub fn apply_budget_overrides(
 
 /// Whether `user` is a person: a user name not starting with `system:` (service accounts are
 /// `system:serviceaccount:<namespace>:<name>`), as the admission policies of
-/// `deploy/policies/` tell them apart.
+/// the chart's admission policies tell them apart.
 fn is_person(user: &str) -> bool {
     !user.starts_with("system:")
 }

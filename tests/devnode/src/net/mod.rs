@@ -414,12 +414,15 @@ impl PodNetwork {
 
     /// Removes what a network with `config`'s names left behind (namespaces with the prefix,
     /// veths named after the bridge, the bridge), with no [`PodNetwork`] at hand.
+    /// Every step is tried even when one fails; the first failure is returned.
     pub fn teardown_leftovers(config: &NetworkConfig) -> Result<(), NetError> {
-        teardown_namespaces_and_veths(config)?;
-        if link_kind(&config.bridge)?.is_some() {
-            cmd::ip(&["link", "del", &config.bridge], BRIDGE_FIX)?;
-        }
-        Ok(())
+        let pods = teardown_namespaces_and_veths(config);
+        let bridge = match link_kind(&config.bridge) {
+            Ok(Some(_)) => delete_link(&config.bridge, BRIDGE_FIX),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        pods.and(bridge)
     }
 }
 
@@ -479,28 +482,50 @@ fn list_links() -> Result<Vec<String>, NetError> {
         .collect())
 }
 
+/// Removes the namespaces and veths with `config`'s names; tries them all, returns the first
+/// failure.
 fn teardown_namespaces_and_veths(config: &NetworkConfig) -> Result<(), NetError> {
+    let mut first = Ok(());
     for ns in list_netns()? {
         if ns.starts_with(&config.netns_prefix) {
-            remove_netns_and_veth(&ns, &[])?;
+            first = first.and(remove_netns_and_veth(&ns, &[]));
         }
     }
     for link in list_links()? {
         if config.owns_veth(&link) {
-            remove_netns_and_veth("", &[&link])?;
+            first = first.and(delete_link(&link, "delete the link by hand"));
         }
     }
-    Ok(())
+    first
+}
+
+/// Whether a failed `ip` command failed only because its object is already gone (a veth whose
+/// namespace was deleted goes away asynchronously, so it may be listed and then vanish).
+fn already_gone(result: &Result<String, NetError>) -> bool {
+    matches!(result, Err(NetError::Command { stderr, .. })
+        if stderr.contains("Cannot find device") || stderr.contains("No such file"))
+}
+
+/// `ip link del name`; a link already gone is fine.
+fn delete_link(name: &str, fix: &str) -> Result<(), NetError> {
+    let result = cmd::ip(&["link", "del", name], fix);
+    if already_gone(&result) {
+        return Ok(());
+    }
+    result.map(drop)
 }
 
 /// Deletes namespace `netns` (if named and present; the veth end inside goes with it, and its
 /// peer with that) and the links `veths` that are still there.
 fn remove_netns_and_veth(netns: &str, veths: &[&str]) -> Result<(), NetError> {
     if !netns.is_empty() && netns_path(netns).exists() {
-        cmd::ip(
+        let result = cmd::ip(
             &["netns", "del", netns],
             "a process may still hold the namespace; stop the pod's processes first",
-        )?;
+        );
+        if !already_gone(&result) {
+            result?;
+        }
     }
     let links = if veths.is_empty() {
         Vec::new()
@@ -509,7 +534,7 @@ fn remove_netns_and_veth(netns: &str, veths: &[&str]) -> Result<(), NetError> {
     };
     for veth in veths {
         if links.iter().any(|l| l == veth) {
-            cmd::ip(&["link", "del", veth], "delete the link by hand")?;
+            delete_link(veth, "delete the link by hand")?;
         }
     }
     Ok(())
