@@ -2,7 +2,9 @@
 //! makes `localhost/orrery/runner:dev` and `localhost/orrery/operator:dev` from the debug
 //! binaries beside this test's (the layout of `operator/Dockerfile`'s runtime stage), and each
 //! is read, unpacked and run through `orrery_devnode::oci` as a restricted pod would run it:
-//! user 65532, read-only root filesystem, no capabilities, its own namespaces.
+//! user 65532, read-only root filesystem, no capabilities, its own namespaces. A long-running
+//! runner (the demo fleet) is stopped with `runc kill TERM` and exits 0; building twice from the
+//! same binaries gives the same manifests.
 //!
 //! Needs root, buildah and runc (Debian packages `buildah` and `runc`); the binaries come from
 //! `cargo build -p orrery-runner --bin orrery -p orrery-operator` (`cargo test --workspace`

@@ -2,11 +2,27 @@
 use super::*;
 use std::os::unix::fs::MetadataExt;
 
-pub(crate) fn scratch(name: &str) -> PathBuf {
+/// A scratch directory under the temp dir, removed when dropped.
+pub(crate) struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("orrery-oci-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    Scratch(dir)
 }
 
 /// One tar entry, its name and link name written as raw bytes so that a test can make the
@@ -62,7 +78,8 @@ fn mode(path: &Path) -> u32 {
 
 #[test]
 fn files_directories_and_links_are_written_with_their_modes() {
-    let root = scratch("plain").join("rootfs");
+    let base = scratch("plain");
+    let root = base.join("rootfs");
     fs::create_dir_all(&root).expect("root");
     let stats = apply(
         &root,
@@ -113,7 +130,8 @@ fn files_directories_and_links_are_written_with_their_modes() {
 
 #[test]
 fn a_whiteout_deletes_a_lower_layers_file_and_an_opaque_one_empties_its_directory() {
-    let root = scratch("whiteout").join("rootfs");
+    let base = scratch("whiteout");
+    let root = base.join("rootfs");
     fs::create_dir_all(&root).expect("root");
     apply(
         &root,
@@ -238,7 +256,8 @@ fn symlinks_in_the_image_cannot_redirect_writes_outside_the_root() {
 
 #[test]
 fn a_later_layer_replaces_a_file_with_a_directory_and_back() {
-    let root = scratch("replace").join("rootfs");
+    let base = scratch("replace");
+    let root = base.join("rootfs");
     fs::create_dir_all(&root).expect("root");
     apply(
         &root,
