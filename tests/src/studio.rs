@@ -4,9 +4,7 @@
 //! admission policies (the chart's, `charts/orrery/templates/policies/`) bound to this namespace alone, so other tests
 //! sharing the control plane are not affected.
 
-use crate::harness::{
-    TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for, workspace_root,
-};
+use crate::harness::{TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
 use crate::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
@@ -20,9 +18,7 @@ use orrery_crds::events::TraceEvent;
 use orrery_crds::run::RunPhase;
 use orrery_operator::Config;
 use orrery_operator::run::builders::RUN_UID_LABEL;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long a test waits for a run's phase.
