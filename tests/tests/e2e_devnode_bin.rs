@@ -44,12 +44,8 @@ async fn the_devnode_binary_runs_a_pod_to_success_and_exits_cleanly_on_sigterm()
     let node = format!("node-{}", ns.name);
     let work_dir = std::env::temp_dir().join(format!("orrery-exec-bin-{}", ns.name));
 
-    let devnode = bin_dir().join("orrery-devnode");
-    ensure!(
-        devnode.is_file(),
-        "{} is not built: cargo build -p orrery-devnode (cargo test --workspace builds it)",
-        devnode.display()
-    );
+    // Built when missing or stale (`cargo test` builds only a package's own binaries).
+    let devnode = orrery_tests::harness::workspace_binary("orrery-devnode")?;
     let child = Command::new(&devnode)
         .arg("--kubeconfig")
         .arg(&env.kubeconfig)

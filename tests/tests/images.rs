@@ -6,9 +6,8 @@
 //! runner (the demo fleet) is stopped with `runc kill TERM` and exits 0; building twice from the
 //! same binaries gives the same manifests.
 //!
-//! Needs root, buildah and runc (Debian packages `buildah` and `runc`); the binaries come from
-//! `cargo build -p orrery-runner --bin orrery -p orrery-operator` (`cargo test --workspace`
-//! builds them).
+//! Needs root, buildah and runc (Debian packages `buildah` and `runc`); the binaries are built
+//! first when missing (`harness::workspace_binary`).
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -47,11 +46,14 @@ fn repo_root() -> PathBuf {
 /// Runs `tests/images/build.sh BIN_DIR OUT_DIR`; returns the directory it printed last.
 fn build_images(out: &Path) -> Result<PathBuf> {
     let bins = bin_dir();
+    // Built when missing or stale (`cargo test` builds only a package's own binaries).
     for binary in ["orrery", "orrery-operator"] {
+        let path = orrery_tests::harness::workspace_binary(binary)?;
         ensure!(
-            bins.join(binary).is_file(),
-            "{} is missing: run `cargo build -p orrery-runner --bin orrery -p orrery-operator` first",
-            bins.join(binary).display()
+            path.parent() == Some(bins.as_path()),
+            "{} is not in {}",
+            path.display(),
+            bins.display()
         );
     }
     let euid = std::fs::metadata("/proc/self")
