@@ -29,6 +29,7 @@
 //! of a test (its pods end `Failed`/`Terminated` like on a node shutdown, so their namespace
 //! can be deleted). Dropping it without that kills its processes when the runtime stops.
 
+pub mod container;
 mod dispatch;
 pub mod expand;
 pub mod images;

@@ -133,6 +133,8 @@ pub struct OciArchive {
     files: HashMap<String, (u64, u64)>,
     layers: Vec<Descriptor>,
     config: ImageConfig,
+    /// The digest of the image manifest chosen (`sha256:…`).
+    manifest_digest: String,
 }
 
 impl OciArchive {
@@ -145,6 +147,7 @@ impl OciArchive {
             files,
             layers: Vec::new(),
             config: ImageConfig::default(),
+            manifest_digest: String::new(),
         };
         if !archive.files.contains_key("oci-layout") {
             return Err(archive.layout("it has no oci-layout file"));
@@ -162,6 +165,7 @@ impl OciArchive {
             }
             manifest =
                 Some(archive.json::<Manifest>(&format!("manifest {}", chosen.digest), &bytes)?);
+            archive.manifest_digest = chosen.digest.clone();
             break;
         }
         let manifest = manifest.ok_or_else(|| archive.layout("its indexes nest too deep"))?;
@@ -186,6 +190,11 @@ impl OciArchive {
     /// The image's config.
     pub fn config(&self) -> &ImageConfig {
         &self.config
+    }
+
+    /// The digest of the image's manifest (`sha256:…`): what identifies its root filesystem.
+    pub fn manifest_digest(&self) -> &str {
+        &self.manifest_digest
     }
 
     /// How many layers the image has.

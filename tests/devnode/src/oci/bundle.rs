@@ -21,6 +21,8 @@ pub enum Network {
     New,
     /// An existing namespace, e.g. `/var/run/netns/<name>` made by `ip netns add`.
     Path(PathBuf),
+    /// The runtime's own (the host's): no network namespace at all.
+    Host,
 }
 
 /// A host path bound into the container.
@@ -84,9 +86,20 @@ impl BundleSpec {
     /// bundle directory, or absolute).
     pub fn config_json(&self, rootfs: &Path) -> Value {
         let network = match &self.network {
-            Network::New => json!({ "type": "network" }),
-            Network::Path(path) => json!({ "type": "network", "path": path }),
+            Network::New => Some(json!({ "type": "network" })),
+            Network::Path(path) => Some(json!({ "type": "network", "path": path })),
+            Network::Host => None,
         };
+        let namespaces: Vec<Value> = [
+            Some(json!({ "type": "pid" })),
+            network,
+            Some(json!({ "type": "ipc" })),
+            Some(json!({ "type": "uts" })),
+            Some(json!({ "type": "mount" })),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let mut mounts = vec![
             json!({ "destination": "/proc", "type": "proc", "source": "proc" }),
             json!({
@@ -154,13 +167,7 @@ impl BundleSpec {
             "mounts": mounts,
             "linux": {
                 "resources": { "devices": [{ "allow": false, "access": "rwm" }] },
-                "namespaces": [
-                    { "type": "pid" },
-                    network,
-                    { "type": "ipc" },
-                    { "type": "uts" },
-                    { "type": "mount" }
-                ],
+                "namespaces": namespaces,
                 "maskedPaths": [
                     "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
@@ -280,6 +287,13 @@ mod tests {
         spec.network = Network::Path("/var/run/netns/pod-a".into());
         let namespaces = types(&spec.config_json(Path::new("rootfs")));
         assert!(namespaces.contains(&json!({ "type": "network", "path": "/var/run/netns/pod-a" })));
+        spec.network = Network::Host;
+        let namespaces = types(&spec.config_json(Path::new("rootfs")));
+        assert!(
+            !namespaces.iter().any(|n| n["type"] == "network"),
+            "{namespaces:?}"
+        );
+        assert_eq!(namespaces.len(), 4);
     }
 
     #[test]
