@@ -30,10 +30,151 @@ use kube::ResourceExt;
 
 use crate::images::repository;
 use crate::launch::{Env, LaunchError, termination_message_path};
-use crate::oci::{BindMount, BundleSpec, ImageConfig};
+use crate::oci::{BindMount, BundleSpec, ImageConfig, OciArchive, OciError, Runc};
 
 /// Names the images directory for the `orrery-devnode` binary (`--images-dir`).
 pub const IMAGES_DIR_ENV: &str = "ORRERY_IMAGES_DIR";
+
+/// Why container mode cannot run an image.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    #[error("image archive {}: {source}", archive.display())]
+    Image {
+        archive: PathBuf,
+        #[source]
+        source: OciError,
+    },
+    #[error(
+        "container mode: {source}; install runc or run without an images directory (process mode)"
+    )]
+    Runc {
+        #[source]
+        source: OciError,
+    },
+    #[error("container mode: {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("container mode: unpacking an image was interrupted (a thread panicked); retry")]
+    Poisoned,
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ContainerError {
+    let path = path.to_path_buf();
+    move |source| ContainerError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Container mode's machinery: where the image archives are, the unpacked root filesystems
+/// (one per manifest digest, under the work directory) and runc with its private state.
+#[derive(Debug)]
+pub struct ContainerRuntime {
+    images_dir: PathBuf,
+    cache_dir: PathBuf,
+    state_dir: PathBuf,
+    runc: Runc,
+    unpacking: std::sync::Mutex<()>,
+}
+
+/// An image ready to run: its unpacked root filesystem and its config.
+#[derive(Debug, Clone)]
+pub struct PreparedImage {
+    pub rootfs: PathBuf,
+    pub config: ImageConfig,
+    pub digest: String,
+}
+
+impl ContainerRuntime {
+    /// Archives from `images_dir`; root filesystems and runc state under `work_dir`.
+    pub fn new(images_dir: &Path, work_dir: &Path) -> Result<ContainerRuntime, ContainerError> {
+        let state_dir = work_dir.join("runc");
+        let runc = Runc::locate(&state_dir).map_err(|source| ContainerError::Runc { source })?;
+        Ok(ContainerRuntime {
+            images_dir: images_dir.to_path_buf(),
+            cache_dir: work_dir.join("images"),
+            state_dir,
+            runc,
+            unpacking: std::sync::Mutex::new(()),
+        })
+    }
+
+    /// The archive `image` runs from, if it has one (else process mode).
+    pub fn archive_for(&self, image: &str) -> Option<PathBuf> {
+        archive_for(&self.images_dir, image)
+    }
+
+    pub fn runc(&self) -> &Runc {
+        &self.runc
+    }
+
+    /// runc's state directory (`runc --root`).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Opens `archive` and unpacks it unless its manifest digest was unpacked before.
+    /// Blocking (it may unpack a whole image).
+    pub fn prepare(&self, archive: &Path) -> Result<PreparedImage, ContainerError> {
+        let image = |source| ContainerError::Image {
+            archive: archive.to_path_buf(),
+            source,
+        };
+        let opened = OciArchive::open(archive).map_err(image)?;
+        let digest = opened.manifest_digest().to_owned();
+        let key = digest.replace(':', "-");
+        let dir = self.cache_dir.join(&key);
+        let rootfs = dir.join("rootfs");
+        let done = dir.join("unpacked");
+        let _guard = self
+            .unpacking
+            .lock()
+            .map_err(|_| ContainerError::Poisoned)?;
+        if !done.exists() {
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(io_err("removing", &dir))?;
+            }
+            opened.unpack(&rootfs).map_err(image)?;
+            std::fs::write(&done, digest.as_bytes()).map_err(io_err("writing", &done))?;
+        }
+        Ok(PreparedImage {
+            rootfs,
+            config: opened.config().clone(),
+            digest,
+        })
+    }
+
+    /// The ids of the containers runc knows in this runtime's state directory.
+    pub fn containers(&self) -> Vec<String> {
+        std::fs::read_dir(&self.state_dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Kills and deletes every container left (executor shutdown). Returns what could not
+    /// be deleted.
+    pub fn remove_all(&self) -> Vec<String> {
+        let mut failed = Vec::new();
+        for id in self.containers() {
+            let _ = self.runc.kill(&id, crate::oci::RuncSignal::Kill);
+            if let Err(e) = self.runc.delete(&id) {
+                failed.push(format!("{id}: {e}"));
+            }
+        }
+        failed
+    }
+}
 
 /// The network namespace a pod's containers join.
 #[derive(Debug, Clone, PartialEq, Eq)]

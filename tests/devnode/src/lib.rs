@@ -84,6 +84,14 @@ pub enum PodExecutorError {
     WatchTimeout(Duration),
     #[error("the pod executor task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Container(#[from] container::ContainerError),
+    #[error(
+        "runc containers left after shutdown (state in {}): {}",
+        state.display(),
+        left.join("; ")
+    )]
+    ContainersLeft { state: PathBuf, left: Vec<String> },
 }
 
 impl PodExecutorError {
@@ -127,6 +135,10 @@ pub struct ExecutorConfig {
     pub max_restart_backoff: Duration,
     /// Longest grace period on [`PodExecutor::shutdown`].
     pub shutdown_grace: Duration,
+    /// Container mode: an image whose repository's last component is `NAME` runs with runc
+    /// from `<images_dir>/NAME.tar` when that exists (see [`container`]); other images, and
+    /// all images without this, run as local processes.
+    pub images_dir: Option<PathBuf>,
 }
 
 impl ExecutorConfig {
@@ -142,7 +154,14 @@ impl ExecutorConfig {
             restart_backoff: Duration::from_secs(1),
             max_restart_backoff: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
+            images_dir: None,
         }
+    }
+
+    /// Container mode for the images archived in `dir` (see [`ExecutorConfig::images_dir`]).
+    pub fn images_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.images_dir = Some(dir.into());
+        self
     }
 
     /// Only pods of `namespace`.
@@ -177,6 +196,8 @@ pub(crate) struct Ctx {
     pub max_restart_backoff: Duration,
     pub shutdown_grace: Duration,
     pub keep: bool,
+    /// Container mode, when the config names an images directory.
+    pub containers: Option<Arc<container::ContainerRuntime>>,
 }
 
 impl Ctx {
@@ -195,6 +216,7 @@ pub struct PodExecutor {
     node_name: String,
     work_dir: PathBuf,
     keep: bool,
+    containers: Option<Arc<container::ContainerRuntime>>,
     token: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -234,6 +256,10 @@ impl PodExecutor {
         };
         std::fs::create_dir_all(&work_dir)
             .map_err(|e| PodExecutorError::io("creating", &work_dir, e))?;
+        let containers = match &config.images_dir {
+            Some(dir) => Some(Arc::new(container::ContainerRuntime::new(dir, &work_dir)?)),
+            None => None,
+        };
         node::register(&client, &config.node_name, &config.host_ip).await?;
 
         let ctx = Arc::new(Ctx {
@@ -252,6 +278,7 @@ impl PodExecutor {
             max_restart_backoff: config.max_restart_backoff,
             shutdown_grace: config.shutdown_grace,
             keep,
+            containers: containers.clone(),
         });
         let api: Api<Pod> = match &config.namespace {
             Some(ns) => Api::namespaced(client.clone(), ns),
@@ -265,6 +292,7 @@ impl PodExecutor {
             node_name: config.node_name,
             work_dir,
             keep,
+            containers,
             token,
             task: Some(task),
         };
@@ -309,11 +337,40 @@ impl PodExecutor {
         if let Some(task) = self.task.take() {
             task.await?;
         }
+        // The pods' containers were stopped with their pods; anything runc still knows (a
+        // container whose pod worker failed) goes now.
+        let left = match &self.containers {
+            Some(rt) => {
+                let rt = rt.clone();
+                let failed = tokio::task::spawn_blocking(move || rt.remove_all()).await?;
+                self.containers
+                    .as_ref()
+                    .filter(|_| !failed.is_empty())
+                    .map(|rt| (rt.state_dir().to_path_buf(), failed))
+            }
+            None => None,
+        };
         node::remove(&self.client, &self.node_name).await?;
+        if let Some((state, left)) = left {
+            return Err(PodExecutorError::ContainersLeft { state, left });
+        }
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.work_dir);
         }
         Ok(())
+    }
+
+    /// The ids of the runc containers running now (container mode; empty otherwise).
+    pub fn containers(&self) -> Vec<String> {
+        self.containers
+            .as_ref()
+            .map(|rt| rt.containers())
+            .unwrap_or_default()
+    }
+
+    /// runc's state directory (`runc --root DIR list`), in container mode.
+    pub fn runc_state_dir(&self) -> Option<&Path> {
+        self.containers.as_ref().map(|rt| rt.state_dir())
     }
 }
 

@@ -43,6 +43,11 @@ struct Cli {
     /// directory. Removed at exit unless ORRERY_TESTENV_KEEP=1.
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
+    /// Container mode: images whose `<DIR>/NAME.tar` exists (an OCI archive, as
+    /// tests/images/build.sh writes) run with runc; other images as local processes. Default:
+    /// ORRERY_IMAGES_DIR.
+    #[arg(long, value_name = "DIR")]
+    images_dir: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -73,6 +78,11 @@ async fn main() -> Result<()> {
         executor = executor.namespace(ns);
     }
     executor.work_dir = cli.work_dir;
+    executor.images_dir = cli.images_dir.or_else(|| {
+        std::env::var_os(orrery_devnode::container::IMAGES_DIR_ENV)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+    });
     let bin_dir = executor.bin_dir.clone();
 
     // Listen before starting, so a signal during start-up is not lost.

@@ -75,6 +75,9 @@ pub struct ContainerRun {
     pub image: String,
     /// `local://<binary path>` once the image resolved.
     pub image_id: String,
+    /// `runc://<id>` when it runs as a runc container (container mode): the `containerID`
+    /// instead of `local://<pid>`.
+    pub runtime_id: Option<String>,
     pub restart_count: i32,
     pub state: State,
     pub last: Option<Terminated>,
@@ -87,6 +90,7 @@ impl ContainerRun {
             name: name.to_string(),
             image: image.to_string(),
             image_id: String::new(),
+            runtime_id: None,
             restart_count: 0,
             state: State::Waiting {
                 reason: reason.to_string(),
@@ -115,7 +119,7 @@ impl ContainerRun {
             State::Terminated(t) => t.pid,
             State::Waiting { .. } => None,
         }
-        .map(|pid| format!("{CONTAINER_ID_PREFIX}{pid}"));
+        .map(|pid| self.container_id(pid));
         ContainerStatus {
             name: self.name.clone(),
             image: self.image.clone(),
@@ -124,17 +128,26 @@ impl ContainerRun {
             ready: self.is_running(),
             started: Some(self.is_running()),
             restart_count: self.restart_count,
-            state: Some(state(&self.state)),
+            state: Some(state(&self.state, self)),
             last_state: self
                 .last
                 .as_ref()
-                .map(|t| state(&State::Terminated(t.clone()))),
+                .map(|t| state(&State::Terminated(t.clone()), self)),
             ..ContainerStatus::default()
         }
     }
 }
 
-fn state(s: &State) -> ContainerState {
+impl ContainerRun {
+    fn container_id(&self, pid: u32) -> String {
+        match &self.runtime_id {
+            Some(id) => id.clone(),
+            None => format!("{CONTAINER_ID_PREFIX}{pid}"),
+        }
+    }
+}
+
+fn state(s: &State, run: &ContainerRun) -> ContainerState {
     match s {
         State::Waiting { reason, message } => ContainerState {
             waiting: Some(ContainerStateWaiting {
@@ -157,7 +170,7 @@ fn state(s: &State) -> ContainerState {
                 message: t.message.clone(),
                 started_at: t.started_at.map(Time),
                 finished_at: Some(Time(t.finished_at)),
-                container_id: t.pid.map(|p| format!("{CONTAINER_ID_PREFIX}{p}")),
+                container_id: t.pid.map(|p| run.container_id(p)),
             }),
             ..ContainerState::default()
         },

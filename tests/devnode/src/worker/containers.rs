@@ -1,6 +1,8 @@
 //! Starting containers, their exits, and restarts per the pod's `restartPolicy`.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::ExitStatus;
 
 use k8s_openapi::api::core::v1::Container;
@@ -10,6 +12,7 @@ use tokio::time::Instant;
 
 use super::{CONFIG_RETRY, Proc, Slot, Worker};
 use crate::PodExecutorError;
+use crate::container;
 use crate::images::ImageBinary;
 use crate::launch::{self, LaunchError, MountMap};
 use crate::objects;
@@ -21,15 +24,27 @@ impl Worker {
     /// Starts the container in `slot`. Its env is resolved now (Secrets and ConfigMaps
     /// fetched again), as the kubelet does at each container start.
     async fn start(&mut self, slot: Slot) -> Result<(), PodExecutorError> {
-        let (Some(c), Some(bin)) = (self.container(slot), self.bins.get(&slot).cloned()) else {
+        let Some(c) = self.container(slot) else {
             return Ok(());
         };
+        let archive = self.archives.get(&slot).cloned();
+        let bin = self.bins.get(&slot).cloned();
+        if archive.is_none() && bin.is_none() {
+            return Ok(());
+        }
         self.objects = objects::fetch(&self.ctx.client, self.pod()).await?;
-        match self.launch(slot, &c, &bin) {
+        let launched = match (archive, bin) {
+            (Some(archive), _) => self.launch_container(slot, &c, &archive).await,
+            (None, Some(bin)) => self.launch(slot, &c, &bin),
+            (None, None) => return Ok(()),
+        };
+        match launched {
             Ok(proc) => {
                 let (pid, started_at) = (proc.pid, proc.started_at);
+                let runtime_id = proc.runc_id.as_ref().map(|id| format!("runc://{id}"));
                 self.procs.insert(slot, proc);
                 if let Some(run) = self.run_state(slot) {
+                    run.runtime_id = runtime_id;
                     run.state = State::Running { pid, started_at };
                 }
             }
@@ -102,6 +117,98 @@ impl Worker {
                 .clone()
                 .unwrap_or_else(|| "File".into()),
             log,
+            runc_id: None,
+        })
+    }
+
+    /// Container mode: the image's root filesystem (unpacked once), a bundle made from the
+    /// Pod (see [`crate::container`]) and `runc run` in the foreground as the process.
+    async fn launch_container(
+        &self,
+        slot: Slot,
+        c: &Container,
+        archive: &Path,
+    ) -> Result<Proc, StartFailure> {
+        let Some(rt) = self.ctx.containers.clone() else {
+            return Err(LaunchError::Start("container mode is off".into()).into());
+        };
+        let env = launch::container_env(
+            self.pod(),
+            c,
+            &self.objects,
+            &self.addresses(),
+            &self.ctx.service_env,
+        )?;
+        let archive_path = archive.to_path_buf();
+        let rt2 = rt.clone();
+        let image = tokio::task::spawn_blocking(move || rt2.prepare(&archive_path))
+            .await
+            .map_err(|e| StartFailure::Executor(e.into()))?
+            .map_err(|e| LaunchError::Start(e.to_string()))?;
+        let cdir = self.dir.join("containers").join(&c.name);
+        let io = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |e| StartFailure::Executor(PodExecutorError::io(action, &path, e))
+        };
+        std::fs::create_dir_all(&cdir).map_err(io("creating", &cdir))?;
+        // The termination-message file, writable by whatever user the container runs as
+        // (the kubelet makes it 0666 too).
+        let termination_file = cdir.join("termination-log");
+        std::fs::write(&termination_file, b"").map_err(io("creating", &termination_file))?;
+        std::fs::set_permissions(&termination_file, std::fs::Permissions::from_mode(0o666))
+            .map_err(io("setting the mode of", &termination_file))?;
+        let spec = container::bundle_spec(
+            self.pod(),
+            c,
+            &image.config,
+            &env,
+            &self.volumes,
+            &termination_file,
+            &self.network,
+        )?;
+        // A missing subPath is created as a directory, as the kubelet does.
+        for bind in &spec.binds {
+            if !bind.source.exists() {
+                std::fs::create_dir_all(&bind.source).map_err(io("creating", &bind.source))?;
+            }
+        }
+        let bundle = cdir.join("bundle");
+        std::fs::create_dir_all(&bundle).map_err(io("creating", &bundle))?;
+        let config = bundle.join("config.json");
+        let text = serde_json::to_vec_pretty(&spec.config_json(&image.rootfs))
+            .map_err(|e| LaunchError::Start(format!("config.json for {}: {e}", c.name)))?;
+        std::fs::write(&config, text).map_err(io("writing", &config))?;
+        let id = container::container_id(self.pod(), &c.name);
+        // A container of an earlier start of this slot.
+        let _ = rt.runc().delete(&id);
+        let log = self.dir.join("logs").join(format!("{}.log", c.name));
+        let spec = process::Spec {
+            program: rt.runc().binary().to_path_buf(),
+            args: vec![
+                "--root".into(),
+                rt.state_dir().to_string_lossy().into_owned(),
+                "run".into(),
+                "--bundle".into(),
+                bundle.to_string_lossy().into_owned(),
+                id.clone(),
+            ],
+            env: vec![("PATH".into(), launch::DEFAULT_PATH.into())],
+            cwd: bundle.clone(),
+            log: log.clone(),
+        };
+        let (pid, guard) =
+            process::spawn(&spec, slot, self.exits_tx.clone()).map_err(StartFailure::Executor)?;
+        Ok(Proc {
+            pid,
+            started_at: Timestamp::now(),
+            guard,
+            termination_file,
+            policy: c
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".into()),
+            log,
+            runc_id: Some(id),
         })
     }
 
@@ -111,6 +218,11 @@ impl Worker {
             return;
         };
         proc.guard.finish();
+        if let (Some(id), Some(rt)) = (&proc.runc_id, &self.ctx.containers)
+            && let Err(e) = rt.runc().delete(id)
+        {
+            eprintln!("pod-executor: deleting runc container {id}: {e}");
+        }
         let (exit_code, signal) = process::exit_code(status);
         let message = process::termination_message(
             &proc.termination_file,

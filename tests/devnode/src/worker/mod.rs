@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::container::{self, PodNetwork};
 use super::images::ImageBinary;
 use super::launch::PodAddresses;
 use super::objects::{self, Objects};
@@ -63,6 +64,8 @@ struct Proc {
     termination_file: PathBuf,
     policy: String,
     log: PathBuf,
+    /// The runc container id, in container mode (its process is `runc run`).
+    runc_id: Option<String>,
 }
 
 /// The pod as last seen, and whether it stops.
@@ -151,6 +154,10 @@ struct Worker {
     state: PodState,
     dir: PathBuf,
     bins: BTreeMap<Slot, ImageBinary>,
+    /// Slots that run as runc containers (container mode): their image archive.
+    archives: BTreeMap<Slot, PathBuf>,
+    /// The network namespace of the pod's containers (container mode).
+    network: PodNetwork,
     objects: Objects,
     volumes: BTreeMap<String, PathBuf>,
     procs: BTreeMap<Slot, Proc>,
@@ -182,6 +189,8 @@ impl Worker {
             state,
             dir,
             bins: BTreeMap::new(),
+            archives: BTreeMap::new(),
+            network: PodNetwork::Host,
             objects: Objects::default(),
             volumes: BTreeMap::new(),
             procs: BTreeMap::new(),
@@ -296,6 +305,19 @@ impl Worker {
         let mut failed = None;
         for (slot, c) in slots {
             let image = c.image.clone().unwrap_or_default();
+            let archive = self
+                .ctx
+                .containers
+                .as_ref()
+                .and_then(|rt| rt.archive_for(&image));
+            if let Some(archive) = archive {
+                let id = format!("oci-archive://{}", archive.display());
+                if let Some(run) = self.run_state(slot) {
+                    run.image_id = id;
+                }
+                self.archives.insert(slot, archive);
+                continue;
+            }
             match self.ctx.images.resolve(&image) {
                 Ok(bin) => {
                     let id = format!("local://{}", bin.path.display());
@@ -316,6 +338,7 @@ impl Worker {
                 }
             }
         }
+        self.log_mode();
         match failed {
             Some(message) => {
                 self.state.phase = Phase::Failed;
@@ -325,6 +348,65 @@ impl Worker {
             }
             None => true,
         }
+    }
+
+    /// Says once per pod which containers run as runc containers and which as processes.
+    fn log_mode(&self) {
+        let spec = self.pod().spec.clone().unwrap_or_default();
+        let names = |slots: Vec<Slot>| -> Vec<String> {
+            slots
+                .into_iter()
+                .filter_map(|s| self.container(s).map(|c| c.name))
+                .collect()
+        };
+        let all: Vec<Slot> = (0..spec.init_containers.as_ref().map_or(0, Vec::len))
+            .map(Slot::Init)
+            .chain((0..spec.containers.len()).map(Slot::Main))
+            .collect();
+        let (containers, processes): (Vec<Slot>, Vec<Slot>) =
+            all.into_iter().partition(|s| self.archives.contains_key(s));
+        let (containers, processes) = (names(containers), names(processes));
+        let mut parts = Vec::new();
+        if !containers.is_empty() {
+            parts.push(format!(
+                "container mode (runc, {:?} network) for {}",
+                self.network,
+                containers.join(", ")
+            ));
+        }
+        if !processes.is_empty() {
+            parts.push(format!("process mode for {}", processes.join(", ")));
+        }
+        eprintln!(
+            "pod-executor: pod {}/{}: {}",
+            self.pod().namespace().unwrap_or_default(),
+            self.pod().name_any(),
+            parts.join("; ")
+        );
+    }
+
+    /// Gives the pod's volumes its `fsGroup` like the kubelet (container mode only: local
+    /// processes run as the executor's user).
+    fn apply_fs_group(&self) -> Result<(), PodExecutorError> {
+        if self.archives.is_empty() {
+            return Ok(());
+        }
+        let spec = self.pod().spec.clone().unwrap_or_default();
+        let Some(fs_group) = spec
+            .security_context
+            .as_ref()
+            .and_then(|s| s.fs_group)
+            .and_then(|g| u32::try_from(g).ok())
+        else {
+            return Ok(());
+        };
+        for v in spec.volumes.iter().flatten() {
+            if let Some(dir) = self.volumes.get(&v.name) {
+                container::apply_fs_group(dir, fs_group, v.empty_dir.is_some())
+                    .map_err(|e| PodExecutorError::io("applying fsGroup to", dir, e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Fetches what the pod references and writes its volumes, retrying while something is
@@ -337,6 +419,7 @@ impl Worker {
                 Ok(v) => {
                     self.objects = objects;
                     self.volumes = v;
+                    self.apply_fs_group()?;
                     return Ok(None);
                 }
                 Err(VolumeError::Launch(e)) => {

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::{REAP_TIMEOUT, Stop, Worker};
 use crate::PodExecutorError;
+use crate::oci::RuncSignal;
 use crate::status::Phase;
 
 impl Worker {
@@ -26,16 +27,35 @@ impl Worker {
         } else {
             Signal::SIGTERM
         };
+        let runc_ids: Vec<String> = self
+            .procs
+            .values()
+            .filter_map(|p| p.runc_id.clone())
+            .collect();
         for proc in self.procs.values() {
-            proc.guard.signal(first);
+            match &proc.runc_id {
+                // `runc run` would pass a TERM on, but not a KILL: ask runc.
+                Some(id) => self.runc_kill(id, first),
+                None => proc.guard.signal(first),
+            }
         }
         self.reap(grace).await;
         for proc in self.procs.values() {
+            if let Some(id) = &proc.runc_id {
+                self.runc_kill(id, Signal::SIGKILL);
+            }
             proc.guard.signal(Signal::SIGKILL);
         }
         self.reap(REAP_TIMEOUT).await;
         // Anything not reaped by now is killed again when its guard drops.
         self.procs.clear();
+        if let Some(rt) = &self.ctx.containers {
+            for id in &runc_ids {
+                if let Err(e) = rt.runc().delete(id) {
+                    eprintln!("pod-executor: deleting runc container {id}: {e}");
+                }
+            }
+        }
         match stop {
             Stop::Gone => {
                 self.remove_dir();
@@ -82,6 +102,19 @@ impl Worker {
                 _ = tokio::time::sleep_until(deadline) => return,
             }
         }
+    }
+
+    fn runc_kill(&self, id: &str, signal: Signal) {
+        let Some(rt) = &self.ctx.containers else {
+            return;
+        };
+        let signal = if signal == Signal::SIGKILL {
+            RuncSignal::Kill
+        } else {
+            RuncSignal::Term
+        };
+        // A container that already ended is not an error.
+        let _ = rt.runc().kill(id, signal);
     }
 
     fn grace(&self) -> Duration {
