@@ -130,3 +130,91 @@ pub fn find<'a>(
     docs.iter()
         .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
 }
+
+/// A release installed on the test control plane, uninstalled when dropped (also when a test
+/// fails half-way), so no chart object outlives its test: the chart's admission-policy bindings
+/// are cluster-wide and would refuse other tests' requests.
+pub struct Release {
+    pub name: String,
+    pub namespace: String,
+    kubeconfig: PathBuf,
+    context: String,
+    installed: bool,
+}
+
+impl Release {
+    /// `helm install <name> charts/orrery -n <namespace> <extra…>` as the control plane's
+    /// admin. The cluster-wide admission policies may exist, applied by other test binaries
+    /// without Helm: the release takes them over (`--take-ownership --force-conflicts`).
+    pub fn install(
+        env: &crate::testenv::TestEnv,
+        name: &str,
+        namespace: &str,
+        extra: &[&str],
+    ) -> Result<Release> {
+        let chart = chart_dir();
+        let chart = chart.to_string_lossy();
+        let mut args = vec![
+            "install",
+            name,
+            &chart,
+            "--namespace",
+            namespace,
+            "--take-ownership",
+            "--force-conflicts",
+            "--kube-context",
+            crate::testenv::ADMIN,
+        ];
+        args.extend_from_slice(extra);
+        let release = Release {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            kubeconfig: env.kubeconfig.clone(),
+            context: crate::testenv::ADMIN.to_owned(),
+            // A failed install may have created objects: uninstall in any case.
+            installed: true,
+        };
+        // On an error the release is dropped here, which uninstalls it.
+        helm(&args, Some(&env.kubeconfig))?.ok()?;
+        Ok(release)
+    }
+
+    /// `helm <args…> -n <namespace> --kube-context admin` against this release's cluster.
+    pub fn helm(&self, args: &[&str]) -> Result<HelmOutput> {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&[
+            "--namespace",
+            &self.namespace,
+            "--kube-context",
+            &self.context,
+        ]);
+        helm(&all, Some(&self.kubeconfig))
+    }
+
+    /// `helm uninstall --wait`.
+    pub fn uninstall(mut self) -> Result<()> {
+        self.uninstall_now()
+    }
+
+    fn uninstall_now(&mut self) -> Result<()> {
+        if !self.installed {
+            return Ok(());
+        }
+        self.installed = false;
+        let name = self.name.clone();
+        self.helm(&["uninstall", &name, "--wait", "--ignore-not-found"])?
+            .ok()
+            .map(|_| ())
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if crate::harness::keep() {
+            return;
+        }
+        if let Err(e) = self.uninstall_now() {
+            eprintln!("uninstalling the test release {}: {e:#}", self.name);
+        }
+    }
+}

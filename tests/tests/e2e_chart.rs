@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
-use orrery_tests::chart::{self, chart_dir};
+use orrery_tests::chart::{self, Release, chart_dir};
 use orrery_tests::harness::{TestNamespace, ensure_crds, kubectl};
 use orrery_tests::testenv::{self, ADMIN, TestEnv};
 
@@ -52,16 +52,12 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
     let tenants = format!("tenantNamespaces={{{}}}", tenant.name);
 
     // Install. The admission policies may exist from another test binary (applied without
-    // Helm): the release takes them over.
-    helm(
+    // Helm): the release takes them over. Dropping `installed` (a failed step) uninstalls.
+    let installed = Release::install(
         env,
+        &release,
+        &system.name,
         &[
-            "install",
-            &release,
-            &chart,
-            "-n",
-            &system.name,
-            "--take-ownership",
             "--set",
             &tenants,
             "--set",
@@ -215,7 +211,7 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
 
     // Uninstall: the release's objects go; the key Secret (helm.sh/resource-policy: keep) and
     // the CRDs stay.
-    helm(env, &["uninstall", &release, "-n", &system.name, "--wait"])?;
+    installed.uninstall()?;
     ensure!(
         Api::<Deployment>::namespaced(client.clone(), &system.name)
             .get_opt(&operator)
