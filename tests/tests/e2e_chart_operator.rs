@@ -1,0 +1,334 @@
+//! The Helm chart's operator running from its image on the development node in container
+//! mode: `tests/images/build.sh` builds `localhost/orrery/operator:dev` and
+//! `localhost/orrery/runner:dev` as OCI archives, a [`PodExecutor`] with that images directory
+//! runs them with runc (host network), and `helm install` puts the chart into the test's
+//! namespace. The Deployment's pod runs both containers as runc containers, the controller
+//! reaches the API server with its projected ServiceAccount token (in-cluster config) and makes
+//! the example Composition `Valid`, the sidecar answers `/healthz`; `helm uninstall` and the
+//! executor's shutdown leave no container and no process.
+//!
+//! One test in its own binary: the chart's admission policies are cluster-wide objects (taken
+//! over with `--take-ownership`). Needs root, buildah and runc.
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::Composition;
+use orrery_tests::chart::{self, chart_dir};
+use orrery_tests::harness::{
+    TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for, workspace_root,
+};
+use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
+use orrery_tests::testenv::{self, ADMIN, TestEnv};
+
+/// Long enough for the first unpack of the images and the operator's start.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Runs `tests/images/build.sh BIN_DIR OUT_DIR`; returns the directory it printed last.
+fn build_images() -> Result<PathBuf> {
+    let bins = bin_dir();
+    for binary in ["orrery", "orrery-operator"] {
+        let path = orrery_tests::harness::workspace_binary(binary)?;
+        ensure!(
+            path.parent() == Some(bins.as_path()),
+            "{} is not in {}",
+            path.display(),
+            bins.display()
+        );
+    }
+    let euid = std::fs::metadata("/proc/self")
+        .context("reading /proc/self")?
+        .uid();
+    ensure!(
+        euid == 0,
+        "container mode needs root (buildah vfs, runc); this runs as uid {euid}"
+    );
+    let script = workspace_root().join("tests/images/build.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(&bins)
+        .arg(bins.join("orrery-images"))
+        .output()
+        .with_context(|| format!("starting {}", script.display()))?;
+    ensure!(
+        output.status.success(),
+        "{} failed ({}): {}",
+        script.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(PathBuf::from(stdout.lines().last().unwrap_or_default()))
+}
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn helm(env: &TestEnv, args: &[&str]) -> Result<String> {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--kube-context", ADMIN]);
+    chart::helm(&all, Some(&env.kubeconfig))?.ok()
+}
+
+/// Processes whose command line names `needle` (the executor's work directory).
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                out.push(format!("{name}: {cmdline}"));
+            }
+        }
+    }
+    out
+}
+
+/// The operator pod, once both its containers run as runc containers.
+async fn wait_operator_pod(pods: &Api<Pod>, release: &str) -> Result<Pod> {
+    let selector = format!("app.kubernetes.io/instance={release}");
+    eventually(START_TIMEOUT, || async {
+        let list = pods.list(&ListParams::default().labels(&selector)).await?;
+        let Some(pod) = list.items.into_iter().next() else {
+            bail!("no pod of release {release} yet");
+        };
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        let running: Vec<(String, String)> = statuses
+            .iter()
+            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            .map(|c| (c.name.clone(), c.container_id.clone().unwrap_or_default()))
+            .collect();
+        ensure!(
+            running.len() == 2,
+            "pod {}: not both containers running: {statuses:?}",
+            pod.name_any()
+        );
+        for (name, id) in &running {
+            ensure!(
+                id.starts_with("runc://"),
+                "container {name} runs as {id}, not as a runc container"
+            );
+        }
+        Ok(pod)
+    })
+    .await
+}
+
+async fn apply_file(client: &Client, ns: &str, rel: &str) -> Result<Vec<String>> {
+    let path = workspace_root().join(rel);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {rel}"))?;
+    Ok(apply_yaml(client, Some(ns), &text)
+        .await
+        .with_context(|| format!("applying {rel}"))?
+        .iter()
+        .map(|o| o.name_any())
+        .collect())
+}
+
+/// The test control plane runs no Deployment or ReplicaSet controller (`tests/testenv/up.go`
+/// `defaultControllers`): this creates the Deployment's one pod from its template, owned by
+/// the Deployment, so the garbage collector removes it when `helm uninstall` deletes the
+/// Deployment.
+async fn create_deployment_pod(client: &Client, ns: &str, release: &str) -> Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let name = format!("{release}-operator");
+    let deployment = deployments
+        .get(&name)
+        .await
+        .with_context(|| format!("the chart's Deployment {name}"))?;
+    let template = deployment
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .context("the Deployment has no pod template")?;
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": format!("{name}-0"),
+            "labels": template.metadata.as_ref().and_then(|m| m.labels.clone()),
+            "annotations": template.metadata.as_ref().and_then(|m| m.annotations.clone()),
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                "uid": deployment.uid(), "controller": true
+            }]
+        },
+        "spec": template.spec,
+    }))?;
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .context("creating the Deployment's pod")?;
+    Ok(())
+}
+
+/// What the installed operator must do, from its pod.
+async fn the_operator_works(
+    client: &Client,
+    ns: &TestNamespace,
+    release: &str,
+    sidecar_port: u16,
+    pod_log_dir: &Path,
+) -> Result<()> {
+    create_deployment_pod(client, &ns.name, release).await?;
+    let pods: Api<Pod> = ns.api(client);
+    let pod = wait_operator_pod(&pods, release).await.with_context(|| {
+        format!(
+            "the operator pod did not run both containers (logs under {})",
+            pod_log_dir.display()
+        )
+    })?;
+
+    // The sidecar, on the host network.
+    let url = format!("http://127.0.0.1:{sidecar_port}/healthz");
+    let http = orrery_tests::studio::http_client()?;
+    eventually(START_TIMEOUT, || async {
+        let response = http.get(&url).send().await?;
+        ensure!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
+        Ok(())
+    })
+    .await
+    .with_context(|| format!("GET {url} from pod {}", pod.name_any()))?;
+
+    // The controller, with its projected token: the example becomes Valid.
+    for entry in ["demo-tools", "demo-writer", "gpt", "scripted"] {
+        apply_file(client, &ns.name, &format!("examples/registry/{entry}.yaml")).await?;
+    }
+    let names = apply_file(client, &ns.name, "examples/compositions/critic-loop.yaml").await?;
+    let compositions: Api<Composition> = ns.api(client);
+    for name in &names {
+        wait_for(
+            &compositions,
+            name,
+            "Valid=True",
+            START_TIMEOUT,
+            has_condition::<Composition>("Valid", "True"),
+        )
+        .await
+        .with_context(|| format!("Composition {name} from the chart's controller"))?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_its_namespace()
+-> Result<()> {
+    let images = tokio::task::spawn_blocking(build_images).await??;
+    let env = testenv::shared_async().await?;
+    ensure_crds(env).await?;
+    let ns = TestNamespace::create(env, "chart-op").await?;
+    let client = env.admin().await?;
+    let exec = PodExecutor::start_with(
+        client.clone(),
+        ExecutorConfig::new(format!("node-{}", ns.name))
+            .namespace(&ns.name)
+            .api_server(&env.server)
+            .images_dir(&images),
+    )
+    .await?;
+    let work_dir = exec.work_dir().to_string_lossy().into_owned();
+    let release = format!("op{}", &ns.name[ns.name.len() - 5..]);
+    let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+    let chart = chart_dir().to_string_lossy().into_owned();
+    let sets = [
+        "image.registry=localhost".to_owned(),
+        "image.repository=orrery/operator".to_owned(),
+        "image.tag=dev".to_owned(),
+        "image.pullPolicy=Never".to_owned(),
+        "runner.image.registry=localhost".to_owned(),
+        "runner.image.tag=dev".to_owned(),
+        "store.sqlite.persistence.enabled=false".to_owned(),
+        "controller.leaderElection.enabled=false".to_owned(),
+        format!("sidecar.url=http://127.0.0.1:{sidecar_port}"),
+        format!("sidecar.port={sidecar_port}"),
+        format!("service.port={service_port}"),
+        format!("controller.metricsPort={metrics_port}"),
+        format!("watchNamespace={}", ns.name),
+        format!("tenantNamespaces={{{}}}", ns.name),
+    ];
+    let mut args = vec![
+        "install",
+        &release,
+        &chart,
+        "-n",
+        &ns.name,
+        "--take-ownership",
+    ];
+    for set in &sets {
+        args.extend(["--set", set.as_str()]);
+    }
+    let installed = helm(env, &args);
+    let outcome = match installed {
+        Ok(_) => the_operator_works(&client, &ns, &release, sidecar_port, exec.work_dir()).await,
+        Err(e) => Err(e.context("helm install")),
+    };
+
+    // Uninstall; the executor stops the pod's containers and deletes the pod.
+    let uninstalled = helm(env, &["uninstall", &release, "-n", &ns.name, "--wait"]);
+    let pods: Api<Pod> = ns.api(&client);
+    // The garbage collector deletes the pod with its Deployment; the executor stops its
+    // containers and removes it. (The operator's probe pods stay, finished, like in a cluster.)
+    let selector = format!("app.kubernetes.io/instance={release}");
+    let gone = eventually(START_TIMEOUT, || async {
+        let left = pods
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items;
+        ensure!(
+            left.is_empty(),
+            "pods of the release left: {:?}",
+            left.iter().map(ResourceExt::name_any).collect::<Vec<_>>()
+        );
+        Ok(())
+    })
+    .await;
+    let containers_after_uninstall = exec.containers();
+    let shutdown = exec.shutdown().await;
+
+    outcome?;
+    uninstalled.context("helm uninstall")?;
+    gone.context("after helm uninstall")?;
+    ensure!(
+        containers_after_uninstall.is_empty(),
+        "runc containers left after helm uninstall: {containers_after_uninstall:?}"
+    );
+    shutdown.context("the executor's shutdown")?;
+    let processes = processes_naming(&work_dir);
+    ensure!(
+        processes.is_empty(),
+        "processes of the executor's containers left: {processes:?}"
+    );
+    Ok(())
+}
