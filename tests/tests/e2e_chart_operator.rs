@@ -3,9 +3,15 @@
 //! `localhost/orrery/runner:dev` as OCI archives, a [`PodExecutor`] with that images directory
 //! runs them with runc (host network), and `helm install` puts the chart into the test's
 //! namespace. The Deployment's pod runs both containers as runc containers, the controller
-//! reaches the API server with its projected ServiceAccount token (in-cluster config) and makes
-//! the example Composition `Valid`, the sidecar answers `/healthz`; `helm uninstall` and the
-//! executor's shutdown leave no container and no process.
+//! reaches the API server with its projected ServiceAccount token (in-cluster config): the
+//! critic-loop example becomes `Valid`, its entries (a demo fleet on this machine) are probed by
+//! runner pods and its StudioRun Succeeds in a runner pod (runner pods run in container mode
+//! too); the sidecar answers `/healthz`. `helm uninstall` and the executor's shutdown leave no
+//! container and no process.
+//!
+//! The test control plane runs no Deployment or ReplicaSet controller, so the test creates the
+//! Deployment's pod from its template (owned by the Deployment: the garbage collector deletes it
+//! on uninstall).
 //!
 //! One test in its own binary: the chart's admission policies are cluster-wide objects (taken
 //! over with `--take-ownership`). Needs root, buildah and runc.
@@ -23,7 +29,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use orrery_crds::Composition;
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::run::RunPhase;
+use orrery_crds::{Composition, StudioRun};
+use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::chart::{self, chart_dir};
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for, workspace_root,
@@ -190,6 +199,31 @@ async fn create_deployment_pod(client: &Client, ns: &str, release: &str) -> Resu
     Ok(())
 }
 
+/// The demo fleet's entries (their URLs on this machine).
+fn fleet_entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
+    let tools = [
+        "search_articles",
+        "get_article",
+        "convert_units",
+        "current_time",
+    ];
+    let entry = |v: serde_json::Value| -> Result<RegistryEntry> {
+        serde_json::from_value(v).context("a RegistryEntry")
+    };
+    Ok(vec![
+        entry(serde_json::json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+            "metadata": {"name": "demo-tools"},
+            "spec": {"mcp": {"url": fleet.tools_url(), "tools": tools, "readOnly": tools}}
+        }))?,
+        entry(serde_json::json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+            "metadata": {"name": "demo-writer"},
+            "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
+        }))?,
+    ])
+}
+
 /// What the installed operator must do, from its pod.
 async fn the_operator_works(
     client: &Client,
@@ -222,10 +256,15 @@ async fn the_operator_works(
     .await
     .with_context(|| format!("GET {url} from pod {}", pod.name_any()))?;
 
-    // The controller, with its projected token: the example becomes Valid.
-    for entry in ["demo-tools", "demo-writer", "gpt", "scripted"] {
-        apply_file(client, &ns.name, &format!("examples/registry/{entry}.yaml")).await?;
+    // The controller, with its projected token: the critic-loop example becomes Valid, its
+    // entries (pointing at a demo fleet on this machine) are probed by runner pods, and its run
+    // Succeeds in a runner pod (container mode too: the chart names localhost/orrery/runner).
+    let fleet = start_fleet(FleetConfig::ephemeral()).await?;
+    let entries: Api<RegistryEntry> = ns.api(client);
+    for entry in fleet_entries(&fleet)? {
+        entries.create(&PostParams::default(), &entry).await?;
     }
+    apply_file(client, &ns.name, "examples/registry/scripted.yaml").await?;
     let names = apply_file(client, &ns.name, "examples/compositions/critic-loop.yaml").await?;
     let compositions: Api<Composition> = ns.api(client);
     for name in &names {
@@ -239,10 +278,46 @@ async fn the_operator_works(
         .await
         .with_context(|| format!("Composition {name} from the chart's controller"))?;
     }
+    for name in ["demo-tools", "demo-writer"] {
+        wait_for(
+            &entries,
+            name,
+            "Ready=True",
+            START_TIMEOUT,
+            has_condition::<RegistryEntry>("Ready", "True"),
+        )
+        .await
+        .with_context(|| format!("RegistryEntry {name}, probed by a runner pod"))?;
+    }
+    let run = std::fs::read_to_string(workspace_root().join("examples/runs/critic-loop-run.yaml"))?
+        .replace("owner: jane@example.com", &format!("owner: {ADMIN}"));
+    apply_yaml(client, Some(&ns.name), &run).await?;
+    let runs: Api<StudioRun> = ns.api(client);
+    let done = wait_for(
+        &runs,
+        "release-notes-1",
+        "a final phase",
+        START_TIMEOUT,
+        |r: Option<&StudioRun>| {
+            r.and_then(|r| r.status.as_ref())
+                .and_then(|s| s.phase)
+                .is_some_and(|p| p.is_terminal())
+        },
+    )
+    .await?
+    .context("release-notes-1")?;
+    let status = done.status.clone().context("run status")?;
+    ensure!(
+        status.phase == Some(RunPhase::Succeeded),
+        "the critic loop ended {:?}: {:?}",
+        status.phase,
+        status.error
+    );
+    drop(fleet);
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_its_namespace()
 -> Result<()> {
     let images = tokio::task::spawn_blocking(build_images).await??;
