@@ -314,6 +314,24 @@ async fn the_operator_works(
         status.error
     );
     drop(fleet);
+
+    // Every pod that ran here (the operator's, the probes', the run's) ran as runc containers.
+    for pod in pods.list(&ListParams::default()).await?.items {
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        for c in statuses {
+            let id = c.container_id.clone().unwrap_or_default();
+            ensure!(
+                id.is_empty() || id.starts_with("runc://"),
+                "pod {} container {} ran as {id}, not as a runc container",
+                pod.name_any(),
+                c.name
+            );
+        }
+    }
     Ok(())
 }
 
@@ -390,6 +408,10 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     })
     .await;
     let containers_after_uninstall = exec.containers();
+    // One root filesystem per image (operator, runner), however many containers ran.
+    let unpacked = std::fs::read_dir(exec.work_dir().join("images"))
+        .map(|d| d.count())
+        .unwrap_or_default();
     let shutdown = exec.shutdown().await;
 
     outcome?;
@@ -398,6 +420,10 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     ensure!(
         containers_after_uninstall.is_empty(),
         "runc containers left after helm uninstall: {containers_after_uninstall:?}"
+    );
+    ensure!(
+        unpacked == 2,
+        "{unpacked} unpacked images, not one each for the operator and the runner"
     );
     shutdown.context("the executor's shutdown")?;
     let processes = processes_naming(&work_dir);
