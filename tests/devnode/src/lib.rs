@@ -22,6 +22,15 @@
 //!   reason `DeadlineExceeded`, the object kept;
 //! - an image that is not the project's: the pod fails with reason `ErrImagePull`.
 //!
+//! Container mode ([`ExecutorConfig::images_dir`], `orrery-devnode --images-dir` or
+//! `ORRERY_IMAGES_DIR`): an image whose `<images dir>/NAME.tar` exists (`orrery/operator` →
+//! `operator.tar`, as `tests/images/build.sh` writes) runs as a runc container instead
+//! ([`container`]): its root filesystem unpacked once per manifest digest, a bundle per
+//! container made from the Pod (Kubernetes `command`/`args` over `Entrypoint`/`Cmd`, env, user,
+//! `readOnlyRootFilesystem`, volume mounts as binds, `fsGroup` on the volume files), the host's
+//! network, `containerID: runc://<id>`; stopped with `runc kill` TERM then KILL and `runc
+//! delete`. Other images still run as processes; each pod logs which mode its containers use.
+//!
 //! Not done: probes (containers are ready when started), resource limits, `kubectl
 //! logs/exec` (logs are in `<pod dir>/logs/<container>.log`), Events, native sidecars.
 //!
