@@ -176,6 +176,37 @@ impl ContainerRuntime {
     }
 }
 
+/// Kills and deletes a runc container when dropped: a pod worker that ends without stopping
+/// its containers (the executor dropped without [`crate::PodExecutor::shutdown`], its runtime
+/// gone) leaves none behind. Killing `runc run` alone would not stop the container.
+#[derive(Debug)]
+pub struct RuncGuard {
+    runtime: std::sync::Arc<ContainerRuntime>,
+    id: String,
+}
+
+impl RuncGuard {
+    pub fn new(runtime: std::sync::Arc<ContainerRuntime>, id: String) -> RuncGuard {
+        RuncGuard { runtime, id }
+    }
+
+    /// The container's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Drop for RuncGuard {
+    fn drop(&mut self) {
+        // Both fail harmlessly when the container has ended and was deleted already.
+        let _ = self
+            .runtime
+            .runc
+            .kill(&self.id, crate::oci::RuncSignal::Kill);
+        let _ = self.runtime.runc.delete(&self.id);
+    }
+}
+
 /// The network namespace a pod's containers join.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodNetwork {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::{CONFIG_RETRY, Proc, Slot, Worker};
 use crate::PodExecutorError;
-use crate::container;
+use crate::container::{self, RuncGuard};
 use crate::images::ImageBinary;
 use crate::launch::{self, LaunchError, MountMap};
 use crate::objects;
@@ -41,7 +41,7 @@ impl Worker {
         match launched {
             Ok(proc) => {
                 let (pid, started_at) = (proc.pid, proc.started_at);
-                let runtime_id = proc.runc_id.as_ref().map(|id| format!("runc://{id}"));
+                let runtime_id = proc.runc.as_ref().map(|r| format!("runc://{}", r.id()));
                 self.procs.insert(slot, proc);
                 if let Some(run) = self.run_state(slot) {
                     run.runtime_id = runtime_id;
@@ -117,7 +117,7 @@ impl Worker {
                 .clone()
                 .unwrap_or_else(|| "File".into()),
             log,
-            runc_id: None,
+            runc: None,
         })
     }
 
@@ -208,7 +208,7 @@ impl Worker {
                 .clone()
                 .unwrap_or_else(|| "File".into()),
             log,
-            runc_id: Some(id),
+            runc: Some(RuncGuard::new(rt.clone(), id)),
         })
     }
 
@@ -218,10 +218,10 @@ impl Worker {
             return;
         };
         proc.guard.finish();
-        if let (Some(id), Some(rt)) = (&proc.runc_id, &self.ctx.containers)
-            && let Err(e) = rt.runc().delete(id)
+        if let (Some(guard), Some(rt)) = (&proc.runc, &self.ctx.containers)
+            && let Err(e) = rt.runc().delete(guard.id())
         {
-            eprintln!("pod-executor: deleting runc container {id}: {e}");
+            eprintln!("pod-executor: deleting runc container {}: {e}", guard.id());
         }
         let (exit_code, signal) = process::exit_code(status);
         let message = process::termination_message(

@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::container::{self, PodNetwork};
+use super::container::{self, PodNetwork, RuncGuard};
 use super::images::ImageBinary;
 use super::launch::PodAddresses;
 use super::objects::{self, Objects};
@@ -64,8 +64,9 @@ struct Proc {
     termination_file: PathBuf,
     policy: String,
     log: PathBuf,
-    /// The runc container id, in container mode (its process is `runc run`).
-    runc_id: Option<String>,
+    /// The runc container, in container mode (the process is `runc run`); killed and deleted
+    /// when dropped.
+    runc: Option<RuncGuard>,
 }
 
 /// The pod as last seen, and whether it stops.

@@ -30,19 +30,19 @@ impl Worker {
         let runc_ids: Vec<String> = self
             .procs
             .values()
-            .filter_map(|p| p.runc_id.clone())
+            .filter_map(|p| p.runc.as_ref().map(|r| r.id().to_owned()))
             .collect();
         for proc in self.procs.values() {
-            match &proc.runc_id {
+            match &proc.runc {
                 // `runc run` would pass a TERM on, but not a KILL: ask runc.
-                Some(id) => self.runc_kill(id, first),
+                Some(r) => self.runc_kill(r.id(), first),
                 None => proc.guard.signal(first),
             }
         }
         self.reap(grace).await;
         for proc in self.procs.values() {
-            if let Some(id) = &proc.runc_id {
-                self.runc_kill(id, Signal::SIGKILL);
+            if let Some(r) = &proc.runc {
+                self.runc_kill(r.id(), Signal::SIGKILL);
             }
             proc.guard.signal(Signal::SIGKILL);
         }
