@@ -13,8 +13,9 @@
 //! Deployment's pod from its template (owned by the Deployment: the garbage collector deletes it
 //! on uninstall).
 //!
-//! One test in its own binary: the chart's admission policies are cluster-wide objects (taken
-//! over with `--take-ownership`). Needs root, buildah and runc.
+//! The chart's admission policies are cluster-wide objects (taken over with
+//! `--take-ownership`): one test installs the chart. Another runs plain runner pods in container
+//! mode (exit codes, a writable root, deletion). Needs root, buildah and runc.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -85,6 +86,20 @@ fn build_images() -> Result<PathBuf> {
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     Ok(PathBuf::from(stdout.lines().last().unwrap_or_default()))
+}
+
+/// The images, built once for this test binary.
+fn images() -> Result<PathBuf> {
+    static BUILT: std::sync::OnceLock<std::sync::Mutex<Option<PathBuf>>> =
+        std::sync::OnceLock::new();
+    let lock = BUILT.get_or_init(|| std::sync::Mutex::new(None));
+    let mut built = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(dir) = built.as_ref() {
+        return Ok(dir.clone());
+    }
+    let dir = build_images()?;
+    *built = Some(dir.clone());
+    Ok(dir)
 }
 
 fn free_port() -> Result<u16> {
@@ -338,7 +353,7 @@ async fn the_operator_works(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_its_namespace()
 -> Result<()> {
-    let images = tokio::task::spawn_blocking(build_images).await??;
+    let images = tokio::task::spawn_blocking(images).await??;
     let env = testenv::shared_async().await?;
     ensure_crds(env).await?;
     let ns = TestNamespace::create(env, "chart-op").await?;
@@ -431,5 +446,136 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
         processes.is_empty(),
         "processes of the executor's containers left: {processes:?}"
     );
+    Ok(())
+}
+
+/// The runner's container ends `Terminated`, or the pod is gone.
+async fn wait_terminated(
+    pods: &Api<Pod>,
+    name: &str,
+) -> Result<k8s_openapi::api::core::v1::ContainerStateTerminated> {
+    eventually(START_TIMEOUT, || async {
+        let pod = pods.get(name).await?;
+        let status = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        let c = status.first().context("no container status yet")?;
+        let t = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.clone())
+            .with_context(|| format!("{name} not terminated: {:?}", c.state))?;
+        ensure!(
+            t.container_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("runc://")),
+            "{name} ran as {:?}, not as a runc container",
+            t.container_id
+        );
+        Ok(t)
+    })
+    .await
+}
+
+fn runner_pod(name: &str, args: &[&str]) -> Result<Pod> {
+    Ok(serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 30,
+            "containers": [{
+                "name": "runner",
+                "image": "localhost/orrery/runner:dev",
+                "args": args
+            }]
+        }
+    }))?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runner_pods_in_container_mode_report_exit_codes_run_on_a_private_writable_root_and_stop_on_deletion()
+-> Result<()> {
+    let images = tokio::task::spawn_blocking(images).await??;
+    let env = testenv::shared_async().await?;
+    let ns = TestNamespace::create(env, "container-mode").await?;
+    let client = env.admin().await?;
+    let exec = PodExecutor::start_with(
+        client.clone(),
+        ExecutorConfig::new(format!("node-{}", ns.name))
+            .namespace(&ns.name)
+            .api_server(&env.server)
+            .images_dir(&images),
+    )
+    .await?;
+    let pods: Api<Pod> = ns.api(&client);
+    let outcome = async {
+        let post = PostParams::default();
+        pods.create(&post, &runner_pod("version", &["--version"])?)
+            .await?;
+        pods.create(&post, &runner_pod("wrong", &["no-such-command"])?)
+            .await?;
+        pods.create(
+            &post,
+            &runner_pod("fleet", &["demo", "--fleet-only", "--port-base", "0"])?,
+        )
+        .await?;
+        let ok = wait_terminated(&pods, "version").await?;
+        ensure!(
+            ok.exit_code == 0 && ok.reason.as_deref() == Some("Completed"),
+            "{ok:?}"
+        );
+        let bad = wait_terminated(&pods, "wrong").await?;
+        ensure!(
+            bad.exit_code != 0 && bad.reason.as_deref() == Some("Error"),
+            "{bad:?}"
+        );
+        // Running (a writable root: its own copy of the image), then deleted: runc kill TERM
+        // ends it well before the 30 s grace period.
+        eventually(START_TIMEOUT, || async {
+            let pod = pods.get("fleet").await?;
+            let running = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.clone())
+                .unwrap_or_default()
+                .iter()
+                .any(|c| {
+                    c.state.as_ref().is_some_and(|s| s.running.is_some())
+                        && c.container_id
+                            .as_deref()
+                            .is_some_and(|i| i.starts_with("runc://"))
+                });
+            ensure!(running, "fleet not running as a runc container yet");
+            Ok(())
+        })
+        .await?;
+        let deleted_at = std::time::Instant::now();
+        pods.delete("fleet", &Default::default()).await?;
+        eventually(Duration::from_secs(20), || async {
+            ensure!(pods.get_opt("fleet").await?.is_none(), "fleet still there");
+            Ok(())
+        })
+        .await?;
+        ensure!(
+            deleted_at.elapsed() < Duration::from_secs(20),
+            "deletion took {:?}: TERM did not reach the container",
+            deleted_at.elapsed()
+        );
+        ensure!(
+            exec.containers().is_empty(),
+            "containers left: {:?}",
+            exec.containers()
+        );
+        Ok(())
+    }
+    .await;
+    let work_dir = exec.work_dir().to_string_lossy().into_owned();
+    let shutdown = exec.shutdown().await;
+    outcome?;
+    shutdown?;
+    let processes = processes_naming(&work_dir);
+    ensure!(processes.is_empty(), "processes left: {processes:?}");
     Ok(())
 }

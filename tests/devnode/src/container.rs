@@ -458,6 +458,31 @@ pub fn apply_fs_group(dir: &Path, fs_group: u32, writable: bool) -> std::io::Res
     Ok(())
 }
 
+/// Copies the root filesystem `from` to `to` (modes, owners and symlinks kept; hard links
+/// become copies; device nodes, sockets and fifos are left out): the private root of a
+/// container whose root is writable, so it never writes into the shared unpacked image.
+pub fn copy_rootfs(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(from)?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)?;
+    } else if kind.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            copy_rootfs(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    } else if kind.is_file() {
+        std::fs::copy(from, to)?;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    } else {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(to, Some(meta.uid()), Some(meta.gid()))
+}
+
 #[cfg(test)]
 #[path = "container_tests.rs"]
 mod tests;

@@ -250,3 +250,35 @@ fn fs_group_makes_a_0400_secret_file_group_readable_and_an_empty_dir_group_writa
     assert_eq!(mode("scratch"), 0o2775);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_writable_root_is_a_private_copy_with_modes_and_symlinks_kept() {
+    let dir = std::env::temp_dir().join(format!("orrery-container-copy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let from = dir.join("from");
+    std::fs::create_dir_all(from.join("usr/local/bin")).unwrap();
+    std::fs::write(from.join("usr/local/bin/tool"), b"#!").unwrap();
+    std::fs::set_permissions(
+        from.join("usr/local/bin/tool"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(from.join("tmp")).unwrap();
+    std::fs::set_permissions(from.join("tmp"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::symlink("usr/local/bin", from.join("bin")).unwrap();
+    let to = dir.join("to");
+    copy_rootfs(&from, &to).unwrap();
+    let mode = |p: &str| std::fs::metadata(to.join(p)).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode("usr/local/bin/tool"), 0o755);
+    assert_eq!(mode("tmp"), 0o1777);
+    assert_eq!(
+        std::fs::read_link(to.join("bin")).unwrap(),
+        PathBuf::from("usr/local/bin")
+    );
+    std::fs::write(to.join("usr/local/bin/tool"), b"changed").unwrap();
+    assert_eq!(
+        std::fs::read(from.join("usr/local/bin/tool")).unwrap(),
+        b"#!"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

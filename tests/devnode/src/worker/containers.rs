@@ -174,8 +174,23 @@ impl Worker {
         }
         let bundle = cdir.join("bundle");
         std::fs::create_dir_all(&bundle).map_err(io("creating", &bundle))?;
+        // A read-only root is the shared unpacked image; a writable one a private copy.
+        let rootfs = if spec.readonly_root {
+            image.rootfs.clone()
+        } else {
+            let private = cdir.join("rootfs");
+            if private.exists() {
+                std::fs::remove_dir_all(&private).map_err(io("removing", &private))?;
+            }
+            let (from, to) = (image.rootfs.clone(), private.clone());
+            tokio::task::spawn_blocking(move || container::copy_rootfs(&from, &to))
+                .await
+                .map_err(|e| StartFailure::Executor(e.into()))?
+                .map_err(io("copying the image's root filesystem to", &private))?;
+            private
+        };
         let config = bundle.join("config.json");
-        let text = serde_json::to_vec_pretty(&spec.config_json(&image.rootfs))
+        let text = serde_json::to_vec_pretty(&spec.config_json(&rootfs))
             .map_err(|e| LaunchError::Start(format!("config.json for {}: {e}", c.name)))?;
         std::fs::write(&config, text).map_err(io("writing", &config))?;
         let id = container::container_id(self.pod(), &c.name);
