@@ -34,12 +34,12 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RunPhase;
 use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
-use orrery_tests::chart::{self, chart_dir};
+use orrery_tests::chart::Release;
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for, workspace_root,
 };
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
-use orrery_tests::testenv::{self, ADMIN, TestEnv};
+use orrery_tests::testenv::{self, ADMIN};
 
 /// Long enough for the first unpack of the images and the operator's start.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
@@ -105,12 +105,6 @@ fn images() -> Result<PathBuf> {
 fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
     Ok(listener.local_addr()?.port())
-}
-
-fn helm(env: &TestEnv, args: &[&str]) -> Result<String> {
-    let mut all = args.to_vec();
-    all.extend_from_slice(&["--kube-context", ADMIN]);
-    chart::helm(&all, Some(&env.kubeconfig))?.ok()
 }
 
 /// Processes whose command line names `needle` (the executor's work directory).
@@ -369,7 +363,6 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     let work_dir = exec.work_dir().to_string_lossy().into_owned();
     let release = format!("op{}", &ns.name[ns.name.len() - 5..]);
     let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
-    let chart = chart_dir().to_string_lossy().into_owned();
     let sets = [
         "image.registry=localhost".to_owned(),
         "image.repository=orrery/operator".to_owned(),
@@ -386,25 +379,21 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
         format!("watchNamespace={}", ns.name),
         format!("tenantNamespaces={{{}}}", ns.name),
     ];
-    let mut args = vec![
-        "install",
-        &release,
-        &chart,
-        "-n",
-        &ns.name,
-        "--take-ownership",
-    ];
+    let mut args: Vec<&str> = Vec::new();
     for set in &sets {
         args.extend(["--set", set.as_str()]);
     }
-    let installed = helm(env, &args);
-    let outcome = match installed {
-        Ok(_) => the_operator_works(&client, &ns, &release, sidecar_port, exec.work_dir()).await,
-        Err(e) => Err(e.context("helm install")),
+    // Dropped on any failure (uninstalled then): the chart's admission-policy bindings are
+    // cluster-wide and must not outlive this test.
+    let (outcome, uninstalled) = match Release::install(env, &release, &ns.name, &args) {
+        Ok(installed) => {
+            let outcome =
+                the_operator_works(&client, &ns, &release, sidecar_port, exec.work_dir()).await;
+            // Uninstall; the executor stops the pod's containers and deletes the pod.
+            (outcome, installed.uninstall())
+        }
+        Err(e) => (Err(e.context("helm install")), Ok(())),
     };
-
-    // Uninstall; the executor stops the pod's containers and deletes the pod.
-    let uninstalled = helm(env, &["uninstall", &release, "-n", &ns.name, "--wait"]);
     let pods: Api<Pod> = ns.api(&client);
     // The garbage collector deletes the pod with its Deployment; the executor stops its
     // containers and removes it. (The operator's probe pods stay, finished, like in a cluster.)
