@@ -41,6 +41,8 @@ var defaultControllers = []string{
 	"root-ca-certificate-publisher-controller",    // kube-root-ca.crt ConfigMap in each namespace
 	"clusterrole-aggregation-controller",          // rules of the built-in admin/edit/view ClusterRoles
 	"validatingadmissionpolicy-status-controller", // type-checks ValidatingAdmissionPolicies into .status
+	"deployment-controller",                       // Deployments → ReplicaSets (the chart's operator)
+	"replicaset-controller",                       // ReplicaSets → pods
 }
 
 // users of the static token file. Groups are comma separated.

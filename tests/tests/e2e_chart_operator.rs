@@ -9,9 +9,8 @@
 //! too); the sidecar answers `/healthz`. `helm uninstall` and the executor's shutdown leave no
 //! container and no process.
 //!
-//! The test control plane runs no Deployment or ReplicaSet controller, so the test creates the
-//! Deployment's pod from its template (owned by the Deployment: the garbage collector deletes it
-//! on uninstall).
+//! The Deployment's pod is made as in a cluster: the test control plane's deployment and
+//! replicaset controllers create it, and the garbage collector deletes it on uninstall.
 //!
 //! The chart's admission policies are cluster-wide objects (taken over with
 //! `--take-ownership`): one test installs the chart. Another runs plain runner pods in container
@@ -26,7 +25,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -128,7 +126,8 @@ fn processes_naming(needle: &str) -> Vec<String> {
     out
 }
 
-/// The operator pod, once both its containers run as runc containers.
+/// The operator pod (made by the Deployment's ReplicaSet), once both its containers run as
+/// runc containers.
 async fn wait_operator_pod(pods: &Api<Pod>, release: &str) -> Result<Pod> {
     let selector = format!("app.kubernetes.io/instance={release}");
     eventually(START_TIMEOUT, || async {
@@ -173,41 +172,6 @@ async fn apply_file(client: &Client, ns: &str, rel: &str) -> Result<Vec<String>>
         .collect())
 }
 
-/// The test control plane runs no Deployment or ReplicaSet controller (`tests/testenv/up.go`
-/// `defaultControllers`): this creates the Deployment's one pod from its template, owned by
-/// the Deployment, so the garbage collector removes it when `helm uninstall` deletes the
-/// Deployment.
-async fn create_deployment_pod(client: &Client, ns: &str, release: &str) -> Result<()> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let name = format!("{release}-operator");
-    let deployment = deployments
-        .get(&name)
-        .await
-        .with_context(|| format!("the chart's Deployment {name}"))?;
-    let template = deployment
-        .spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .context("the Deployment has no pod template")?;
-    let pod: Pod = serde_json::from_value(serde_json::json!({
-        "metadata": {
-            "name": format!("{name}-0"),
-            "labels": template.metadata.as_ref().and_then(|m| m.labels.clone()),
-            "annotations": template.metadata.as_ref().and_then(|m| m.annotations.clone()),
-            "ownerReferences": [{
-                "apiVersion": "apps/v1", "kind": "Deployment", "name": name,
-                "uid": deployment.uid(), "controller": true
-            }]
-        },
-        "spec": template.spec,
-    }))?;
-    Api::<Pod>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &pod)
-        .await
-        .context("creating the Deployment's pod")?;
-    Ok(())
-}
-
 /// The demo fleet's entries (their URLs on this machine).
 fn fleet_entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
     let tools = [
@@ -241,7 +205,6 @@ async fn the_operator_works(
     sidecar_port: u16,
     pod_log_dir: &Path,
 ) -> Result<()> {
-    create_deployment_pod(client, &ns.name, release).await?;
     let pods: Api<Pod> = ns.api(client);
     let pod = wait_operator_pod(&pods, release).await.with_context(|| {
         format!(
@@ -395,7 +358,7 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
         Err(e) => (Err(e.context("helm install")), Ok(())),
     };
     let pods: Api<Pod> = ns.api(&client);
-    // The garbage collector deletes the pod with its Deployment; the executor stops its
+    // The garbage collector deletes the ReplicaSet and its pod with the Deployment; the executor stops its
     // containers and removes it. (The operator's probe pods stay, finished, like in a cluster.)
     let selector = format!("app.kubernetes.io/instance={release}");
     let gone = eventually(START_TIMEOUT, || async {
