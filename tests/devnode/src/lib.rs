@@ -328,7 +328,7 @@ impl PodExecutor {
         &self.work_dir
     }
 
-    /// The directory of a pod (volumes/, containers/<name>/root, logs/<container>.log).
+    /// The directory of a pod (volumes/, `containers/<name>/root`, `logs/<container>.log`).
     pub fn pod_dir(&self, pod: &Pod) -> PathBuf {
         pod_dir(
             &self.work_dir,

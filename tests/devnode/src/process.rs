@@ -29,7 +29,7 @@ pub struct Spec {
     pub log: PathBuf,
 }
 
-/// Kills the process group with SIGKILL when dropped (unless [`GroupGuard::disarm`]ed): no
+/// Kills the process group with SIGKILL when dropped (or at [`GroupGuard::finish`]): no
 /// container process outlives the executor.
 #[derive(Debug)]
 pub struct GroupGuard {
