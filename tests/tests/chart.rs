@@ -280,6 +280,35 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
             &["replicaCount", "store.type=postgres"],
         ),
         (
+            &["--set", "controller.metricsPort=8080"],
+            &["controller.metricsPort", "sidecar.port"],
+        ),
+        (
+            &["--set", "controller.leaderElection.leaseGraceSeconds=15"],
+            &["leaseGraceSeconds", "leaseDurationSeconds"],
+        ),
+        (
+            &["--set", "controller.shutdownTimeoutSeconds=30"],
+            &["shutdownTimeoutSeconds", "terminationGracePeriodSeconds"],
+        ),
+        (
+            &["--set", r"podLabels.app\.kubernetes\.io/component=x"],
+            &["podLabels.app.kubernetes.io/component"],
+        ),
+        (&["--set", "sidecar.url=http://x/path"], &["/sidecar/url"]),
+        (
+            &["--set", "config.ttlSecondsAfterFinished=0"],
+            &["/config/ttlSecondsAfterFinished"],
+        ),
+        (&["--set", "fullnameOverride=1abc"], &["fullnameOverride"]),
+        (
+            &[
+                "--set",
+                "store.type=postgres,store.postgres.urlSecret.name=db,controller.leaderElection.enabled=false",
+            ],
+            &["controller.leaderElection.enabled", "two controllers"],
+        ),
+        (
             &["--set", "store.type=postgres"],
             &["store.postgres.urlSecret.name"],
         ),
