@@ -19,9 +19,7 @@
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -36,69 +34,12 @@ use orrery_tests::chart::Release;
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for, workspace_root,
 };
+use orrery_tests::images;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
 use orrery_tests::testenv::{self, ADMIN};
 
 /// Long enough for the first unpack of the images and the operator's start.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Runs `tests/images/build.sh BIN_DIR OUT_DIR`; returns the directory it printed last.
-fn build_images() -> Result<PathBuf> {
-    let bins = bin_dir();
-    for binary in ["orrery", "orrery-operator"] {
-        let path = orrery_tests::harness::workspace_binary(binary)?;
-        ensure!(
-            path.parent() == Some(bins.as_path()),
-            "{} is not in {}",
-            path.display(),
-            bins.display()
-        );
-    }
-    let euid = std::fs::metadata("/proc/self")
-        .context("reading /proc/self")?
-        .uid();
-    ensure!(
-        euid == 0,
-        "container mode needs root (buildah vfs, runc); this runs as uid {euid}"
-    );
-    let script = workspace_root().join("tests/images/build.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .arg(&bins)
-        .arg(bins.join("orrery-images"))
-        .output()
-        .with_context(|| format!("starting {}", script.display()))?;
-    ensure!(
-        output.status.success(),
-        "{} failed ({}): {}",
-        script.display(),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    Ok(PathBuf::from(stdout.lines().last().unwrap_or_default()))
-}
-
-/// The images, built once for this test binary.
-fn images() -> Result<PathBuf> {
-    static BUILT: std::sync::OnceLock<std::sync::Mutex<Option<PathBuf>>> =
-        std::sync::OnceLock::new();
-    let lock = BUILT.get_or_init(|| std::sync::Mutex::new(None));
-    let mut built = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(dir) = built.as_ref() {
-        return Ok(dir.clone());
-    }
-    let dir = build_images()?;
-    *built = Some(dir.clone());
-    Ok(dir)
-}
 
 fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
@@ -310,7 +251,7 @@ async fn the_operator_works(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_its_namespace()
 -> Result<()> {
-    let images = tokio::task::spawn_blocking(images).await??;
+    let images = tokio::task::spawn_blocking(images::built).await??;
     let env = testenv::shared_async().await?;
     ensure_crds(env).await?;
     let ns = TestNamespace::create(env, "chart-op").await?;
@@ -449,7 +390,7 @@ fn runner_pod(name: &str, args: &[&str]) -> Result<Pod> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn runner_pods_in_container_mode_report_exit_codes_run_on_a_private_writable_root_and_stop_on_deletion()
 -> Result<()> {
-    let images = tokio::task::spawn_blocking(images).await??;
+    let images = tokio::task::spawn_blocking(images::built).await??;
     let env = testenv::shared_async().await?;
     let ns = TestNamespace::create(env, "container-mode").await?;
     let client = env.admin().await?;

@@ -13,10 +13,10 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use orrery_tests::images;
 use orrery_tests::pod_executor::oci::{
     BindMount, BundleSpec, OciArchive, Output, Runc, RuncSignal, TmpfsMount,
 };
@@ -27,73 +27,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const SHELLS: &[&str] = &[
     "sh", "bash", "dash", "ash", "zsh", "ksh", "busybox", "toybox",
 ];
-
-/// The directory of the workspace's binaries.
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Runs `tests/images/build.sh BIN_DIR OUT_DIR`; returns the directory it printed last.
-fn build_images(out: &Path) -> Result<PathBuf> {
-    let bins = bin_dir();
-    // Built when missing or stale (`cargo test` builds only a package's own binaries).
-    for binary in ["orrery", "orrery-operator"] {
-        let path = orrery_tests::harness::workspace_binary(binary)?;
-        ensure!(
-            path.parent() == Some(bins.as_path()),
-            "{} is not in {}",
-            path.display(),
-            bins.display()
-        );
-    }
-    let euid = std::fs::metadata("/proc/self")
-        .context("reading /proc/self")?
-        .uid();
-    ensure!(
-        euid == 0,
-        "building and running images needs root (buildah vfs, runc); this runs as uid {euid}"
-    );
-    let script = repo_root().join("tests/images/build.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .arg(&bins)
-        .arg(out)
-        .output()
-        .with_context(|| format!("starting {}", script.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    ensure!(
-        output.status.success(),
-        "{} failed ({}): {stderr}",
-        script.display(),
-        output.status
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    Ok(PathBuf::from(last))
-}
-
-/// The images, built once for this test binary (in the target directory, beside the binaries).
-fn images() -> Result<PathBuf> {
-    static BUILT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
-    let lock = BUILT.get_or_init(|| Mutex::new(None));
-    let mut built = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(dir) = built.as_ref() {
-        return Ok(dir.clone());
-    }
-    let dir = build_images(&bin_dir().join("orrery-images"))?;
-    *built = Some(dir.clone());
-    Ok(dir)
-}
 
 /// A scratch directory, removed when dropped (kept with `ORRERY_TESTENV_KEEP`).
 struct Scratch(PathBuf);
@@ -144,7 +77,7 @@ struct Unpacked {
 impl Unpacked {
     /// The image `name` (`runner`, `operator`) in a bundle of its own for the test `purpose`.
     fn new(name: &str, purpose: &str) -> Result<Self> {
-        let archive = images()?.join(format!("{name}.tar"));
+        let archive = images::built()?.join(format!("{name}.tar"));
         let image = OciArchive::open(&archive)?;
         let scratch = Scratch::new(&format!("{name}-{purpose}"))?;
         image.unpack(&scratch.0.join("bundle/rootfs"))?;
@@ -358,9 +291,9 @@ fn a_long_running_runner_container_stops_cleanly_on_runc_kill_term() -> Result<(
 
 #[test]
 fn the_same_binaries_build_the_same_images() -> Result<()> {
-    let first = images()?;
+    let first = images::built()?;
     let scratch = Scratch::new("rebuild")?;
-    let second = build_images(&scratch.0)?;
+    let second = images::build(&scratch.0)?;
     assert_eq!(
         second, scratch.0,
         "build.sh prints its output directory last"
