@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::ResourceExt;
@@ -359,26 +359,7 @@ pub fn container_binds(
     let mut mounts: Vec<_> = c.volume_mounts.iter().flatten().collect();
     mounts.sort_by_key(|m| m.mount_path.len());
     for m in mounts {
-        let vdir = volumes.get(&m.name).ok_or_else(|| {
-            LaunchError::Config(format!(
-                "volumeMount {}: the pod has no volume {:?}",
-                m.mount_path, m.name
-            ))
-        })?;
-        let sub = match (&m.sub_path, &m.sub_path_expr) {
-            (Some(s), _) if !s.is_empty() => s.clone(),
-            (_, Some(e)) if !e.is_empty() => env.expand(e),
-            _ => String::new(),
-        };
-        if Path::new(&sub)
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return Err(LaunchError::Config(format!(
-                "volumeMount {}: subPath {sub:?} must be relative and must not contain '..'",
-                m.mount_path
-            )));
-        }
+        let (vdir, sub) = crate::volumes::mount_source(m, volumes, env)?;
         let source = if sub.is_empty() {
             vdir.clone()
         } else {

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
+use k8s_openapi::api::core::v1::{
+    Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume, VolumeMount,
+};
 use kube::ResourceExt;
 
 use crate::PodExecutorError;
@@ -242,6 +244,37 @@ fn write_file(dir: &Path, rel: &str, bytes: &[u8], mode: i32) -> Result<(), Volu
     Ok(())
 }
 
+/// The volume directory a `volumeMount` names and its `subPath` (or expanded `subPathExpr`;
+/// empty for none), refused unless relative and free of `..`. The process and container modes
+/// both mount from here.
+pub fn mount_source<'a>(
+    m: &VolumeMount,
+    volumes: &'a BTreeMap<String, PathBuf>,
+    env: &Env,
+) -> Result<(&'a PathBuf, String), LaunchError> {
+    let vdir = volumes.get(&m.name).ok_or_else(|| {
+        LaunchError::Config(format!(
+            "volumeMount {}: the pod has no volume {:?}",
+            m.mount_path, m.name
+        ))
+    })?;
+    let sub = match (&m.sub_path, &m.sub_path_expr) {
+        (Some(s), _) if !s.is_empty() => s.clone(),
+        (_, Some(e)) if !e.is_empty() => env.expand(e),
+        _ => String::new(),
+    };
+    if Path::new(&sub)
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(LaunchError::Config(format!(
+            "volumeMount {}: subPath {sub:?} must be relative and must not contain '..'",
+            m.mount_path
+        )));
+    }
+    Ok((vdir, sub))
+}
+
 /// Creates `container`'s mount root: each volume mount as a symlink at `<root><mountPath>`
 /// (to the volume directory, or its `subPath`/`subPathExpr`), and an empty termination-message
 /// file. `env` expands `subPathExpr`.
@@ -260,27 +293,7 @@ pub fn mount_container(
     let mut vm: Vec<_> = container.volume_mounts.iter().flatten().collect();
     vm.sort_by_key(|m| m.mount_path.len());
     for m in vm {
-        let vdir = volumes.get(&m.name).ok_or_else(|| {
-            LaunchError::Config(format!(
-                "volumeMount {}: the pod has no volume {:?}",
-                m.mount_path, m.name
-            ))
-        })?;
-        let sub = match (&m.sub_path, &m.sub_path_expr) {
-            (Some(s), _) if !s.is_empty() => s.clone(),
-            (_, Some(e)) if !e.is_empty() => env.expand(e),
-            _ => String::new(),
-        };
-        if Path::new(&sub)
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return Err(LaunchError::Config(format!(
-                "volumeMount {}: subPath {sub:?} must be relative and must not contain '..'",
-                m.mount_path
-            ))
-            .into());
-        }
+        let (vdir, sub) = mount_source(m, volumes, env)?;
         let target = if sub.is_empty() {
             vdir.clone()
         } else {
