@@ -302,6 +302,10 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         ),
         (&["--set", "fullnameOverride=1abc"], &["fullnameOverride"]),
         (
+            &["--set", "runToken.existingSecret=My_Keys"],
+            &["/runToken/existingSecret"],
+        ),
+        (
             &[
                 "--set",
                 "store.type=postgres,store.postgres.urlSecret.name=db,controller.leaderElection.enabled=false",
@@ -337,5 +341,108 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         }
     }
     ensure!(failures.is_empty(), "{}", failures.join("\n\n"));
+    Ok(())
+}
+
+/// The `openssl` command lines the chart documents for making the run-token pair: the lines of
+/// values.yaml's runToken comment that start with `openssl`.
+fn documented_openssl_commands() -> Result<Vec<String>> {
+    let values = std::fs::read_to_string(chart_dir().join("values.yaml"))?;
+    let commands: Vec<String> = values
+        .lines()
+        .filter_map(|l| l.trim_start_matches('#').trim().strip_prefix("openssl "))
+        .map(|rest| format!("openssl {rest}"))
+        .collect();
+    ensure!(
+        commands.len() == 2,
+        "values.yaml documents {} openssl commands, expected the key and the certificate: {commands:?}",
+        commands.len()
+    );
+    Ok(commands)
+}
+
+#[test]
+fn the_documented_openssl_commands_make_a_run_token_pair_the_operator_accepts() -> Result<()> {
+    use orrery_operator::run::token::{RunTokenSigner, run_claims, verify};
+    let commands = documented_openssl_commands()?;
+    // NOTES.txt tells the same commands.
+    let notes = std::fs::read_to_string(chart_dir().join("templates/NOTES.txt"))?;
+    for command in &commands {
+        ensure!(
+            notes.contains(command.as_str()),
+            "NOTES.txt does not show `{command}` as values.yaml does"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("orrery-chart-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    for command in &commands {
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&dir)
+            .output()
+            .with_context(|| format!("running `{command}`"))?;
+        ensure!(
+            out.status.success(),
+            "`{command}` failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let private = std::fs::read(dir.join("key.pem"))?;
+    let public = std::fs::read(dir.join("key.pub.pem"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    ensure!(
+        String::from_utf8_lossy(&public).contains("BEGIN CERTIFICATE"),
+        "key.pub.pem is meant to be a certificate, as the chart makes it"
+    );
+    let signer = RunTokenSigner::from_ed_pem(&private)
+        .map_err(|e| anyhow::anyhow!("the controller refuses key.pem: {e}"))?;
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs(),
+    )?;
+    let claims = run_claims("team-a", "run-1", "uid-1", "orrery-sidecar", now, 600);
+    let token = signer
+        .sign(&claims)
+        .map_err(|e| anyhow::anyhow!("signing: {e}"))?;
+    let back = verify(&token, &public, "orrery-sidecar")
+        .map_err(|e| anyhow::anyhow!("the sidecar refuses a token with key.pub.pem: {e}"))?;
+    ensure!(back.run == "run-1" && back.ns == "team-a");
+    Ok(())
+}
+
+#[test]
+fn an_existing_run_token_secret_replaces_the_charts_own() -> Result<()> {
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &["--set", "runToken.existingSecret=my-run-token-keys"],
+        )?
+        .ok()?,
+    )?;
+    ensure!(
+        !docs.iter().any(|d| d["kind"] == "Secret"),
+        "with runToken.existingSecret the chart renders no Secret (under helm template it would \
+         make a new key on every render)"
+    );
+    let pod = &find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]["template"]
+        ["spec"];
+    let volumes = pod["volumes"].as_array().context("volumes")?;
+    for name in ["run-token-signing", "run-token-verifying"] {
+        let volume = volumes
+            .iter()
+            .find(|v| v["name"] == name)
+            .with_context(|| format!("no {name} volume"))?;
+        ensure!(
+            volume["secret"]["secretName"] == "my-run-token-keys",
+            "{name} mounts {}",
+            volume["secret"]["secretName"]
+        );
+    }
+    // Without it, the chart makes its own (kept on upgrade through lookup).
+    let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    ensure!(find(&docs, "Secret", "orrery-run-token").is_some());
     Ok(())
 }
