@@ -302,6 +302,14 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         ),
         (&["--set", "fullnameOverride=1abc"], &["fullnameOverride"]),
         (
+            &["--set", "metrics.serviceMonitor.interval=soon"],
+            &["/metrics/serviceMonitor/interval"],
+        ),
+        (
+            &["--set-string", "rbac.aggregateToDefaultRoles=yes"],
+            &["/rbac/aggregateToDefaultRoles"],
+        ),
+        (
             &["--set", "runToken.existingSecret=My_Keys"],
             &["/runToken/existingSecret"],
         ),
@@ -444,5 +452,185 @@ fn an_existing_run_token_secret_replaces_the_charts_own() -> Result<()> {
     // Without it, the chart makes its own (kept on upgrade through lookup).
     let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
     ensure!(find(&docs, "Secret", "orrery-run-token").is_some());
+    Ok(())
+}
+
+/// Whether `role` carries the label that aggregates it into the built-in role `label`.
+fn aggregated_to(role: &serde_json::Value, label: &str) -> bool {
+    role["metadata"]["labels"][format!("rbac.authorization.k8s.io/aggregate-to-{label}")] == "true"
+}
+
+#[test]
+fn the_optional_extras_are_off_by_default() -> Result<()> {
+    let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    ensure!(!docs.iter().any(|d| d["kind"] == "ServiceMonitor"));
+    ensure!(find(&docs, "Service", "orrery-operator-metrics").is_none());
+    ensure!(find(&docs, "ClusterRole", "orrery-studio-view").is_none());
+    ensure!(find(&docs, "ClusterRole", "orrery-studio-edit").is_none());
+    let pod = &find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]["template"]
+        ["spec"];
+    ensure!(pod.get("affinity").is_none(), "one replica: no affinity");
+    Ok(())
+}
+
+#[test]
+fn a_service_monitor_scrapes_the_controllers_metrics_port() -> Result<()> {
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=kps,controller.metricsPort=9100",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let monitor = find(&docs, "ServiceMonitor", "orrery-operator").context("no ServiceMonitor")?;
+    ensure!(monitor["apiVersion"] == "monitoring.coreos.com/v1");
+    ensure!(monitor["metadata"]["labels"]["release"] == "kps");
+    ensure!(monitor["spec"]["namespaceSelector"]["matchNames"] == serde_json::json!([NAMESPACE]));
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    ensure!(endpoint["port"] == "metrics" && endpoint["path"] == "/metrics");
+    // It selects the metrics Service alone (not the sidecar's), which targets the controller's
+    // metrics port on the operator's pods.
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .context("matchLabels")?;
+    let selected: Vec<&serde_json::Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Service")
+        .filter(|d| {
+            selector
+                .iter()
+                .all(|(k, v)| &d["metadata"]["labels"][k] == v)
+        })
+        .collect();
+    ensure!(
+        selected.len() == 1 && selected[0]["metadata"]["name"] == "orrery-operator-metrics",
+        "the ServiceMonitor selects {selected:?}"
+    );
+    let service = selected[0];
+    ensure!(service["spec"]["ports"][0]["name"] == "metrics");
+    ensure!(service["spec"]["ports"][0]["targetPort"] == "metrics");
+    let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    let pod_selector = service["spec"]["selector"]
+        .as_object()
+        .context("selector")?;
+    ensure!(pod_selector.iter().all(|(k, v)| &labels[k] == v));
+    let controller = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "controller"))
+        .context("no controller container")?;
+    ensure!(
+        controller["ports"][0]["name"] == "metrics"
+            && controller["ports"][0]["containerPort"] == 9100
+    );
+    Ok(())
+}
+
+#[test]
+fn several_replicas_spread_over_nodes_unless_the_affinity_is_given() -> Result<()> {
+    let ha = fixtures().join("ha-postgres.values.yaml");
+    let ha = ha.to_string_lossy();
+    let affinity = |extra: &[&str]| -> Result<serde_json::Value> {
+        let mut args = vec!["--values", ha.as_ref()];
+        args.extend_from_slice(extra);
+        let docs = documents(&template(RELEASE, NAMESPACE, &args)?.ok()?)?;
+        Ok(
+            find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]
+                ["template"]["spec"]["affinity"]
+                .clone(),
+        )
+    };
+    let spread = affinity(&[])?;
+    let term = &spread["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0];
+    ensure!(
+        term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname",
+        "{spread}"
+    );
+    ensure!(
+        term["podAffinityTerm"]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"]
+            == "operator",
+        "{spread}"
+    );
+    ensure!(
+        spread["podAntiAffinity"]
+            .get("requiredDuringSchedulingIgnoredDuringExecution")
+            .is_none(),
+        "soft only: a cluster of one node still runs every replica"
+    );
+    let own = affinity(&[
+        "--set",
+        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+    ])?;
+    ensure!(
+        own.get("podAntiAffinity").is_none() && own.get("nodeAffinity").is_some(),
+        "the given affinity replaces the default: {own}"
+    );
+    Ok(())
+}
+
+#[test]
+fn aggregated_roles_let_view_read_and_edit_write_but_never_status() -> Result<()> {
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &["--set", "rbac.aggregateToDefaultRoles=true"],
+        )?
+        .ok()?,
+    )?;
+    let view = find(&docs, "ClusterRole", "orrery-studio-view").context("no view role")?;
+    let edit = find(&docs, "ClusterRole", "orrery-studio-edit").context("no edit role")?;
+    ensure!(aggregated_to(view, "view") && !aggregated_to(view, "edit"));
+    ensure!(aggregated_to(edit, "edit") && aggregated_to(edit, "admin"));
+    let rules = |role: &serde_json::Value| -> Vec<(String, String)> {
+        let mut all = Vec::new();
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            for resource in rule["resources"].as_array().into_iter().flatten() {
+                for verb in rule["verbs"].as_array().into_iter().flatten() {
+                    all.push((
+                        resource.as_str().unwrap_or_default().to_owned(),
+                        verb.as_str().unwrap_or_default().to_owned(),
+                    ));
+                }
+            }
+        }
+        all
+    };
+    for role in [view, edit] {
+        ensure!(
+            role["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|r| r["apiGroups"] == serde_json::json!(["studio.orrery.dev"])),
+            "only Orrery's API group: {role}"
+        );
+    }
+    let (view, edit) = (rules(view), rules(edit));
+    let has = |rules: &[(String, String)], resource: &str, verb: &str| {
+        rules.iter().any(|(r, v)| r == resource && v == verb)
+    };
+    for kind in ["compositions", "registryentries", "studioruns"] {
+        for verb in ["get", "list", "watch"] {
+            ensure!(has(&view, kind, verb), "view: {verb} {kind}");
+        }
+        for verb in ["create", "update", "patch", "delete"] {
+            ensure!(has(&edit, kind, verb), "edit: {verb} {kind}");
+            ensure!(!has(&view, kind, verb), "view may not {verb} {kind}");
+        }
+    }
+    ensure!(
+        view.iter()
+            .all(|(r, v)| !r.ends_with("/status") || v == "get"),
+        "view reads status only: {view:?}"
+    );
+    ensure!(
+        edit.iter().all(|(r, _)| !r.contains('/')),
+        "edit writes no subresource (deciding an approval is a status patch, granted on purpose): {edit:?}"
+    );
     Ok(())
 }
