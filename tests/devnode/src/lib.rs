@@ -28,8 +28,17 @@
 //! ([`container`]): its root filesystem unpacked once per manifest digest, a bundle per
 //! container made from the Pod (Kubernetes `command`/`args` over `Entrypoint`/`Cmd`, env, user,
 //! `readOnlyRootFilesystem`, volume mounts as binds, `fsGroup` on the volume files), the host's
-//! network, `containerID: runc://<id>`; stopped with `runc kill` TERM then KILL and `runc
-//! delete`. Other images still run as processes; each pod logs which mode its containers use.
+//! network by default, `containerID: runc://<id>`; stopped with `runc kill` TERM then KILL and
+//! `runc delete`. Other images still run as processes; each pod logs which mode its containers
+//! use.
+//!
+//! Isolated pod networking ([`ExecutorConfig::pod_network`] with [`NetworkMode::Isolated`],
+//! `orrery-devnode --pod-network isolated`): a pod with runc containers gets a network
+//! namespace of its own with an address on a bridge this node owns ([`net`]) before anything
+//! of it starts, reported as `status.podIP`/`podIPs`; the NetworkPolicies selecting it are
+//! loaded as nftables rules inside that namespace before its first container starts and kept
+//! current while it runs ([`netpol`]); the namespace goes with the pod, the bridge with the
+//! executor. The host network stays the default.
 //!
 //! Not done: probes (containers are ready when started), resource limits, `kubectl
 //! logs/exec` (logs are in `<pod dir>/logs/<container>.log`), Events, native sidecars.
@@ -42,6 +51,7 @@ pub mod container;
 mod dispatch;
 pub mod expand;
 pub mod images;
+mod isolation;
 pub mod launch;
 pub mod net;
 pub mod netpol;
@@ -64,6 +74,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 pub use images::{BIN_DIR_ENV, ImageTable, PROJECT_IMAGES, default_bin_dir};
+pub use isolation::{IsolationError, NetworkMode};
 pub use launch::MOUNT_ROOT_ENV;
 pub use node::NODE_LABEL;
 pub use status::CONTAINER_ID_PREFIX;
@@ -95,6 +106,13 @@ pub enum PodExecutorError {
     Task(#[from] tokio::task::JoinError),
     #[error(transparent)]
     Container(#[from] container::ContainerError),
+    #[error(transparent)]
+    Isolation(#[from] IsolationError),
+    #[error(
+        "isolated pod networking is for container mode (runc): set an images directory \
+         (ExecutorConfig::images_dir, --images-dir) or use NetworkMode::Host"
+    )]
+    IsolationWithoutContainers,
     #[error(
         "runc containers left after shutdown (state in {}): {}",
         state.display(),
@@ -148,6 +166,9 @@ pub struct ExecutorConfig {
     /// from `<images_dir>/NAME.tar` when that exists (see [`container`]); other images, and
     /// all images without this, run as local processes.
     pub images_dir: Option<PathBuf>,
+    /// The network of container-mode pods: the host's (the default) or a namespace per pod
+    /// with NetworkPolicies enforced ([`NetworkMode::Isolated`], which needs `images_dir`).
+    pub pod_network: NetworkMode,
 }
 
 impl ExecutorConfig {
@@ -164,7 +185,14 @@ impl ExecutorConfig {
             max_restart_backoff: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
             images_dir: None,
+            pod_network: NetworkMode::Host,
         }
+    }
+
+    /// How container-mode pods are networked (see [`ExecutorConfig::pod_network`]).
+    pub fn pod_network(mut self, mode: NetworkMode) -> Self {
+        self.pod_network = mode;
+        self
     }
 
     /// Container mode for the images archived in `dir` (see [`ExecutorConfig::images_dir`]).
@@ -207,6 +235,8 @@ pub(crate) struct Ctx {
     pub keep: bool,
     /// Container mode, when the config names an images directory.
     pub containers: Option<Arc<container::ContainerRuntime>>,
+    /// A network namespace per container-mode pod and its NetworkPolicies (isolated mode).
+    pub isolation: Option<Arc<isolation::Isolation>>,
 }
 
 impl Ctx {
@@ -226,6 +256,7 @@ pub struct PodExecutor {
     work_dir: PathBuf,
     keep: bool,
     containers: Option<Arc<container::ContainerRuntime>>,
+    isolation: Option<Arc<isolation::Isolation>>,
     token: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -269,6 +300,15 @@ impl PodExecutor {
             Some(dir) => Some(Arc::new(container::ContainerRuntime::new(dir, &work_dir)?)),
             None => None,
         };
+        let isolation = match (&config.pod_network, &containers) {
+            (NetworkMode::Host, _) => None,
+            (NetworkMode::Isolated(_), None) => {
+                return Err(PodExecutorError::IsolationWithoutContainers);
+            }
+            (NetworkMode::Isolated(net), Some(_)) => Some(Arc::new(
+                isolation::Isolation::start(client.clone(), net.clone()).await?,
+            )),
+        };
         node::register(&client, &config.node_name, &config.host_ip).await?;
 
         let ctx = Arc::new(Ctx {
@@ -288,6 +328,7 @@ impl PodExecutor {
             shutdown_grace: config.shutdown_grace,
             keep,
             containers: containers.clone(),
+            isolation: isolation.clone(),
         });
         let api: Api<Pod> = match &config.namespace {
             Some(ns) => Api::namespaced(client.clone(), ns),
@@ -302,6 +343,7 @@ impl PodExecutor {
             work_dir,
             keep,
             containers,
+            isolation,
             token,
             task: Some(task),
         };
@@ -359,7 +401,13 @@ impl PodExecutor {
             }
             None => None,
         };
+        // Every pod's namespace, then the bridge (the workers detached their pods already).
+        let network = match self.isolation.take() {
+            Some(isolation) => isolation.shutdown().await,
+            None => Ok(()),
+        };
         node::remove(&self.client, &self.node_name).await?;
+        network?;
         if let Some((state, left)) = left {
             return Err(PodExecutorError::ContainersLeft { state, left });
         }
@@ -375,6 +423,12 @@ impl PodExecutor {
             .as_ref()
             .map(|rt| rt.containers())
             .unwrap_or_default()
+    }
+
+    /// The pod network's gateway (the bridge's address) in isolated mode: where pods reach
+    /// services of this machine, which must listen on it (or on 0.0.0.0), not on 127.0.0.1.
+    pub fn pod_gateway(&self) -> Option<std::net::Ipv4Addr> {
+        self.isolation.as_ref().map(|i| i.gateway())
     }
 
     /// runc's state directory (`runc --root DIR list`), in container mode.

@@ -17,7 +17,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use orrery_devnode::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_devnode::net::{DEFAULT_BRIDGE, DEFAULT_SUBNET, Ipv4Net, NetworkConfig};
+use orrery_devnode::{ExecutorConfig, NetworkMode, PodExecutor, default_bin_dir};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Runs pods of the project's images on this machine as a stand-in kubelet (test
@@ -48,6 +49,27 @@ struct Cli {
     /// ORRERY_IMAGES_DIR.
     #[arg(long, value_name = "DIR")]
     images_dir: Option<PathBuf>,
+    /// The network of container-mode pods: `host` (the host's, shared by all pods; the
+    /// default) or `isolated` (a network namespace per pod on a bridge this node owns, with the
+    /// NetworkPolicies that select it enforced as nftables rules inside it; needs root,
+    /// --images-dir, iproute2 and nftables). Services pods must reach (the sidecar, registry
+    /// endpoints) then listen on the bridge's gateway address, not on 127.0.0.1.
+    #[arg(long, value_enum, default_value_t = PodNetworkArg::Host)]
+    pod_network: PodNetworkArg,
+    /// The bridge of `--pod-network isolated` (made and removed by this node; namespaces are
+    /// `<bridge>-<pod uid>` unless it is the default).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_BRIDGE)]
+    pod_bridge: String,
+    /// The pod subnet of `--pod-network isolated`; the bridge holds its first address (the
+    /// gateway).
+    #[arg(long, value_name = "CIDR", default_value = DEFAULT_SUBNET)]
+    pod_subnet: Ipv4Net,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PodNetworkArg {
+    Host,
+    Isolated,
 }
 
 #[tokio::main]
@@ -83,6 +105,18 @@ async fn main() -> Result<()> {
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
     });
+    executor.pod_network = match cli.pod_network {
+        PodNetworkArg::Host => NetworkMode::Host,
+        PodNetworkArg::Isolated if cli.pod_bridge == DEFAULT_BRIDGE => {
+            NetworkMode::Isolated(NetworkConfig {
+                subnet: cli.pod_subnet,
+                ..NetworkConfig::default()
+            })
+        }
+        PodNetworkArg::Isolated => {
+            NetworkMode::Isolated(NetworkConfig::named(&cli.pod_bridge, cli.pod_subnet))
+        }
+    };
     let bin_dir = executor.bin_dir.clone();
 
     // Listen before starting, so a signal during start-up is not lost.
@@ -91,8 +125,14 @@ async fn main() -> Result<()> {
     let running = PodExecutor::start_with(client, executor)
         .await
         .context("starting the pod executor")?;
+    let network = match running.pod_gateway() {
+        Some(gw) => format!(
+            "container-mode pods get their own network namespace (gateway {gw}, NetworkPolicies enforced)"
+        ),
+        None => "pods use the host network".to_owned(),
+    };
     println!(
-        "orrery-devnode: registered node {} on {server}; images run from {}; pod logs go to {}/<namespace>_<pod>_<uid>/logs/<container>.log",
+        "orrery-devnode: registered node {} on {server}; images run from {}; {network}; pod logs go to {}/<namespace>_<pod>_<uid>/logs/<container>.log",
         running.node_name(),
         bin_dir.display(),
         running.work_dir().display(),

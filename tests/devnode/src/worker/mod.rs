@@ -146,6 +146,7 @@ pub(crate) async fn run_pod(
     if let Err(e) = worker.run().await {
         eprintln!("pod-executor: pod {ns}/{name}: {e}");
     }
+    worker.detach_network().await;
 }
 
 struct Worker {
@@ -159,6 +160,10 @@ struct Worker {
     archives: BTreeMap<Slot, PathBuf>,
     /// The network namespace of the pod's containers (container mode).
     network: PodNetwork,
+    /// The pod's address: the node's, or its own in isolated mode.
+    pod_ip: String,
+    /// Whether the pod has a network namespace of its own (isolated mode).
+    attached: bool,
     objects: Objects,
     volumes: BTreeMap<String, PathBuf>,
     procs: BTreeMap<Slot, Proc>,
@@ -177,6 +182,7 @@ impl Worker {
         let api = Api::namespaced(ctx.client.clone(), &ns);
         let dir = ctx.pod_dir(&ns, &pod.name_any(), &pod.uid().unwrap_or_default());
         let state = PodState::new(&pod, &ctx.host_ip, &ctx.pod_ip, Timestamp::now());
+        let pod_ip = ctx.pod_ip.clone();
         let (exits_tx, exits) = mpsc::unbounded_channel();
         Worker {
             ctx,
@@ -192,6 +198,8 @@ impl Worker {
             bins: BTreeMap::new(),
             archives: BTreeMap::new(),
             network: PodNetwork::Host,
+            pod_ip,
+            attached: false,
             objects: Objects::default(),
             volumes: BTreeMap::new(),
             procs: BTreeMap::new(),
@@ -248,6 +256,9 @@ impl Worker {
 
         if !self.resolve_images() {
             return self.patch().await;
+        }
+        if let Some(stop) = self.attach_network().await? {
+            return self.stop_unstarted(stop).await;
         }
         if let Some(stop) = self.prepare().await? {
             return self.stop_unstarted(stop).await;
@@ -369,9 +380,13 @@ impl Worker {
         let (containers, processes) = (names(containers), names(processes));
         let mut parts = Vec::new();
         if !containers.is_empty() {
+            let network = if self.ctx.isolation.is_some() {
+                "a network namespace of the pod's own"
+            } else {
+                "the host's network"
+            };
             parts.push(format!(
-                "container mode (runc, {:?} network) for {}",
-                self.network,
+                "container mode (runc, {network}) for {}",
                 containers.join(", ")
             ));
         }
@@ -384,6 +399,66 @@ impl Worker {
             self.pod().name_any(),
             parts.join("; ")
         );
+    }
+
+    /// Isolated mode: gives a pod with runc containers its network namespace, address and
+    /// NetworkPolicy rules before anything of it starts, retrying while that fails (the
+    /// containers wait with reason `CreatePodSandboxError` and the cause). `Some(stop)` if the
+    /// pod stopped meanwhile.
+    async fn attach_network(&mut self) -> Result<Option<Stop>, PodExecutorError> {
+        let Some(isolation) = self.ctx.isolation.clone() else {
+            return Ok(None);
+        };
+        if self.archives.is_empty() {
+            return Ok(None);
+        }
+        loop {
+            match isolation.attach(self.pod()).await {
+                Ok((net, ruleset)) => {
+                    eprintln!(
+                        "pod-executor: pod {}/{}: network namespace {}, address {}; {}",
+                        self.pod().namespace().unwrap_or_default(),
+                        self.pod().name_any(),
+                        net.netns,
+                        net.address,
+                        crate::isolation::describe(&ruleset)
+                    );
+                    self.network = PodNetwork::Path(net.netns_path());
+                    self.pod_ip = net.address.to_string();
+                    self.state.pod_ip = self.pod_ip.clone();
+                    self.attached = true;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    for c in self.state.init.iter_mut().chain(self.state.main.iter_mut()) {
+                        c.state = State::Waiting {
+                            reason: "CreatePodSandboxError".into(),
+                            message: Some(message.clone()),
+                        };
+                    }
+                    self.patch().await?;
+                    tokio::select! {
+                        stop = self.signals.stopped() => return Ok(Some(stop)),
+                        _ = tokio::time::sleep(CONFIG_RETRY) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes the pod's network namespace and rules (isolated mode), once its containers are
+    /// gone.
+    async fn detach_network(&mut self) {
+        if !self.attached {
+            return;
+        }
+        // Containers still tracked (a worker that failed half-way) are killed first.
+        self.procs.clear();
+        if let Some(isolation) = self.ctx.isolation.clone() {
+            isolation.detach(self.pod()).await;
+        }
+        self.attached = false;
     }
 
     /// Gives the pod's volumes its `fsGroup` like the kubelet (container mode only: local
@@ -444,7 +519,7 @@ impl Worker {
 
     fn addresses(&self) -> PodAddresses {
         PodAddresses {
-            pod_ip: self.ctx.pod_ip.clone(),
+            pod_ip: self.pod_ip.clone(),
             host_ip: self.ctx.host_ip.clone(),
             node_name: self.ctx.node_name.clone(),
         }
