@@ -66,25 +66,10 @@ build_helm() {
     echo "helm: ${ORRERY_HELM_BIN}/helm"
 }
 
-# Debian packages the tests need, installed once when one is missing.
+# Debian packages the tests need, installed once when one is missing (the list lives in
+# scripts/install-packages.sh, which `orrery up` uses too).
 install_packages() {
-    local missing=()
-    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
-    command -v buildah >/dev/null || missing+=(buildah)
-    command -v runc >/dev/null || missing+=(runc)
-    command -v nft >/dev/null || missing+=(nftables)
-    command -v ip >/dev/null || missing+=(iproute2)
-    [[ -x /bin/busybox ]] || missing+=(busybox-static)
-    if [[ ${#missing[@]} -gt 0 ]]; then
-        local sudo=()
-        if [[ $(id -u) -ne 0 ]]; then
-            sudo=(sudo)
-        fi
-        echo "installing ${missing[*]}"
-        "${sudo[@]}" apt-get update || return 1
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y --no-install-recommends "${missing[@]}" || return 1
-    fi
+    scripts/install-packages.sh || return 1
     local bin
     bin=$(compgen -G "/usr/lib/postgresql/*/bin" | sort -V | tail -n 1)
     [[ -x "${bin}/initdb" ]] || return 1

@@ -419,12 +419,17 @@ pub fn workspace_binary(bin: &str) -> Result<std::path::PathBuf> {
         return Ok(path.into());
     }
     let exe = std::env::current_exe().context("locating the running test binary")?;
-    // <target>/<profile>/deps/<test binary>
+    // <target>/<profile>/deps/<test binary>, or <target>/<profile>/<binary> (`orrery-up`).
     let profile_dir = exe
         .parent()
-        .filter(|d| d.file_name().is_some_and(|n| n == "deps"))
-        .and_then(std::path::Path::parent)
-        .with_context(|| format!("{} is not in <target>/<profile>/deps/", exe.display()))?;
+        .map(|d| {
+            if d.file_name().is_some_and(|n| n == "deps") {
+                d.parent().unwrap_or(d)
+            } else {
+                d
+            }
+        })
+        .with_context(|| format!("{} is not in <target>/<profile>/", exe.display()))?;
     let target_dir = profile_dir
         .parent()
         .with_context(|| format!("{} has no parent", profile_dir.display()))?;

@@ -2,7 +2,8 @@
 //! ([`harness`]), the operator's controllers in-process ([`operator_fixture`]) with its
 //! ServiceAccount client ([`operator_identity`]), the pod executor that stands in for a kubelet
 //! ([`pod_executor`]), the stub model server ([`stub_model`]), and a throwaway PostgreSQL server
-//! with a database per test ([`postgres`]).
+//! with a database per test ([`postgres`]); and `orrery up`, the whole system on this machine
+//! ([`up`], run by the `orrery-up` binary).
 
 pub mod chart;
 pub mod harness;
@@ -16,3 +17,4 @@ pub mod sidecar_fixture;
 pub mod stub_model;
 pub mod studio;
 pub mod testenv;
+pub mod up;

@@ -10,6 +10,7 @@ mod probe;
 mod run;
 mod schema;
 mod style;
+mod up;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,12 @@ pub enum Command {
     /// Print a published document as JSON: the Composition spec's JSON Schema, the trace
     /// events' JSON Schema, or the capabilities (node kinds, patterns, limits, ceilings).
     Schema(schema::SchemaArgs),
+    /// The whole system on this machine, from a checkout: a local control plane, a development
+    /// node, the Helm chart, the demo fleet and the examples, then a critic-loop StudioRun
+    /// followed live; stays up until Ctrl-C. `--detach`, `--status`, `--down`; `orrery up
+    /// --help` for more. Needs Linux, root, Go and Debian's buildah and runc (installed when
+    /// missing).
+    Up(up::UpArgs),
 }
 
 /// Runs the parsed command line.
@@ -72,6 +79,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Pins(args) => pins::run(&args),
         Command::Probe(args) => probe::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Up(args) => up::run(&args),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,326 @@
+//! `orrery-up`, what `orrery up` runs: the whole system on this machine (see
+//! `orrery_tests::up`). In the foreground it stays up until Ctrl-C or SIGTERM and then stops
+//! everything it started; `--detach` leaves it running in the background (log in the state
+//! directory) once it is ready; `--status` and `--down` find it through the state directory.
+
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use kube::Api;
+use kube::api::ListParams;
+use orrery_crds::StudioRun;
+use orrery_tests::up::{self, Options, Running, state};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// The whole Orrery Studio system on this machine: a local control plane, a development node
+/// (pods as runc containers), the Helm chart, the demo fleet and the examples; then a
+/// critic-loop StudioRun followed live. Stays up until Ctrl-C; nothing is left running after.
+#[derive(Debug, Parser)]
+#[command(name = "orrery up")]
+struct Cli {
+    /// Start in the background and return once everything is up (the log goes to
+    /// <state-dir>/up.log); stop it with --down.
+    #[arg(long, conflicts_with_all = ["status", "down"])]
+    detach: bool,
+    /// Say whether an environment is up, what it serves, and its StudioRuns. Exit code 0 up,
+    /// 3 not up.
+    #[arg(long, conflicts_with = "down")]
+    status: bool,
+    /// Stop the environment started with --detach (or in another terminal) and wait until
+    /// nothing of it runs.
+    #[arg(long)]
+    down: bool,
+    /// Do not start the demo StudioRun.
+    #[arg(long)]
+    no_run: bool,
+    /// The sidecar's port on loopback (default 8080 when free, else a free port).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    sidecar_port: u16,
+    /// Where the cluster's files, the pods' directories and the state go.
+    #[arg(long, value_name = "DIR", env = "ORRERY_UP_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+    /// Set by --detach on the background process it starts.
+    #[arg(long, hide = true)]
+    detached: bool,
+}
+
+/// Exit code of --status when nothing is up.
+const EXIT_NOT_UP: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let state_dir = cli.state_dir.clone().unwrap_or_else(up::default_state_dir);
+    let result = if cli.status {
+        status(&state_dir)
+    } else if cli.down {
+        down(&state_dir)
+    } else if cli.detach {
+        detach(&cli, &state_dir)
+    } else {
+        foreground(&cli, &state_dir)
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("orrery up: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
+    std::fs::create_dir_all(state_dir)
+        .with_context(|| format!("creating {}", state_dir.display()))?;
+    if let Some(other) = state::live(state_dir)? {
+        bail!(
+            "already up (pid {}, state in {}): `orrery up --status` shows it, `orrery up --down` \
+             stops it",
+            other.pid,
+            state_dir.display()
+        );
+    }
+    let mut st = state::UpState::starting();
+    if cli.detached {
+        st.log = Some(state_dir.join("up.log"));
+    }
+    state::write(state_dir, &st)?;
+    let options = Options {
+        state_dir: state_dir.to_path_buf(),
+        sidecar_port: cli.sidecar_port,
+        demo_run: !cli.no_run,
+    };
+    let rt = runtime()?;
+    let code = rt.block_on(async {
+        let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        let mut running = Running::default();
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            r = up::start(&options, &mut running) => Some(r),
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+        };
+        let code = match outcome {
+            Some(Ok(())) => {
+                st.phase = state::Phase::Ready;
+                st.kubeconfig = running.env.as_ref().map(|e| e.kubeconfig.clone());
+                st.server = running.env.as_ref().map(|e| e.server.clone());
+                st.kubectl = running
+                    .env
+                    .as_ref()
+                    .and_then(|e| e.bin.as_ref())
+                    .map(|b| b.join("kubectl"));
+                st.sidecar_url = running.sidecar_url.clone();
+                st.banner = running.banner.clone();
+                state::write(state_dir, &st)?;
+                println!(
+                    "\n{}\n\n(up in {})",
+                    running.banner,
+                    up::steps::human(started.elapsed())
+                );
+                tokio::select! {
+                    _ = term.recv() => eprintln!("orrery up: SIGTERM: stopping everything"),
+                    _ = int.recv() => eprintln!("orrery up: Ctrl-C: stopping everything"),
+                }
+                0
+            }
+            Some(Err(e)) => {
+                st.phase = state::Phase::Failed;
+                st.error = Some(format!("{e:#}"));
+                state::write(state_dir, &st)?;
+                eprintln!("orrery up: {e:#}\norrery up: stopping what was started");
+                1
+            }
+            None => {
+                eprintln!("orrery up: interrupted: stopping what was started");
+                130
+            }
+        };
+        if st.phase != state::Phase::Failed {
+            st.phase = state::Phase::Stopping;
+            state::write(state_dir, &st)?;
+        }
+        let stopped = running.stop().await;
+        state::remove(state_dir);
+        match stopped {
+            Ok(()) => {
+                eprintln!("orrery up: stopped; nothing of it runs now");
+                Ok(code)
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    Ok(code)
+}
+
+/// Starts this program again in the background, in its own process group (so a Ctrl-C in this
+/// terminal does not reach it), and waits until it is ready or has failed.
+fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
+    use std::os::unix::process::CommandExt;
+    std::fs::create_dir_all(state_dir)
+        .with_context(|| format!("creating {}", state_dir.display()))?;
+    if let Some(other) = state::live(state_dir)? {
+        bail!(
+            "already up (pid {}): `orrery up --status` shows it, `orrery up --down` stops it",
+            other.pid
+        );
+    }
+    let log_path = state_dir.join("up.log");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("creating {}", log_path.display()))?;
+    let exe = std::env::current_exe().context("locating this program")?;
+    let mut args: Vec<String> = vec![
+        "--detached".into(),
+        "--state-dir".into(),
+        state_dir.to_string_lossy().into_owned(),
+        "--sidecar-port".into(),
+        cli.sidecar_port.to_string(),
+    ];
+    if cli.no_run {
+        args.push("--no-run".into());
+    }
+    let mut child = std::process::Command::new(exe)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .context("starting orrery up in the background")?;
+    eprintln!(
+        "orrery up: starting in the background (pid {}); following {} until it is ready …",
+        child.id(),
+        log_path.display()
+    );
+    let mut shown = 0usize;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        // Echo the log's new lines, so the builds' progress shows here too.
+        if let Ok(text) = std::fs::read_to_string(&log_path)
+            && text.len() > shown
+        {
+            eprint!("{}", &text[shown..]);
+            shown = text.len();
+        }
+        if let Some(code) = child.try_wait()? {
+            bail!(
+                "orrery up stopped while starting ({code}); its log: {}",
+                log_path.display()
+            );
+        }
+        if let Some(st) = state::read(state_dir)?
+            && st.pid == child.id()
+        {
+            match st.phase {
+                state::Phase::Ready => {
+                    println!(
+                        "\n{}\n\nRunning in the background (pid {}, log {}).",
+                        st.banner.replace(
+                            "Ctrl-C here (or `orrery up --down` from another terminal)",
+                            "`orrery up --down`"
+                        ),
+                        st.pid,
+                        log_path.display()
+                    );
+                    return Ok(0);
+                }
+                state::Phase::Failed => bail!(
+                    "{}; it is stopping what it started (log: {})",
+                    st.error.unwrap_or_default(),
+                    log_path.display()
+                ),
+                state::Phase::Starting | state::Phase::Stopping => {}
+            }
+        }
+    }
+}
+
+fn status(state_dir: &std::path::Path) -> Result<u8> {
+    let Some(st) = state::live(state_dir)? else {
+        println!(
+            "orrery up: not running (no live environment in {})",
+            state_dir.display()
+        );
+        return Ok(EXIT_NOT_UP);
+    };
+    println!(
+        "orrery up: {:?} (pid {}){}",
+        st.phase,
+        st.pid,
+        st.log
+            .as_ref()
+            .map(|l| format!(", log {}", l.display()))
+            .unwrap_or_default()
+    );
+    if st.phase != state::Phase::Ready {
+        return Ok(0);
+    }
+    if let Some(server) = &st.server {
+        println!("  API server: {server}");
+    }
+    if let Some(url) = &st.sidecar_url {
+        println!("  sidecar:    {url}");
+    }
+    if let Some(kubeconfig) = &st.kubeconfig {
+        println!("  kubeconfig: {}", kubeconfig.display());
+        let runs = runtime()?.block_on(async {
+            let config = kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::read_from(kubeconfig)?,
+                &Default::default(),
+            )
+            .await?;
+            let client = kube::Client::try_from(config)?;
+            let api: Api<StudioRun> = Api::all(client);
+            anyhow::Ok(api.list(&ListParams::default()).await?.items)
+        });
+        match runs {
+            Ok(runs) => {
+                println!("  StudioRuns:");
+                for run in runs {
+                    let phase = run
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase)
+                        .map(|p| format!("{p:?}"))
+                        .unwrap_or_else(|| "Pending".into());
+                    println!(
+                        "    {}/{}  {phase}",
+                        run.metadata.namespace.unwrap_or_default(),
+                        run.metadata.name.unwrap_or_default()
+                    );
+                }
+            }
+            Err(e) => println!("  StudioRuns: cannot list ({e:#})"),
+        }
+    }
+    Ok(0)
+}
+
+fn down(state_dir: &std::path::Path) -> Result<u8> {
+    let Some(st) = state::live(state_dir)? else {
+        println!(
+            "orrery up: not running (no live environment in {}); nothing to stop",
+            state_dir.display()
+        );
+        return Ok(0);
+    };
+    eprintln!("orrery up: stopping pid {} …", st.pid);
+    state::stop(&st, Duration::from_secs(120))?;
+    let left = up::processes_naming(&state_dir.join("node").to_string_lossy());
+    if !left.is_empty() {
+        bail!("stopped, but processes of its pods are left: {left:?}");
+    }
+    println!("orrery up: stopped; nothing of it runs now");
+    Ok(0)
+}

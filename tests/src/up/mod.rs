@@ -1,0 +1,643 @@
+//! `orrery up`: the whole system on one machine, for trying it and for development.
+//!
+//! In order: the Debian packages the dev node needs (buildah, runc; installed when missing),
+//! the workspace's binaries (`cargo build`), the local control plane and Helm (built from the Go
+//! module proxy by `tests/testenv/build.sh` and `tests/helm/build.sh` the first time, cached
+//! after), the images (`tests/images/build.sh`); then the control plane is started, a
+//! development node runs pods as runc containers from those images, the Helm chart is installed
+//! (the operator runs in its own pod, from its image, with its projected ServiceAccount token),
+//! the demo fleet starts in this process and is registered as RegistryEntries, the examples are
+//! applied, and the critic-loop StudioRun is started and followed live through the sidecar.
+//! Then it stays up, printing what to try, until Ctrl-C or SIGTERM (or `orrery up --down`), and
+//! stops everything it started: the pods' containers, the fleet, the control plane.
+//!
+//! Nothing here is a production install: the control plane is the test one (`tests/testenv/`),
+//! the node is the dev node (`tests/devnode/`). The cluster's state lives in the state
+//! directory and is started fresh every time.
+
+pub mod follow;
+pub mod state;
+pub mod steps;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use orrery_crds::registry::RegistryEntry;
+use orrery_crds::{Composition, StudioRun};
+use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
+
+use crate::chart;
+use crate::harness::{apply_yaml, eventually, has_condition, wait_for, workspace_root};
+use crate::images;
+use crate::pod_executor::{ExecutorConfig, PodExecutor};
+use crate::testenv::{self, TestEnv};
+use steps::Progress;
+
+/// The Helm release and its namespace.
+pub const RELEASE: &str = "orrery";
+pub const RELEASE_NAMESPACE: &str = "orrery-system";
+/// Where the examples and the demo run go.
+pub const NAMESPACE: &str = "default";
+/// The demo run (examples/runs/critic-loop-run.yaml).
+pub const DEMO_RUN: &str = "release-notes-1";
+/// The dev node's name.
+pub const NODE: &str = "devnode";
+/// The user the kubeconfig's current context is (the run's owner).
+const ADMIN: &str = testenv::ADMIN;
+
+/// How long to wait for the operator's pod, the examples and the run.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The number of numbered steps [`start`] prints.
+pub const STEPS: usize = 10;
+
+/// What `orrery up` was asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the control plane's files, the dev node's pods and the state go.
+    pub state_dir: PathBuf,
+    /// The sidecar's port on loopback (0: 8080 when free, else any free port).
+    pub sidecar_port: u16,
+    /// Start the demo run and follow it live.
+    pub demo_run: bool,
+}
+
+/// The default state directory: `$XDG_STATE_HOME/orrery/up`, else `~/.local/state/orrery/up`.
+pub fn default_state_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("orrery").join("up")
+}
+
+/// Everything [`start`] started, each part present once started. [`Running::stop`] stops what is
+/// there, so a start cut short (an error, Ctrl-C) is stopped the same way.
+#[derive(Default)]
+pub struct Running {
+    pub env: Option<TestEnv>,
+    pub executor: Option<PodExecutor>,
+    pub fleet: Option<Fleet>,
+    pub sidecar_url: Option<String>,
+    /// What to try, printed once ready and kept for `--status`.
+    pub banner: String,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("env", &self.env.as_ref().map(|e| &e.server))
+            .field("sidecar_url", &self.sidecar_url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn free_port(preferred: u16) -> Result<u16> {
+    if preferred != 0 && std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
+        return Ok(preferred);
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn effective_uid() -> Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self")
+        .context("reading /proc/self (orrery up needs Linux)")?
+        .uid())
+}
+
+/// Installs buildah and runc with `scripts/install-packages.sh` when one is missing.
+fn packages() -> Result<String> {
+    let missing: Vec<&str> = ["buildah", "runc"]
+        .into_iter()
+        .filter(|p| {
+            !Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok("buildah and runc present".into());
+    }
+    let script = workspace_root().join("scripts/install-packages.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .args(&missing)
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
+    ensure!(
+        status.success(),
+        "{} {} failed ({status}): install them with apt-get (Debian) and run orrery up again",
+        script.display(),
+        missing.join(" ")
+    );
+    Ok(format!("installed {}", missing.join(", ")))
+}
+
+/// `cargo build --workspace --bin orrery --bin orrery-operator`, as `images::build` would, but
+/// with cargo's progress on the terminal.
+fn build_binaries() -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--workspace",
+            "--bin",
+            "orrery",
+            "--bin",
+            "orrery-operator",
+        ])
+        .current_dir(workspace_root())
+        .status()
+        .context("running cargo build")?;
+    ensure!(status.success(), "cargo build failed ({status})");
+    Ok(())
+}
+
+/// The images in `out` when both archives are newer than the binaries they hold and the script
+/// that builds them (the build is reproducible, so a rebuild would write the same archives).
+fn fresh_images(out: &Path) -> Option<PathBuf> {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let bins = crate::harness::workspace_binary("orrery").ok()?;
+    let bin_dir = bins.parent()?;
+    let inputs = [
+        bin_dir.join("orrery"),
+        bin_dir.join("orrery-operator"),
+        workspace_root().join("tests/images/build.sh"),
+    ];
+    let newest_input = inputs
+        .iter()
+        .map(|p| modified(p))
+        .collect::<Option<Vec<_>>>()?;
+    let newest_input = newest_input.into_iter().max()?;
+    let oldest_archive = ["runner.tar", "operator.tar"]
+        .iter()
+        .map(|a| modified(&out.join(a)))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .min()?;
+    (oldest_archive > newest_input).then(|| out.to_path_buf())
+}
+
+/// The examples' fleet URLs replaced with the running fleet's (it may have taken other ports).
+fn point_at_fleet(text: &str, fleet: &Fleet) -> String {
+    let tools = format!("http://{}", fleet.tools_addr());
+    let writer = format!("http://{}", fleet.writer_addr());
+    text.replace(
+        &format!(
+            "http://127.0.0.1:{}",
+            orrery_runner::demo::fleet::DEFAULT_TOOLS_PORT
+        ),
+        &tools,
+    )
+    .replace(
+        &format!(
+            "http://127.0.0.1:{}",
+            orrery_runner::demo::fleet::DEFAULT_WRITER_PORT
+        ),
+        &writer,
+    )
+}
+
+/// Applies the examples the dev node can serve: the Scripted model and the demo fleet's two
+/// entries (examples/registry/, pointed at the fleet), and every Composition. `gpt.yaml` is left
+/// out: it needs an API key and the internet.
+async fn apply_examples(client: &Client, fleet: &Fleet) -> Result<Vec<String>> {
+    let root = workspace_root().join("examples");
+    let mut files = vec![
+        root.join("registry/scripted.yaml"),
+        root.join("registry/demo-tools.yaml"),
+        root.join("registry/demo-writer.yaml"),
+    ];
+    let mut compositions: Vec<PathBuf> = std::fs::read_dir(root.join("compositions"))
+        .context("reading examples/compositions")?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    compositions.sort();
+    files.extend(compositions.iter().cloned());
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let text = point_at_fleet(&text, fleet);
+        // The CRDs were just installed: retry while discovery catches up.
+        eventually(Duration::from_secs(60), || {
+            apply_yaml(client, Some(NAMESPACE), &text)
+        })
+        .await
+        .with_context(|| format!("applying {}", file.display()))?;
+    }
+    Ok(compositions
+        .iter()
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect())
+}
+
+/// The operator's pod, once both containers run.
+async fn wait_operator(client: &Client) -> Result<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NAMESPACE);
+    let selector = format!("app.kubernetes.io/instance={RELEASE}");
+    eventually(READY_TIMEOUT, || async {
+        let list = pods.list(&ListParams::default().labels(&selector)).await?;
+        let pod = list
+            .items
+            .into_iter()
+            .next()
+            .context("no operator pod yet")?;
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        let running = statuses
+            .iter()
+            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            .count();
+        ensure!(running == 2, "{} of 2 containers running", running);
+        Ok(pod.name_any())
+    })
+    .await
+}
+
+/// The sidecar answers `/healthz`.
+async fn wait_sidecar(url: &str) -> Result<()> {
+    let http = reqwest::Client::new();
+    let health = format!("{url}/healthz");
+    eventually(READY_TIMEOUT, || async {
+        let r = http.get(&health).send().await?;
+        ensure!(r.status().is_success(), "{health}: {}", r.status());
+        Ok(())
+    })
+    .await
+}
+
+/// Starts everything, filling `running` as it goes (see [`Running`]).
+pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
+    let state_dir = &options.state_dir;
+    std::fs::create_dir_all(state_dir)
+        .with_context(|| format!("creating {}", state_dir.display()))?;
+    let mut progress = Progress::new(STEPS, &state_dir.join("timings.json"));
+
+    let uid = effective_uid()?;
+    ensure!(
+        uid == 0,
+        "orrery up runs pods as runc containers in their own namespaces and builds images \
+         with buildah, which needs root: run it as root (sudo -E env PATH=$PATH cargo run -p \
+         orrery-runner --bin orrery -- up); `orrery demo` needs nothing of this"
+    );
+    progress
+        .step(
+            "packages",
+            "Debian packages (buildah, runc)",
+            None,
+            packages,
+        )
+        .await?;
+    progress
+        .step(
+            "binaries",
+            "the operator's and the runner's binaries (cargo build)",
+            Some("about 8 min on 2 cores"),
+            build_binaries,
+        )
+        .await?;
+    let testenv_bin = progress
+        .step(
+            "control-plane-build",
+            "the local control plane: kube-apiserver, etcd, kube-controller-manager v1.36.3 \
+             (tests/testenv/build.sh)",
+            Some("about 11 min and 2.1 GiB of memory"),
+            testenv::bin_dir,
+        )
+        .await?;
+    progress
+        .step(
+            "helm-build",
+            "Helm v4 (tests/helm/build.sh)",
+            Some("about 10 min"),
+            chart::helm_bin,
+        )
+        .await?;
+    // Beside the binaries, where the tests' images go too (`images::built`): one build serves
+    // both, and it is redone only when a binary or the script changed.
+    let images_out = crate::harness::workspace_binary("orrery")?
+        .parent()
+        .map(|d| d.join("orrery-images"))
+        .context("the binaries' directory")?;
+    let images = progress
+        .step(
+            "images",
+            "the images localhost/orrery/{operator,runner}:dev (tests/images/build.sh)",
+            Some("about 1 min"),
+            move || match fresh_images(&images_out) {
+                Some(dir) => Ok(dir),
+                None => images::build(&images_out),
+            },
+        )
+        .await?;
+
+    // A fresh cluster every time: the state of an earlier run is removed first.
+    let cluster_dir = state_dir.join("cluster");
+    let _ = std::fs::remove_dir_all(&cluster_dir);
+    std::fs::create_dir_all(&cluster_dir)?;
+    let started = progress.begin("starting the control plane");
+    let dir_arg = cluster_dir.to_string_lossy().into_owned();
+    let env =
+        tokio::task::spawn_blocking(move || TestEnv::start(&testenv_bin, &["--dir", &dir_arg]))
+            .await??;
+    progress.end(started, &env.server);
+    let kubeconfig = env.kubeconfig.clone();
+    let server = env.server.clone();
+    let admin_token = env
+        .var("TESTENV_ADMIN_TOKEN")
+        .map(str::to_owned)
+        .context("the control plane's env file names no TESTENV_ADMIN_TOKEN")?;
+    let client = env.admin().await?;
+    running.env = Some(env);
+
+    let started = progress.begin("starting the dev node (pods as runc containers)");
+    let work_dir = state_dir.join("node");
+    let _ = std::fs::remove_dir_all(&work_dir);
+    let mut config = ExecutorConfig::new(NODE)
+        .api_server(&server)
+        .images_dir(&images);
+    config.work_dir = Some(work_dir.clone());
+    let executor = PodExecutor::start_with(client.clone(), config)
+        .await
+        .context("starting the dev node")?;
+    progress.end(
+        started,
+        &format!("node {NODE}; pod logs under {}", work_dir.display()),
+    );
+    running.executor = Some(executor);
+
+    let started = progress.begin("installing the Helm chart and waiting for the operator's pod");
+    let sidecar_port = free_port(if options.sidecar_port == 0 {
+        8080
+    } else {
+        options.sidecar_port
+    })?;
+    let metrics_port = free_port(8081)?;
+    let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
+    let sets = [
+        "image.registry=localhost".to_owned(),
+        "image.repository=orrery/operator".to_owned(),
+        "image.tag=dev".to_owned(),
+        "image.pullPolicy=Never".to_owned(),
+        "runner.image.registry=localhost".to_owned(),
+        "runner.image.tag=dev".to_owned(),
+        "store.sqlite.persistence.enabled=false".to_owned(),
+        "controller.leaderElection.enabled=false".to_owned(),
+        format!("sidecar.url={sidecar_url}"),
+        format!("sidecar.port={sidecar_port}"),
+        format!("controller.metricsPort={metrics_port}"),
+        format!("tenantNamespaces={{{NAMESPACE}}}"),
+    ];
+    let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
+    let mut args: Vec<String> = [
+        "install",
+        RELEASE,
+        &chart_dir,
+        "--namespace",
+        RELEASE_NAMESPACE,
+        "--create-namespace",
+    ]
+    .map(String::from)
+    .to_vec();
+    for set in sets {
+        args.extend(["--set".to_owned(), set]);
+    }
+    let helm_kubeconfig = kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        chart::helm(&args, Some(&helm_kubeconfig))?.ok()
+    })
+    .await?
+    .context("helm install")?;
+    let pod = wait_operator(&client).await.with_context(|| {
+        format!(
+            "the operator's pod did not start both containers (its logs: {}/{RELEASE_NAMESPACE}_*/logs/)",
+            work_dir.display()
+        )
+    })?;
+    wait_sidecar(&sidecar_url).await?;
+    progress.end(
+        started,
+        &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
+    );
+    running.sidecar_url = Some(sidecar_url.clone());
+
+    let started = progress.begin("the demo fleet and the examples");
+    let fleet = match start_fleet(FleetConfig::from_env()?).await {
+        Ok(f) => f,
+        // 7801/7802 taken: free ports, the entries point at them.
+        Err(_) => start_fleet(FleetConfig::ephemeral()).await?,
+    };
+    let compositions = apply_examples(&client, &fleet).await;
+    running.fleet = Some(fleet);
+    let compositions = compositions?;
+    let api: Api<Composition> = Api::namespaced(client.clone(), NAMESPACE);
+    for name in &compositions {
+        wait_for(
+            &api,
+            name,
+            "Valid=True",
+            READY_TIMEOUT,
+            has_condition::<Composition>("Valid", "True"),
+        )
+        .await
+        .with_context(|| format!("Composition {NAMESPACE}/{name}"))?;
+    }
+    let entries: Api<RegistryEntry> = Api::namespaced(client.clone(), NAMESPACE);
+    for name in ["demo-tools", "demo-writer", "scripted"] {
+        wait_for(
+            &entries,
+            name,
+            "Ready=True",
+            READY_TIMEOUT,
+            has_condition::<RegistryEntry>("Ready", "True"),
+        )
+        .await
+        .with_context(|| format!("RegistryEntry {NAMESPACE}/{name} (probed in a pod)"))?;
+    }
+    progress.end(
+        started,
+        &format!(
+            "{} Compositions Valid; demo-tools, demo-writer, scripted Ready",
+            compositions.len()
+        ),
+    );
+
+    let kubectl = running
+        .env
+        .as_ref()
+        .and_then(|e| e.bin.as_ref())
+        .map(|b| b.join("kubectl"));
+    running.banner = banner(&kubeconfig, kubectl.as_deref(), &sidecar_url, &cluster_dir);
+
+    let started = progress.begin("the critic-loop StudioRun, followed live through the sidecar");
+    if options.demo_run {
+        let run =
+            std::fs::read_to_string(workspace_root().join("examples/runs/critic-loop-run.yaml"))
+                .context("reading examples/runs/critic-loop-run.yaml")?
+                .replace("owner: jane@example.com", &format!("owner: {ADMIN}"));
+        let run: StudioRun = serde_yaml::from_str(&run).context("the example run")?;
+        let runs: Api<StudioRun> = Api::namespaced(client.clone(), NAMESPACE);
+        runs.create(&PostParams::default(), &run)
+            .await
+            .context("creating the demo StudioRun")?;
+        let outcome = follow::follow(&sidecar_url, NAMESPACE, DEMO_RUN, &admin_token).await?;
+        progress.end(
+            started,
+            &format!("StudioRun {NAMESPACE}/{DEMO_RUN} {outcome}"),
+        );
+        if outcome != "Succeeded" {
+            bail!("the demo run ended {outcome}: kubectl describe studiorun {DEMO_RUN}");
+        }
+    } else {
+        progress.end(started, "skipped (--no-run)");
+    }
+    Ok(())
+}
+
+/// What to try, once up.
+fn banner(kubeconfig: &Path, kubectl: Option<&Path>, sidecar: &str, cluster_dir: &Path) -> String {
+    let kubectl_hint = match kubectl {
+        Some(k) => format!(
+            "  export PATH={}:$PATH   # kubectl v1.36.3, built with the control plane\n",
+            k.parent()
+                .map(Path::display)
+                .map(|d| d.to_string())
+                .unwrap_or_default()
+        ),
+        None => String::new(),
+    };
+    format!(
+        "Orrery Studio is up on this machine.
+
+  export KUBECONFIG={kubeconfig}
+{kubectl_hint}
+Try:
+  kubectl get compositions,registryentries,studioruns
+  kubectl describe studiorun {DEMO_RUN}
+  kubectl get pods -A -o wide                    # the operator's pod, probe and runner pods
+  sed 's/name: release-notes-1/generateName: release-notes-/; s/owner: .*/owner: admin/' \\
+      examples/runs/critic-loop-run.yaml | kubectl create -f -
+  kubectl wait --for=jsonpath='{{.status.phase}}'=Succeeded studiorun/{DEMO_RUN}
+
+A run that asks a person (the human-review example), decided with kubectl:
+  sed 's/name: release-notes-1/name: reviewed-1/; s/name: critic-loop/name: human-review/; s/owner: .*/owner: admin/' \\
+      examples/runs/critic-loop-run.yaml | kubectl apply -f -
+  kubectl wait --for=jsonpath='{{.status.phase}}'=AwaitingApproval studiorun/reviewed-1
+  ID=$(kubectl get studiorun reviewed-1 -o jsonpath='{{.status.pendingApprovals[0].id}}')
+  DIGEST=$(kubectl get studiorun reviewed-1 -o jsonpath='{{.status.pendingApprovals[0].digest}}')
+  kubectl patch studiorun reviewed-1 --subresource=status --type=json -p \\
+      \"[{{\\\"op\\\":\\\"add\\\",\\\"path\\\":\\\"/status/decisions/-\\\",\\\"value\\\":{{\\\"approvalId\\\":\\\"$ID\\\",\\\"decision\\\":\\\"Approve\\\",\\\"digest\\\":\\\"$DIGEST\\\",\\\"decidedBy\\\":\\\"admin\\\"}}}}]\"
+
+The sidecar (run API, live trace, approvals) on loopback: {sidecar}
+  TOKEN=$(sed -n 's/^TESTENV_ADMIN_TOKEN=//p' {env})
+  curl -sN -H \"Authorization: Bearer $TOKEN\" -H 'Accept: text/event-stream' \\
+      {sidecar}/api/v1/runs/{NAMESPACE}/{DEMO_RUN}/events
+
+Stop: Ctrl-C here (or `orrery up --down` from another terminal); `orrery up --status` shows it.",
+        kubeconfig = kubeconfig.display(),
+        env = cluster_dir.join("env").display(),
+    )
+}
+
+impl Running {
+    /// Stops what was started, in reverse: the dev node (its pods' containers; the Node goes),
+    /// the fleet, the control plane. Reports what could not be stopped.
+    pub async fn stop(&mut self) -> Result<()> {
+        let mut problems = Vec::new();
+        if let Some(executor) = self.executor.take() {
+            let work_dir = executor.work_dir().to_path_buf();
+            if let Err(e) = executor.shutdown().await {
+                problems.push(format!("the dev node: {e}"));
+            }
+            let left = processes_naming(&work_dir.to_string_lossy());
+            if !left.is_empty() {
+                problems.push(format!("processes of the dev node's pods left: {left:?}"));
+            }
+        }
+        if let Some(fleet) = self.fleet.take()
+            && let Err(e) = fleet.shutdown().await
+        {
+            problems.push(format!("the demo fleet: {e}"));
+        }
+        if let Some(env) = self.env.take() {
+            // Dropping it ends `testenv up`, which stops the apiserver, etcd and the
+            // controller manager.
+            tokio::task::spawn_blocking(move || drop(env)).await?;
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            bail!("stopping: {}", problems.join("; "))
+        }
+    }
+}
+
+/// Processes whose command line names `needle`.
+pub fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                out.push(format!("{name}: {cmdline}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_names_the_kubeconfig_the_sidecar_and_how_to_stop() {
+        let text = banner(
+            Path::new("/s/cluster/kubeconfig"),
+            Some(Path::new("/bin/dir/kubectl")),
+            "http://127.0.0.1:8080",
+            Path::new("/s/cluster"),
+        );
+        for want in [
+            "export KUBECONFIG=/s/cluster/kubeconfig",
+            "export PATH=/bin/dir:$PATH",
+            "kubectl get compositions,registryentries,studioruns",
+            "http://127.0.0.1:8080/api/v1/runs/default/release-notes-1/events",
+            "sed -n 's/^TESTENV_ADMIN_TOKEN=//p' /s/cluster/env",
+            "orrery up --down",
+            "\"[{\\\"op\\\":\\\"add\\\"",
+        ] {
+            assert!(text.contains(want), "{want:?} missing from:\n{text}");
+        }
+    }
+
+    #[test]
+    fn the_default_state_directory_is_orrery_up_under_the_state_home() {
+        // Read-only check of the rule, without changing this process's environment.
+        let dir = default_state_dir();
+        assert!(dir.ends_with("orrery/up"), "{}", dir.display());
+    }
+}

@@ -1,0 +1,222 @@
+//! `orrery up` end to end, as a person runs it: the `orrery-up` binary (what `orrery up` hands
+//! over to) with a state directory of its own.
+//!
+//! Detached: it returns once the whole system is up and the critic-loop demo run has
+//! Succeeded in a runner pod (a runc container from the runner image, scheduled by the chart's
+//! operator, itself running from its image); `--status` shows it with the run; the kubeconfig it
+//! prints works; a second `orrery up` is refused; `--down` stops it and nothing of it is left
+//! running. Foreground: Ctrl-C (SIGINT) once it is ready stops everything, exit code 0.
+//!
+//! Each `orrery up` starts its own control plane (it does not use the tests' shared one). Needs
+//! root, buildah and runc (scripts/test.sh installs them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client};
+use orrery_crds::StudioRun;
+use orrery_crds::run::RunPhase;
+use orrery_tests::up::{self, state};
+
+const UP: &str = env!("CARGO_BIN_EXE_orrery-up");
+
+/// Long enough for a build of the images and the whole start.
+const START_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn state_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("orrery-e2e-up-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn up_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(UP);
+    cmd.arg("--state-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> Result<Output> {
+    let out = up_cmd(dir, args)
+        .output()
+        .with_context(|| format!("running orrery-up {args:?}"))?;
+    Ok(out)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+async fn client_of(kubeconfig: &Path) -> Result<Client> {
+    let config = kube::Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(kubeconfig)?,
+        &KubeConfigOptions::default(),
+    )
+    .await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// Nothing of the environment runs: no process names its state directory (runc containers'
+/// bundles, the control plane's data) and no `orrery-up` of it is alive.
+fn nothing_left(dir: &Path) -> Result<()> {
+    let left = up::processes_naming(&dir.to_string_lossy());
+    ensure!(left.is_empty(), "processes left: {left:?}");
+    ensure!(
+        state::live(dir)?.is_none(),
+        "a live orrery up in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothing_behind()
+-> Result<()> {
+    // Detached, then --status, the kubeconfig, a refused second start, --down.
+    let dir = state_dir("detached");
+    let started = Instant::now();
+    let out = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || run(&dir, &["--detach", "--sidecar-port", "0"])
+    })
+    .await??;
+    let detached = async {
+        ensure!(
+            out.status.success(),
+            "orrery up --detach failed:\n{}",
+            text(&out)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for want in [
+            "Orrery Studio is up",
+            "export KUBECONFIG=",
+            "orrery up --down",
+        ] {
+            ensure!(stdout.contains(want), "{want:?} missing:\n{}", text(&out));
+        }
+        let st = state::live(&dir)?.context("no live state after --detach")?;
+        ensure!(st.phase == state::Phase::Ready, "{st:?}");
+
+        let status = run(&dir, &["--status"])?;
+        ensure!(status.status.success(), "--status:\n{}", text(&status));
+        ensure!(
+            String::from_utf8_lossy(&status.stdout).contains("default/release-notes-1  Succeeded"),
+            "--status does not show the demo run Succeeded:\n{}",
+            text(&status)
+        );
+
+        let kubeconfig = st
+            .kubeconfig
+            .clone()
+            .context("no kubeconfig in the state")?;
+        let client = client_of(&kubeconfig).await?;
+        let demo: StudioRun = Api::namespaced(client.clone(), up::NAMESPACE)
+            .get(up::DEMO_RUN)
+            .await?;
+        let phase = demo.status.as_ref().and_then(|s| s.phase);
+        ensure!(
+            phase == Some(RunPhase::Succeeded),
+            "the demo run is {phase:?}"
+        );
+        // It ran in a runner pod on the dev node, as a runc container.
+        let pods: Api<Pod> = Api::namespaced(client.clone(), up::NAMESPACE);
+        let runner = pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .find(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(up::DEMO_RUN))
+            })
+            .context("no runner pod of the demo run")?;
+        let ids: Vec<String> = runner
+            .status
+            .and_then(|s| s.container_statuses)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|c| c.container_id)
+            .collect();
+        ensure!(
+            !ids.is_empty() && ids.iter().all(|i| i.starts_with("runc://")),
+            "the runner pod's containers: {ids:?}"
+        );
+
+        let again = run(&dir, &["--detach"])?;
+        ensure!(
+            !again.status.success()
+                && String::from_utf8_lossy(&again.stderr).contains("already up"),
+            "a second orrery up was not refused:\n{}",
+            text(&again)
+        );
+        Ok(())
+    }
+    .await;
+    let down = run(&dir, &["--down"])?;
+    detached?;
+    ensure!(down.status.success(), "--down:\n{}", text(&down));
+    nothing_left(&dir)?;
+    let status = run(&dir, &["--status"])?;
+    ensure!(
+        status.status.code() == Some(3),
+        "--status after --down:\n{}",
+        text(&status)
+    );
+    eprintln!("detached up and down: {:?}", started.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Foreground, then Ctrl-C once ready.
+    let dir = state_dir("foreground");
+    let mut child = up_cmd(&dir, &["--no-run", "--sidecar-port", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some(code) = child.try_wait()? {
+            let out = child.wait_with_output()?;
+            bail!(
+                "orrery up exited ({code}) before it was ready:\n{}",
+                text(&out)
+            );
+        }
+        if state::read(&dir)?.is_some_and(|s| s.phase == state::Phase::Ready) {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!("orrery up not ready within {START_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)?;
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await??;
+    ensure!(
+        out.status.success(),
+        "orrery up after Ctrl-C:\n{}",
+        text(&out)
+    );
+    ensure!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing of it runs now"),
+        "{}",
+        text(&out)
+    );
+    nothing_left(&dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
