@@ -1,6 +1,7 @@
-//! The project's images for tests: `tests/images/build.sh` run once per test binary on the
-//! workspace's debug binaries (built first when missing or stale), its OCI archives written
-//! beside the binaries (`<target>/<profile>/orrery-images/`). Needs root, buildah and runc.
+//! The project's images for tests: `tests/images/build.sh` run on the workspace's debug
+//! binaries (built first when missing or stale), its OCI archives written beside the binaries
+//! (`<target>/<profile>/orrery-images/`), at most once per test binary and only when a binary
+//! or the script is newer than the archives. Needs root, buildah and runc.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -66,7 +67,38 @@ pub fn built() -> Result<PathBuf> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let dir = build(&bins.join("orrery-images"))?;
+    let out = bins.join("orrery-images");
+    let dir = match fresh(&out) {
+        Some(dir) => dir,
+        None => build(&out)?,
+    };
     *built = Some(dir.clone());
     Ok(dir)
+}
+
+/// `out`, when both archives in it are newer than the binaries they hold and the script that
+/// builds them: the build is reproducible, so a rebuild would write the same archives. The
+/// binaries are built first when stale (as [`build`] does).
+pub fn fresh(out: &Path) -> Option<PathBuf> {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let runner = workspace_binary("orrery").ok()?;
+    let operator = workspace_binary("orrery-operator").ok()?;
+    let inputs = [
+        runner,
+        operator,
+        workspace_root().join("tests/images/build.sh"),
+    ];
+    let newest_input = inputs
+        .iter()
+        .map(|p| modified(p))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()?;
+    let oldest_archive = ["runner.tar", "operator.tar"]
+        .iter()
+        .map(|a| modified(&out.join(a)))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .min()?;
+    (oldest_archive > newest_input).then(|| out.to_path_buf())
 }

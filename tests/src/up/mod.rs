@@ -162,31 +162,6 @@ fn build_binaries() -> Result<()> {
     Ok(())
 }
 
-/// The images in `out` when both archives are newer than the binaries they hold and the script
-/// that builds them (the build is reproducible, so a rebuild would write the same archives).
-fn fresh_images(out: &Path) -> Option<PathBuf> {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let bins = crate::harness::workspace_binary("orrery").ok()?;
-    let bin_dir = bins.parent()?;
-    let inputs = [
-        bin_dir.join("orrery"),
-        bin_dir.join("orrery-operator"),
-        workspace_root().join("tests/images/build.sh"),
-    ];
-    let newest_input = inputs
-        .iter()
-        .map(|p| modified(p))
-        .collect::<Option<Vec<_>>>()?;
-    let newest_input = newest_input.into_iter().max()?;
-    let oldest_archive = ["runner.tar", "operator.tar"]
-        .iter()
-        .map(|a| modified(&out.join(a)))
-        .collect::<Option<Vec<_>>>()?
-        .into_iter()
-        .min()?;
-    (oldest_archive > newest_input).then(|| out.to_path_buf())
-}
-
 /// The examples' fleet URLs replaced with the running fleet's (it may have taken other ports).
 fn point_at_fleet(text: &str, fleet: &Fleet) -> String {
     let tools = format!("http://{}", fleet.tools_addr());
@@ -338,7 +313,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
             "images",
             "the images localhost/orrery/{operator,runner}:dev (tests/images/build.sh)",
             Some("about 1 min"),
-            move || match fresh_images(&images_out) {
+            move || match images::fresh(&images_out) {
                 Some(dir) => Ok(dir),
                 None => images::build(&images_out),
             },
