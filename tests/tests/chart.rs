@@ -634,3 +634,189 @@ fn aggregated_roles_let_view_read_and_edit_write_but_never_status() -> Result<()
     );
     Ok(())
 }
+
+/// The (kind, name, namespace, role) of every binding rendered, with the role it grants.
+fn bindings(docs: &[serde_json::Value]) -> Vec<(String, String, String, String)> {
+    docs.iter()
+        .filter(|d| d["kind"] == "ClusterRoleBinding" || d["kind"] == "RoleBinding")
+        .map(|d| {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            (
+                text(&d["kind"]),
+                text(&d["metadata"]["name"]),
+                text(&d["metadata"]["namespace"]),
+                text(&d["roleRef"]["name"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_watch_namespace_the_controllers_rights_hold_in_it_alone() -> Result<()> {
+    let role = "orrery-operator";
+    // All namespaces: the controllers' role is bound cluster-wide.
+    let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    ensure!(
+        bindings(&docs)
+            .iter()
+            .any(|(kind, _, _, r)| kind == "ClusterRoleBinding" && r == role),
+        "{:?}",
+        bindings(&docs)
+    );
+    // One namespace: only a RoleBinding there grants it; what stays cluster-wide is a get of
+    // Namespaces and the sidecar's list of StudioRuns.
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "watchNamespace=team-a",
+                "--set",
+                "tenantNamespaces={team-a}",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let all = bindings(&docs);
+    let granting: Vec<_> = all.iter().filter(|(_, _, _, r)| r == role).collect();
+    ensure!(
+        granting.len() == 1 && granting[0].0 == "RoleBinding" && granting[0].2 == "team-a",
+        "{granting:?}"
+    );
+    // Binding names do not collide with the tenant RoleBinding in the same namespace.
+    let mut names: Vec<(&str, &str, &str)> = all
+        .iter()
+        .map(|(k, n, ns, _)| (k.as_str(), n.as_str(), ns.as_str()))
+        .collect();
+    names.sort_unstable();
+    let count = names.len();
+    names.dedup();
+    ensure!(names.len() == count, "two bindings share a name: {all:?}");
+    for (kind, _, _, cluster_role) in all.iter().filter(|(k, ..)| k == "ClusterRoleBinding") {
+        let bound = find(&docs, "ClusterRole", cluster_role)
+            .with_context(|| format!("no ClusterRole {cluster_role}"))?;
+        let mut rights = Vec::new();
+        for rule in bound["rules"].as_array().into_iter().flatten() {
+            for resource in rule["resources"].as_array().into_iter().flatten() {
+                for verb in rule["verbs"].as_array().into_iter().flatten() {
+                    rights.push(format!(
+                        "{} {}",
+                        verb.as_str().unwrap_or_default(),
+                        resource.as_str().unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        ensure!(
+            rights
+                .iter()
+                .all(|r| r == "get namespaces" || r == "list studioruns"),
+            "{kind} {cluster_role} grants cluster-wide {rights:?}"
+        );
+    }
+    Ok(())
+}
+
+/// The kinds `helm template` renders without a namespace (the CRDs aside: Helm installs them
+/// once from crds/ and skips them when they exist).
+const CLUSTER_SCOPED: &[&str] = &[
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+];
+
+/// The cluster-scoped objects of a render: "Kind/name", sorted.
+fn cluster_scoped(release: &str, namespace: &str, extra: &[&str]) -> Result<Vec<String>> {
+    let docs = documents(&template(release, namespace, extra)?.ok()?)?;
+    let mut names = Vec::new();
+    for doc in &docs {
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        if doc["metadata"].get("namespace").is_none() {
+            ensure!(
+                CLUSTER_SCOPED.contains(&kind),
+                "{kind} {} has no namespace",
+                doc["metadata"]["name"]
+            );
+            names.push(format!(
+                "{kind}/{}",
+                doc["metadata"]["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+#[test]
+fn two_releases_serving_different_namespaces_share_no_cluster_scoped_name() -> Result<()> {
+    let all = ["--set", "rbac.aggregateToDefaultRoles=true"];
+    let a = cluster_scoped(
+        "studio-a",
+        "ops-a",
+        &[
+            all[0],
+            all[1],
+            "--set",
+            "watchNamespace=team-a",
+            "--set",
+            "tenantNamespaces={team-a}",
+        ],
+    )?;
+    let b = cluster_scoped(
+        "studio-b",
+        "ops-b",
+        &[
+            all[0],
+            all[1],
+            "--set",
+            "watchNamespace=team-b",
+            "--set",
+            "tenantNamespaces={team-b}",
+        ],
+    )?;
+    for kind in CLUSTER_SCOPED {
+        ensure!(
+            a.iter().any(|n| n.starts_with(&format!("{kind}/"))),
+            "no {kind} rendered: {a:?}"
+        );
+    }
+    let shared: Vec<&String> = a.iter().filter(|n| b.contains(n)).collect();
+    ensure!(shared.is_empty(), "both releases render {shared:?}");
+    // Two releases serving every namespace would reconcile the same runs: their admission
+    // policies share names, so Helm refuses the second (after the chart's guard said why, when
+    // it can see the cluster).
+    let a = cluster_scoped("studio-a", "ops-a", &[])?;
+    let b = cluster_scoped("studio-b", "ops-b", &[])?;
+    ensure!(
+        a.iter()
+            .filter(|n| n.starts_with("ValidatingAdmissionPolicy"))
+            .all(|n| b.contains(n)),
+        "{a:?} / {b:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_release_serving_one_namespace_binds_its_pending_policy_there() -> Result<()> {
+    let docs =
+        documents(&template("studio", "platform", &["--set", "watchNamespace=team-a"])?.ok()?)?;
+    let name = "studioruns-pending.team-a.studio.orrery.dev";
+    let binding = find(&docs, "ValidatingAdmissionPolicyBinding", name)
+        .with_context(|| format!("no binding {name}"))?;
+    ensure!(binding["spec"]["policyName"] == name);
+    ensure!(
+        binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]
+            == serde_json::json!({"kubernetes.io/metadata.name": "team-a"}),
+        "{binding}"
+    );
+    // Who may create and decide is the same rule for every release: cluster-wide.
+    for base in ["studioruns-create", "studioruns-decisions"] {
+        let name = format!("{base}.team-a.studio.orrery.dev");
+        let binding = find(&docs, "ValidatingAdmissionPolicyBinding", &name)
+            .with_context(|| format!("no binding {name}"))?;
+        ensure!(binding["spec"].get("matchResources").is_none(), "{binding}");
+    }
+    Ok(())
+}

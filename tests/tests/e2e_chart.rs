@@ -1,8 +1,10 @@
 //! The Helm chart against the real kube-apiserver: `helm install` creates every object (the API
 //! server accepts them all, admission policies included), the ServiceAccount gets exactly the
 //! chart's rights (`kubectl auth can-i`), the pending-approvals policy trusts the release's own
-//! ServiceAccount, `helm upgrade` rolls the config and keeps the run-token key, and `helm
-//! uninstall` removes the release but keeps the key Secret and the CRDs.
+//! ServiceAccount, `helm upgrade` rolls the config and keeps the run-token key, a second
+//! release that would collide with the first is refused, `watchNamespace` confines the
+//! controllers' rights to that namespace, and `helm uninstall` removes the release but keeps
+//! the key Secret and the CRDs.
 //!
 //! One test in its own binary: the admission policies are cluster-wide objects with fixed names,
 //! which other test binaries apply for themselves (they run one after another, never at once).
@@ -34,6 +36,29 @@ fn can_i(env: &TestEnv, sa: &str, verb: &str, resource: &str, ns: &str) -> Resul
     };
     let out = cmd.output().context("kubectl auth can-i")?;
     Ok(String::from_utf8_lossy(&out.stdout).trim() == "yes")
+}
+
+/// Each row (verb, resource, namespace, whether the chart grants it) as the API server
+/// answers `kubectl auth can-i` for `sa`. RBAC reaches the authorizer a moment after it is
+/// written, so a mismatch is asked again for up to 10 s before it fails.
+fn check_rights(env: &TestEnv, sa: &str, rows: &[(&str, &str, &String, bool)]) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut wrong = Vec::new();
+        for (verb, resource, ns, want) in rows {
+            let got = can_i(env, sa, verb, resource, ns)?;
+            if got != *want {
+                wrong.push(format!(
+                    "can-i {verb} {resource} -n {ns} as {sa}: {got}, the chart means {want}"
+                ));
+            }
+        }
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        ensure!(std::time::Instant::now() < deadline, "{}", wrong.join("\n"));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 #[tokio::test]
@@ -92,38 +117,68 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         .context("its data")?;
     ensure!(key.contains_key("key.pem") && key.contains_key("key.pub.pem"));
 
-    // The chart's RBAC, as the API server evaluates it.
+    // The chart's RBAC, as the API server evaluates it: every right the operator's code uses
+    // (charts/orrery/templates/rbac.yaml names the code), and none beyond.
+    let (t, o, sys) = (&tenant.name, &other.name, &system.name);
     let rows = [
-        ("create", "pods", &tenant.name, true),
-        ("create", "pods", &other.name, false),
-        ("get", "secrets", &tenant.name, true),
-        ("list", "secrets", &tenant.name, false),
-        ("get", "secrets", &other.name, false),
-        (
-            "create",
-            "networkpolicies.networking.k8s.io",
-            &tenant.name,
-            true,
-        ),
-        (
-            "patch",
-            "studioruns.studio.orrery.dev/status",
-            &other.name,
-            true,
-        ),
-        ("patch", "studioruns.studio.orrery.dev", &tenant.name, false),
-        ("create", "leases.coordination.k8s.io", &system.name, true),
-        ("create", "leases.coordination.k8s.io", &tenant.name, false),
-        ("create", "pods/exec", &tenant.name, false),
-        ("create", "serviceaccounts/token", &tenant.name, false),
+        // Orrery's kinds: read and status everywhere (the controllers watch every namespace),
+        // finished runs deleted; the spec is never written.
+        ("watch", "compositions.studio.orrery.dev", o, true),
+        ("list", "registryentries.studio.orrery.dev", o, true),
+        ("get", "studioruns.studio.orrery.dev", o, true),
+        ("patch", "compositions.studio.orrery.dev/status", o, true),
+        ("patch", "registryentries.studio.orrery.dev/status", o, true),
+        ("patch", "studioruns.studio.orrery.dev/status", o, true),
+        ("update", "studioruns.studio.orrery.dev/status", o, false),
+        ("delete", "studioruns.studio.orrery.dev", o, true),
+        ("patch", "studioruns.studio.orrery.dev", t, false),
+        ("create", "studioruns.studio.orrery.dev", t, false),
+        ("delete", "compositions.studio.orrery.dev", t, false),
+        // Pods: watched everywhere, written in tenant namespaces only.
+        ("watch", "pods", o, true),
+        ("create", "pods", t, true),
+        ("patch", "pods", t, true),
+        ("delete", "pods", t, true),
+        ("create", "pods", o, false),
+        ("update", "pods", t, false),
+        ("create", "pods/exec", t, false),
+        ("get", "pods/log", t, false),
+        // Secrets: by name and created, in tenant namespaces only.
+        ("get", "secrets", t, true),
+        ("create", "secrets", t, true),
+        ("list", "secrets", t, false),
+        ("delete", "secrets", t, false),
+        ("get", "secrets", o, false),
+        // NetworkPolicies: created and applied in tenant namespaces, never deleted (owned).
+        ("create", "networkpolicies.networking.k8s.io", t, true),
+        ("patch", "networkpolicies.networking.k8s.io", t, true),
+        ("get", "networkpolicies.networking.k8s.io", t, true),
+        ("delete", "networkpolicies.networking.k8s.io", t, false),
+        ("create", "networkpolicies.networking.k8s.io", o, false),
+        // ControllerRevisions: watched, created and pruned.
+        ("watch", "controllerrevisions.apps", o, true),
+        ("create", "controllerrevisions.apps", t, true),
+        ("delete", "controllerrevisions.apps", t, true),
+        ("create", "controllerrevisions.apps", o, false),
+        // Events, in tenant namespaces.
+        ("create", "events.events.k8s.io", t, true),
+        ("patch", "events.events.k8s.io", t, true),
+        ("create", "events.events.k8s.io", o, false),
+        // Namespaces: one get.
+        ("get", "namespaces", o, true),
+        ("list", "namespaces", o, false),
+        // The leader Lease, in the release namespace only.
+        ("get", "leases.coordination.k8s.io", sys, true),
+        ("watch", "leases.coordination.k8s.io", sys, true),
+        ("create", "leases.coordination.k8s.io", sys, true),
+        ("patch", "leases.coordination.k8s.io", sys, true),
+        ("delete", "leases.coordination.k8s.io", sys, false),
+        ("create", "leases.coordination.k8s.io", t, false),
+        // Never.
+        ("create", "serviceaccounts/token", t, false),
+        ("create", "rolebindings.rbac.authorization.k8s.io", t, false),
     ];
-    for (verb, resource, ns, want) in rows {
-        let got = can_i(env, &sa, verb, resource, ns)?;
-        ensure!(
-            got == want,
-            "can-i {verb} {resource} -n {ns} as {sa}: {got}, the chart means {want}"
-        );
-    }
+    check_rights(env, &sa, &rows)?;
 
     // The pending-approvals policy names this release's ServiceAccount.
     let policy = kubectl(
@@ -208,6 +263,79 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         "{}",
         refused.stderr
     );
+
+    // A second release is refused at render when it would collide: the same release name in
+    // another namespace (cluster-scoped names), or serving what this one serves (every
+    // namespace, here).
+    let second = |name: &str, extra: &[&str]| -> Result<String> {
+        let mut args = vec![
+            "install",
+            name,
+            &chart,
+            "--namespace",
+            &other.name,
+            "--kube-context",
+            ADMIN,
+        ];
+        args.extend_from_slice(extra);
+        let out = chart::helm(&args, Some(&env.kubeconfig))?;
+        if out.success {
+            let _ = helm(env, &["uninstall", name, "-n", &other.name]);
+            anyhow::bail!("a second release {name} in {} was installed", other.name);
+        }
+        Ok(out.stderr)
+    };
+    let refused = second(&release, &[])?;
+    ensure!(
+        refused.contains("is already used by the release in namespace")
+            && refused.contains(&system.name),
+        "{refused}"
+    );
+    let watch_other = format!("watchNamespace={}", other.name);
+    let refused = second(&format!("{release}b"), &["--set", &watch_other])?;
+    ensure!(
+        refused.contains("watchNamespace")
+            && refused.contains(&format!(
+                "the release {release} in namespace {}",
+                system.name
+            ))
+            && refused.contains("every namespace"),
+        "{refused}"
+    );
+
+    // One watched namespace: the controllers' rights hold there alone (a RoleBinding); the
+    // sidecar still lists StudioRuns everywhere (its sweep) and Namespaces are still read.
+    helm(
+        env,
+        &[
+            "upgrade",
+            &release,
+            &chart,
+            "-n",
+            &system.name,
+            "--reuse-values",
+            "--set",
+            &format!("watchNamespace={}", tenant.name),
+        ],
+    )?;
+    let rows = [
+        ("watch", "compositions.studio.orrery.dev", t, true),
+        ("patch", "studioruns.studio.orrery.dev/status", t, true),
+        ("delete", "studioruns.studio.orrery.dev", t, true),
+        ("watch", "pods", t, true),
+        ("create", "pods", t, true),
+        ("watch", "compositions.studio.orrery.dev", o, false),
+        ("get", "studioruns.studio.orrery.dev", o, false),
+        ("patch", "studioruns.studio.orrery.dev/status", o, false),
+        ("delete", "studioruns.studio.orrery.dev", o, false),
+        ("watch", "pods", o, false),
+        ("watch", "controllerrevisions.apps", o, false),
+        ("list", "studioruns.studio.orrery.dev", o, true),
+        ("watch", "studioruns.studio.orrery.dev", o, false),
+        ("get", "namespaces", o, true),
+        ("create", "leases.coordination.k8s.io", sys, true),
+    ];
+    check_rights(env, &sa, &rows)?;
 
     // Uninstall: the release's objects go; the key Secret (helm.sh/resource-policy: keep) and
     // the CRDs stay.

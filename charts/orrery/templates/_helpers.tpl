@@ -84,3 +84,21 @@ app.kubernetes.io/component: operator
 {{- $_ := set $config "runToken" (dict "signingKeyFile" "/etc/orrery/run-token/key.pem" "verifyingKeyFile" "/etc/orrery/run-token-public/key.pub.pem" "audience" .Values.runToken.audience) -}}
 {{- toYaml $config -}}
 {{- end -}}
+
+{{/* An admission policy's name (and its binding's): `<base>.studio.orrery.dev` for a release
+     serving every namespace, `<base>.<watchNamespace>.studio.orrery.dev` for one serving a
+     single namespace. Keyed by what the release serves: releases serving different namespaces
+     never collide, and a second release serving the same namespaces collides (Helm refuses it,
+     after the guard in guard.yaml has said why). */}}
+{{- define "orrery.policyName" -}}
+{{- if .root.Values.watchNamespace -}}
+{{- printf "%s.%s.studio.orrery.dev" .base .root.Values.watchNamespace -}}
+{{- else -}}
+{{- printf "%s.studio.orrery.dev" .base -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What the release's controllers serve, as the guard compares it: a namespace, or `*`. */}}
+{{- define "orrery.serves" -}}
+{{- default "*" .Values.watchNamespace -}}
+{{- end -}}
