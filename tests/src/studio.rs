@@ -1,8 +1,15 @@
-//! The whole system in one test namespace: the pod executor as the kubelet, the controllers
-//! running as the operator's ServiceAccount, runners posting to a sidecar, alice (and
-//! optionally bob) bound to the example `studio-user` Role, and optionally the shipped
-//! admission policies (the chart's, `charts/orrery/templates/policies/`) bound to this namespace alone, so other tests
-//! sharing the control plane are not affected.
+//! The whole system in one test namespace: the pod executor as the kubelet, alice (and
+//! optionally bob) bound to the example `studio-user` Role, and the operator in one of two ways:
+//!
+//! - [`Studio::install`]: **the chart** (`helm install` of `charts/orrery/` into the test's
+//!   namespace, serving that namespace alone). The operator's pod runs its two containers
+//!   (controller and sidecar) from the operator's image as runc containers on the dev node, with
+//!   its projected ServiceAccount token, so the chart's args, config, RBAC and admission
+//!   policies (bound to that namespace by the chart itself) are what the test exercises; runner
+//!   and probe pods run from the runner's image. Needs root, buildah and runc.
+//! - [`Studio::start`]: the controllers in-process as the operator's ServiceAccount, with the
+//!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
+//!   optionally the chart's admission policies bound to this namespace alone.
 
 use crate::harness::{TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for};
 use crate::operator_fixture::{Operator, test_config};
@@ -32,9 +39,41 @@ pub struct Studio {
     pub ns: TestNamespace,
     /// An admin client.
     pub admin: Client,
+    /// Where runners post events and people call the run API.
+    pub sidecar_url: String,
     exec: PodExecutor,
-    operator: Operator,
+    operator: OperatorHandle,
     bindings: Vec<String>,
+}
+
+/// How the operator of a [`Studio`] runs.
+enum OperatorHandle {
+    /// The controllers on a task of the test.
+    InProcess(Operator),
+    /// The chart's release (uninstalled when dropped).
+    Chart(crate::chart::Release),
+}
+
+/// What [`Studio::install`] starts with.
+pub struct ChartStudioOptions<'a> {
+    /// The namespace's name prefix.
+    pub prefix: &'a str,
+    /// Manifests applied in the namespace first (model entries…).
+    pub manifests: &'a str,
+    /// Users bound to the example `studio-user` Role.
+    pub users: &'a [&'a str],
+    /// Install the chart's admission policies (bound to the test's namespace by the chart).
+    pub policies: bool,
+    /// `helm --set` values on top of the test's (e.g. `config.approvalTimeoutSeconds=4`).
+    pub values: &'a [&'a str],
+}
+
+/// How long the chart's operator pod may take to start (the first unpack of the image).
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
+    Ok(listener.local_addr()?.port())
 }
 
 /// What a [`Studio`] starts with.
@@ -95,10 +134,105 @@ impl Studio {
             env,
             ns,
             admin,
+            sidecar_url: options.sidecar_url.to_owned(),
             exec,
-            operator,
+            operator: OperatorHandle::InProcess(operator),
             bindings,
         })
+    }
+
+    /// Installs the chart into a new namespace, serving it alone, with the operator's pod and
+    /// every runner and probe pod run from the project's images (see the module docs); returns
+    /// once the controller runs and the sidecar answers.
+    pub async fn install(options: ChartStudioOptions<'_>) -> Result<Studio> {
+        let images = tokio::task::spawn_blocking(crate::images::built).await??;
+        let env = testenv::shared_async().await?;
+        ensure_crds(env).await?;
+        let ns = TestNamespace::create(env, options.prefix).await?;
+        let admin = env.admin().await?;
+        let exec = PodExecutor::start_with(
+            admin.clone(),
+            ExecutorConfig::new(format!("node-{}", ns.name))
+                .namespace(&ns.name)
+                .api_server(&env.server)
+                .images_dir(&images),
+        )
+        .await?;
+        // A release name of its own: the chart's cluster-scoped objects are named after it.
+        let release = format!("op-{}", &ns.name[ns.name.len().saturating_sub(5)..]);
+        let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+        let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
+        let mut sets = vec![
+            "image.registry=localhost".to_owned(),
+            "image.repository=orrery/operator".to_owned(),
+            "image.tag=dev".to_owned(),
+            "image.pullPolicy=Never".to_owned(),
+            "runner.image.registry=localhost".to_owned(),
+            "runner.image.tag=dev".to_owned(),
+            "store.sqlite.persistence.enabled=false".to_owned(),
+            "controller.leaderElection.enabled=false".to_owned(),
+            format!("sidecar.url={sidecar_url}"),
+            format!("sidecar.port={sidecar_port}"),
+            format!("service.port={service_port}"),
+            format!("controller.metricsPort={metrics_port}"),
+            format!("watchNamespace={}", ns.name),
+            format!("tenantNamespaces={{{}}}", ns.name),
+            format!("admissionPolicies.enabled={}", options.policies),
+        ];
+        sets.extend(options.values.iter().map(|v| (*v).to_owned()));
+        let mut args: Vec<&str> = Vec::new();
+        for set in &sets {
+            args.extend(["--set", set.as_str()]);
+        }
+        let installed = {
+            let (name, namespace) = (release.clone(), ns.name.clone());
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                crate::chart::Release::install(env, &name, &namespace, &args)
+            })
+            .await?
+        };
+        let release_handle = match installed {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = exec.shutdown().await;
+                return Err(e.context("helm install"));
+            }
+        };
+        let studio = Studio {
+            env,
+            ns,
+            admin,
+            sidecar_url,
+            exec,
+            operator: OperatorHandle::Chart(release_handle),
+            bindings: Vec::new(),
+        };
+        let ready = async {
+            wait_sidecar(&studio.sidecar_url).await.with_context(|| {
+                format!(
+                    "the chart's sidecar did not answer (pod logs under {})",
+                    studio.exec.work_dir().display()
+                )
+            })?;
+            if options.policies {
+                wait_policies_act(env, &studio.ns.name).await?;
+            }
+            if !options.manifests.trim().is_empty() {
+                apply_yaml(&studio.admin, Some(&studio.ns.name), options.manifests).await?;
+            }
+            for user in options.users {
+                grant_studio_user(env, &studio.ns.name, user).await?;
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        if let Err(e) = ready {
+            let _ = studio.shutdown().await;
+            return Err(e);
+        }
+        Ok(studio)
     }
 
     /// The namespace's runs, as admin.
@@ -152,9 +286,27 @@ impl Studio {
             .collect())
     }
 
-    /// Stops the controllers and the pod executor, and removes the policy bindings.
+    /// Stops the operator (the in-process controllers, or `helm uninstall` of the chart's
+    /// release and its pod gone) and the pod executor, and removes the policy bindings.
     pub async fn shutdown(self) -> Result<()> {
-        self.operator.stop().await?;
+        match self.operator {
+            OperatorHandle::InProcess(operator) => operator.stop().await?,
+            OperatorHandle::Chart(release) => {
+                tokio::task::spawn_blocking(move || release.uninstall())
+                    .await?
+                    .context("helm uninstall")?;
+                let pods: Api<Pod> = self.ns.api(&self.admin);
+                crate::harness::eventually(INSTALL_TIMEOUT, || async {
+                    let left = pods
+                        .list(&ListParams::default().labels("app.kubernetes.io/component=operator"))
+                        .await?
+                        .items;
+                    ensure!(left.is_empty(), "the operator's pod is still there");
+                    Ok(())
+                })
+                .await?;
+            }
+        }
         self.exec.shutdown().await?;
         for binding in &self.bindings {
             let _ = kubectl_ok(
@@ -298,7 +450,33 @@ pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
     for doc in policies.iter().chain(bindings.iter()) {
         apply_yaml(&admin, None, &serde_json::to_string(doc)?).await?;
     }
-    // A run created by admin but owned by someone else is refused once the policies act.
+    wait_policies_act(env, ns).await?;
+    Ok(bindings
+        .iter()
+        .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// The sidecar at `url` answers `/healthz`.
+async fn wait_sidecar(url: &str) -> Result<()> {
+    let health = format!("{url}/healthz");
+    let http = http_client()?;
+    crate::harness::eventually(INSTALL_TIMEOUT, || async {
+        let response = http.get(&health).send().await?;
+        ensure!(
+            response.status().is_success(),
+            "{health}: {}",
+            response.status()
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// Waits until the admission policies act in `ns` (they take effect asynchronously): a run
+/// created by admin but owned by someone else is refused.
+pub async fn wait_policies_act(env: &TestEnv, ns: &str) -> Result<()> {
+    let admin = env.admin().await?;
     let probe = json!({
         "apiVersion": "studio.orrery.dev/v1alpha1",
         "kind": "StudioRun",
@@ -332,10 +510,7 @@ pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    Ok(bindings
-        .iter()
-        .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
-        .collect())
+    Ok(())
 }
 
 /// An HTTP client for the sidecar's API: no proxy, a timeout.

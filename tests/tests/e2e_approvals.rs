@@ -1,12 +1,18 @@
-//! Approvals end to end on the real control plane: operator, sidecar and pod executor, with the
-//! shipped admission policies bound to each test's namespace. A run in its pod asks a person
-//! through the sidecar; the text is served to its owner and approvers only; the owner decides
-//! through the sidecar's API (which appends the decision with the owner's own token) or with
-//! `kubectl patch --subresource=status`; a service account's run is decided by its named
-//! approver; a decision that comes after the approval expired is answered 409.
+//! Approvals end to end on the real control plane, against the operator the Helm chart installs
+//! (`Studio::install`: the chart's operator pod, controller and sidecar, from its image on the
+//! dev node, with the chart's RBAC and its admission policies bound to the test's namespace). A
+//! run in its pod asks a person through the sidecar; the text is served to its owner and
+//! approvers only; the owner decides through the sidecar's API (which appends the decision with
+//! the owner's own token) or with `kubectl patch --subresource=status`; a service account's run
+//! is decided by its named approver; a decision that comes after the approval expired is
+//! answered 409.
+//!
+//! One test keeps the in-process operator and two sidecars of its own: two sidecar replicas on
+//! one PostgreSQL database, which the dev node cannot run as two pods of the chart (pods share
+//! the host's network there, so two replicas would need the same port).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
-//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+//! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
 
 use std::time::Duration;
 
@@ -16,7 +22,9 @@ use orrery_crds::run::RunPhase;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::kubectl_ok;
 use orrery_tests::sidecar_fixture::TestSidecar;
-use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
+use orrery_tests::studio::{
+    ChartStudioOptions, Studio, StudioOptions, api_call, http_client, token,
+};
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -90,24 +98,22 @@ async fn awaiting(studio: &Studio, name: &str) -> Result<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch_and_nobody_else_can()
 -> Result<()> {
-    let mut sidecar = TestSidecar::sqlite("approve", SidecarSettings::default()).await?;
-    let studio = Studio::start(StudioOptions {
+    let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-owner",
-        sidecar_url: &sidecar.url,
         manifests: MODELS,
         users: &[ALICE, BOB],
         policies: true,
-        configure: &|_| {},
+        values: &[],
     })
     .await?;
     let result = async {
         let ns = studio.ns.name.clone();
         let alice = token(studio.env, ALICE)?;
         let bob = token(studio.env, BOB)?;
-        let api = |path: &str| format!("{}/api/v1/runs/{ns}/{path}", sidecar.url);
+        let api = |path: &str| format!("{}/api/v1/runs/{ns}/{path}", studio.sidecar_url);
 
         // 1. Alice starts a run through the API; it waits for her at `review`.
-        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let name = start(&studio.sidecar_url, &ns, &alice, json!({})).await?;
         let (id, digest) = awaiting(&studio, &name).await?;
         let (status, approvals) = api_call(
             reqwest::Method::GET,
@@ -188,7 +194,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
         ensure!(status == StatusCode::CONFLICT, "second decision: {status}");
 
         // 2. A second run, approved by hand with kubectl as alice.
-        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let name = start(&studio.sidecar_url, &ns, &alice, json!({})).await?;
         let (id, digest) = awaiting(&studio, &name).await?;
         let decision = json!([{"op": "add", "path": "/status/decisions/-", "value": {
             "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
@@ -215,21 +221,18 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
     }
     .await;
     let stopped = studio.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_the_account()
 -> Result<()> {
-    let mut sidecar = TestSidecar::sqlite("approve-sa", SidecarSettings::default()).await?;
-    let studio = Studio::start(StudioOptions {
+    let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-sa",
-        sidecar_url: &sidecar.url,
         manifests: MODELS,
         users: &[ALICE],
         policies: true,
-        configure: &|_| {},
+        values: &[],
     })
     .await?;
     let result = async {
@@ -261,7 +264,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
         // Without approvers the admission policy refuses the run (it can ask a person).
         let (status, body) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
             &sa,
             Some(json!({"composition": composition(), "input": "version 2.4"})),
         )
@@ -271,14 +274,17 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
             "no approvers: {status} {body}"
         );
         let name = start(
-            &sidecar.url,
+            &studio.sidecar_url,
             &ns,
             &sa,
             json!({"approvers": {"users": [ALICE]}}),
         )
         .await?;
         let (id, digest) = awaiting(&studio, &name).await?;
-        let decide = format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url);
+        let decide = format!(
+            "{}/api/v1/runs/{ns}/{name}/approvals/{id}",
+            studio.sidecar_url
+        );
         let (status, body) = api_call(
             reqwest::Method::POST,
             decide.clone(),
@@ -307,32 +313,32 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
     }
     .await;
     let stopped = studio.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_rejected()
 -> Result<()> {
-    let mut sidecar = TestSidecar::sqlite("approve-late", SidecarSettings::default()).await?;
-    let studio = Studio::start(StudioOptions {
+    let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-late",
-        sidecar_url: &sidecar.url,
         manifests: MODELS,
         users: &[ALICE],
         policies: true,
-        configure: &|c| c.approval_timeout_seconds = 4,
+        values: &["config.approvalTimeoutSeconds=4"],
     })
     .await?;
     let result = async {
         let ns = studio.ns.name.clone();
         let alice = token(studio.env, ALICE)?;
-        let name = start(&sidecar.url, &ns, &alice, json!({})).await?;
+        let name = start(&studio.sidecar_url, &ns, &alice, json!({})).await?;
         let (id, digest) = awaiting(&studio, &name).await?;
         studio.wait_phase(&name, RunPhase::Rejected).await?;
         let (status, body) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            format!(
+                "{}/api/v1/runs/{ns}/{name}/approvals/{id}",
+                studio.sidecar_url
+            ),
             &alice,
             Some(json!({"decision": "Approve", "digest": digest})),
         )
@@ -349,7 +355,6 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
     }
     .await;
     let stopped = studio.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
 
@@ -491,14 +496,12 @@ spec:
         open = orrery_runner::demo::writer::UNKNOWN_VERSION,
         card = fleet.writer_card_url()
     );
-    let mut sidecar = TestSidecar::sqlite("approve-input", SidecarSettings::default()).await?;
-    let studio = Studio::start(StudioOptions {
+    let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-input",
-        sidecar_url: &sidecar.url,
         manifests: &manifests,
         users: &[ALICE],
         policies: true,
-        configure: &|_| {},
+        values: &[],
     })
     .await?;
     let result = async {
@@ -521,7 +524,7 @@ spec:
                        "instruction": "Draft the notes.", "tools": ["a2a:demo-writer.draft"]}]
         });
         let name = start(
-            &sidecar.url,
+            &studio.sidecar_url,
             &ns,
             &alice,
             json!({"composition": composition}),
@@ -530,7 +533,7 @@ spec:
         let (id, digest) = awaiting(&studio, &name).await?;
         let (status, approvals) = api_call(
             reqwest::Method::GET,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals", sidecar.url),
+            format!("{}/api/v1/runs/{ns}/{name}/approvals", studio.sidecar_url),
             &alice,
             None,
         )
@@ -544,7 +547,10 @@ spec:
         );
         let (status, body) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            format!(
+                "{}/api/v1/runs/{ns}/{name}/approvals/{id}",
+                studio.sidecar_url
+            ),
             &alice,
             Some(json!({"decision": "Approve", "digest": digest, "answer": "2.5"})),
         )
@@ -574,7 +580,6 @@ spec:
     }
     .await;
     let stopped = studio.shutdown().await;
-    sidecar.stop().await?;
     let _ = fleet.shutdown().await;
     result.and(stopped)
 }
@@ -616,14 +621,12 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
     })
     .await?;
     let manifests = example_manifests(&fleet)?;
-    let mut sidecar = TestSidecar::sqlite("approve-example", SidecarSettings::default()).await?;
-    let studio = Studio::start(StudioOptions {
+    let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-example",
-        sidecar_url: &sidecar.url,
         manifests: &manifests,
         users: &[ALICE],
         policies: true,
-        configure: &|_| {},
+        values: &[],
     })
     .await?;
     let result = async {
@@ -644,7 +647,7 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
         // Through the API.
         let (status, run) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
             &alice,
             Some(by_ref.clone()),
         )
@@ -654,7 +657,7 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
         let (id, digest) = awaiting(&studio, &name).await?;
         let (status, body) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", sidecar.url),
+            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", studio.sidecar_url),
             &alice,
             Some(json!({"decision": "Approve", "digest": digest})),
         )
@@ -666,7 +669,7 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
         // By kubectl patch, as alice.
         let (status, run) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}", sidecar.url),
+            format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
             &alice,
             Some(by_ref),
         )
@@ -692,7 +695,6 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
     }
     .await;
     let stopped = studio.shutdown().await;
-    sidecar.stop().await?;
     let _ = fleet.shutdown().await;
     result.and(stopped)
 }
