@@ -1,10 +1,11 @@
 //! The Helm chart against the real kube-apiserver: `helm install` creates every object (the API
 //! server accepts them all, admission policies included), the ServiceAccount gets exactly the
 //! chart's rights (`kubectl auth can-i`), the pending-approvals policy trusts the release's own
-//! ServiceAccount, `helm upgrade` rolls the config and keeps the run-token key, a second
-//! release that would collide with the first is refused, `watchNamespace` confines the
-//! controllers' rights to that namespace, and `helm uninstall` removes the release but keeps
-//! the key Secret and the CRDs.
+//! ServiceAccount, the built-in `edit` and `view` roles cover Orrery's kinds when
+//! `rbac.aggregateToDefaultRoles` is on, `helm upgrade` rolls the config and keeps the run-token
+//! key, a second release that would collide with the first is refused, `watchNamespace`
+//! confines the controllers' rights to that namespace, and `helm uninstall` removes the release
+//! but keeps the key Secret and the CRDs.
 //!
 //! One test in its own binary: the admission policies are cluster-wide objects with fixed names,
 //! which other test binaries apply for themselves (they run one after another, never at once).
@@ -15,11 +16,11 @@
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::Api;
 use orrery_tests::chart::{self, Release, chart_dir};
 use orrery_tests::harness::{TestNamespace, ensure_crds, kubectl};
-use orrery_tests::testenv::{self, ADMIN, TestEnv};
+use orrery_tests::testenv::{self, ADMIN, ALICE, BOB, TestEnv};
 
 fn helm(env: &TestEnv, args: &[&str]) -> Result<String> {
     let mut all = args.to_vec();
@@ -87,6 +88,8 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
             &tenants,
             "--set",
             "store.sqlite.persistence.enabled=false",
+            "--set",
+            "rbac.aggregateToDefaultRoles=true",
         ],
     )?;
     let deployment: Deployment = Api::namespaced(client.clone(), &system.name)
@@ -179,6 +182,33 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         ("create", "rolebindings.rbac.authorization.k8s.io", t, false),
     ];
     check_rights(env, &sa, &rows)?;
+
+    // rbac.aggregateToDefaultRoles: the built-in `edit` and `view` roles, bound in the tenant
+    // namespace, now cover Orrery's kinds (the aggregation controller fills them in), never a
+    // status write.
+    for (user, role) in [(ALICE, "edit"), (BOB, "view")] {
+        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{user}-{role}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
+        }))?;
+        Api::<RoleBinding>::namespaced(client.clone(), &tenant.name)
+            .create(&Default::default(), &binding)
+            .await
+            .with_context(|| format!("binding {user} to {role}"))?;
+    }
+    let users = [
+        (ALICE, "create", "compositions.studio.orrery.dev", true),
+        (ALICE, "delete", "registryentries.studio.orrery.dev", true),
+        (ALICE, "patch", "studioruns.studio.orrery.dev", true),
+        (ALICE, "patch", "studioruns.studio.orrery.dev/status", false),
+        (BOB, "list", "studioruns.studio.orrery.dev", true),
+        (BOB, "get", "compositions.studio.orrery.dev/status", true),
+        (BOB, "create", "studioruns.studio.orrery.dev", false),
+    ];
+    for (user, verb, resource, want) in users {
+        check_rights(env, user, &[(verb, resource, t, want)])?;
+    }
 
     // The pending-approvals policy names this release's ServiceAccount.
     let policy = kubectl(
