@@ -443,6 +443,14 @@ fn container_pid(state: &std::path::Path, id: &str) -> Result<u32> {
 /// The runc container of `pod`'s first container: its pid and the network namespace it is in,
 /// once runc has it running (the pod reports Running when `runc run` starts).
 async fn container_netns(exec: &PodExecutor, pod: &Pod) -> Result<(u32, String)> {
+    let (pid, netns) = container_netns_any(exec, pod).await?;
+    ensure!(!netns.is_empty(), "process {pid} is in no named namespace");
+    Ok((pid, netns))
+}
+
+/// Like [`container_netns`], the name empty when the process is in no named namespace (the
+/// host's).
+async fn container_netns_any(exec: &PodExecutor, pod: &Pod) -> Result<(u32, String)> {
     let id = pod
         .status
         .as_ref()
@@ -458,9 +466,7 @@ async fn container_netns(exec: &PodExecutor, pod: &Pod) -> Result<(u32, String)>
     let state = exec.runc_state_dir().context("runc state")?.to_path_buf();
     eventually(Duration::from_secs(30), || async {
         let pid = container_pid(&state, &id)?;
-        let netns = netns_of(pid)?;
-        ensure!(!netns.is_empty(), "process {pid} is in no named namespace");
-        Ok((pid, netns))
+        Ok((pid, netns_of(pid)?))
     })
     .await
 }
@@ -681,8 +687,26 @@ async fn a_runner_pod_under_its_runs_policy_reaches_its_endpoint_and_the_sidecar
         pods.create(&post, &runner_pod("runner", "run-1")?).await?;
         pods.create(&post, &runner_pod("bystander", "run-2")?)
             .await?;
+        let mut on_host = runner_pod("on-host", "run-3")?;
+        if let Some(spec) = on_host.spec.as_mut() {
+            spec.host_network = Some(true);
+        }
+        pods.create(&post, &on_host).await?;
         let runner = wait_running(&pods, "runner").await?;
         let bystander = wait_running(&pods, "bystander").await?;
+
+        // A pod asking for the host's network keeps it, in isolated mode too.
+        let on_host = wait_running(&pods, "on-host").await?;
+        ensure!(
+            pod_ip(&on_host) == Some(Ipv4Addr::LOCALHOST),
+            "a hostNetwork pod has podIP {:?}",
+            pod_ip(&on_host)
+        );
+        let (_, host_netns) = container_netns_any(&exec, &on_host).await?;
+        ensure!(
+            host_netns.is_empty(),
+            "a hostNetwork pod is in namespace {host_netns:?}"
+        );
 
         // Its own address on the bridge, reported as podIP and podIPs.
         let subnet: Ipv4Net = "10.213.121.0/24".parse()?;

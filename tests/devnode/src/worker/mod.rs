@@ -380,7 +380,7 @@ impl Worker {
         let (containers, processes) = (names(containers), names(processes));
         let mut parts = Vec::new();
         if !containers.is_empty() {
-            let network = if self.ctx.isolation.is_some() {
+            let network = if self.wants_own_network() {
                 "a network namespace of the pod's own"
             } else {
                 "the host's network"
@@ -401,15 +401,27 @@ impl Worker {
         );
     }
 
-    /// Isolated mode: gives a pod with runc containers its network namespace, address and
-    /// NetworkPolicy rules before anything of it starts, retrying while that fails (the
-    /// containers wait with reason `CreatePodSandboxError` and the cause). `Some(stop)` if the
-    /// pod stopped meanwhile.
+    /// Whether the pod gets a network namespace of its own: isolated mode, runc containers, no
+    /// `hostNetwork` (process-mode pods and pods asking for the host's network keep it).
+    fn wants_own_network(&self) -> bool {
+        let host_network = self
+            .pod()
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        self.ctx.isolation.is_some() && !self.archives.is_empty() && !host_network
+    }
+
+    /// Isolated mode: gives a pod with runc containers (and no `hostNetwork`) its network
+    /// namespace, address and NetworkPolicy rules before anything of it starts, retrying while
+    /// that fails (the containers wait with reason `CreatePodSandboxError` and the cause).
+    /// `Some(stop)` if the pod stopped meanwhile.
     async fn attach_network(&mut self) -> Result<Option<Stop>, PodExecutorError> {
         let Some(isolation) = self.ctx.isolation.clone() else {
             return Ok(None);
         };
-        if self.archives.is_empty() {
+        if !self.wants_own_network() {
             return Ok(None);
         }
         loop {
