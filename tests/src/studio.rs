@@ -51,7 +51,7 @@ enum OperatorHandle {
     /// The controllers on a task of the test.
     InProcess(Operator),
     /// The chart's release (uninstalled when dropped).
-    Chart(crate::chart::Release),
+    Chart(Box<ChartOperator>),
 }
 
 /// What [`Studio::install`] starts with.
@@ -74,6 +74,124 @@ const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
 fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
     Ok(listener.local_addr()?.port())
+}
+
+/// A pod executor for `ns` in container mode: images whose archive exists (the operator's, the
+/// runner's) run as runc containers (host network).
+pub async fn container_executor(env: &TestEnv, admin: &Client, ns: &str) -> Result<PodExecutor> {
+    let images = tokio::task::spawn_blocking(crate::images::built).await??;
+    Ok(PodExecutor::start_with(
+        admin.clone(),
+        ExecutorConfig::new(format!("node-{ns}"))
+            .namespace(ns)
+            .api_server(&env.server)
+            .images_dir(&images),
+    )
+    .await?)
+}
+
+/// The chart's operator serving one namespace: `helm install` into it (release `op-<suffix>`,
+/// `watchNamespace` and `tenantNamespaces` that namespace), its pod run by a container-mode
+/// executor of that namespace (see [`container_executor`]). Uninstalled by [`ChartOperator::stop`]
+/// (or when dropped).
+pub struct ChartOperator {
+    /// The release.
+    pub release: crate::chart::Release,
+    /// The release's name.
+    pub name: String,
+    /// The chart's sidecar on loopback (the pod shares the host's network on the dev node).
+    pub sidecar_url: String,
+    /// Its port (the pod's and the host's).
+    pub sidecar_port: u16,
+    namespace: String,
+    admin: Client,
+}
+
+impl ChartOperator {
+    /// Installs the chart into `ns` with the test's values (the project's local images, no
+    /// PVC, no leader election, free ports) and `values` on top; the chart's admission
+    /// policies when `policies` (bound to `ns` by the chart). Returns once the sidecar answers
+    /// (and the policies act).
+    pub async fn install(
+        env: &'static TestEnv,
+        ns: &str,
+        policies: bool,
+        values: &[&str],
+    ) -> Result<ChartOperator> {
+        // A release name of its own: the chart's cluster-scoped objects are named after it.
+        let name = format!("op-{}", &ns[ns.len().saturating_sub(5)..]);
+        let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+        let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
+        let mut sets = vec![
+            "image.registry=localhost".to_owned(),
+            "image.repository=orrery/operator".to_owned(),
+            "image.tag=dev".to_owned(),
+            "image.pullPolicy=Never".to_owned(),
+            "runner.image.registry=localhost".to_owned(),
+            "runner.image.tag=dev".to_owned(),
+            "store.sqlite.persistence.enabled=false".to_owned(),
+            "controller.leaderElection.enabled=false".to_owned(),
+            format!("sidecar.url={sidecar_url}"),
+            format!("sidecar.port={sidecar_port}"),
+            format!("service.port={service_port}"),
+            format!("controller.metricsPort={metrics_port}"),
+            format!("watchNamespace={ns}"),
+            format!("tenantNamespaces={{{ns}}}"),
+            format!("admissionPolicies.enabled={policies}"),
+        ];
+        sets.extend(values.iter().map(|v| (*v).to_owned()));
+        let mut args: Vec<String> = Vec::new();
+        for set in sets {
+            args.extend(["--set".to_owned(), set]);
+        }
+        let release = {
+            let (name, namespace) = (name.clone(), ns.to_owned());
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                crate::chart::Release::install(env, &name, &namespace, &args)
+            })
+            .await?
+            .context("helm install")?
+        };
+        let operator = ChartOperator {
+            release,
+            name,
+            sidecar_url,
+            sidecar_port,
+            namespace: ns.to_owned(),
+            admin: env.admin().await?,
+        };
+        wait_sidecar(&operator.sidecar_url).await.context(
+            "the chart's sidecar did not answer (its log: the executor's pod directory)",
+        )?;
+        if policies {
+            wait_policies_act(env, ns).await?;
+        }
+        Ok(operator)
+    }
+
+    /// `helm uninstall`, then waits until the operator's pod is gone (its containers stopped).
+    pub async fn stop(self) -> Result<()> {
+        let ChartOperator {
+            release,
+            namespace,
+            admin,
+            ..
+        } = self;
+        tokio::task::spawn_blocking(move || release.uninstall())
+            .await?
+            .context("helm uninstall")?;
+        let pods: Api<Pod> = Api::namespaced(admin, &namespace);
+        crate::harness::eventually(INSTALL_TIMEOUT, || async {
+            let left = pods
+                .list(&ListParams::default().labels("app.kubernetes.io/component=operator"))
+                .await?
+                .items;
+            ensure!(left.is_empty(), "the operator's pod is still there");
+            Ok(())
+        })
+        .await
+    }
 }
 
 /// What a [`Studio`] starts with.
@@ -145,80 +263,29 @@ impl Studio {
     /// every runner and probe pod run from the project's images (see the module docs); returns
     /// once the controller runs and the sidecar answers.
     pub async fn install(options: ChartStudioOptions<'_>) -> Result<Studio> {
-        let images = tokio::task::spawn_blocking(crate::images::built).await??;
         let env = testenv::shared_async().await?;
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, options.prefix).await?;
         let admin = env.admin().await?;
-        let exec = PodExecutor::start_with(
-            admin.clone(),
-            ExecutorConfig::new(format!("node-{}", ns.name))
-                .namespace(&ns.name)
-                .api_server(&env.server)
-                .images_dir(&images),
-        )
-        .await?;
-        // A release name of its own: the chart's cluster-scoped objects are named after it.
-        let release = format!("op-{}", &ns.name[ns.name.len().saturating_sub(5)..]);
-        let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
-        let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let mut sets = vec![
-            "image.registry=localhost".to_owned(),
-            "image.repository=orrery/operator".to_owned(),
-            "image.tag=dev".to_owned(),
-            "image.pullPolicy=Never".to_owned(),
-            "runner.image.registry=localhost".to_owned(),
-            "runner.image.tag=dev".to_owned(),
-            "store.sqlite.persistence.enabled=false".to_owned(),
-            "controller.leaderElection.enabled=false".to_owned(),
-            format!("sidecar.url={sidecar_url}"),
-            format!("sidecar.port={sidecar_port}"),
-            format!("service.port={service_port}"),
-            format!("controller.metricsPort={metrics_port}"),
-            format!("watchNamespace={}", ns.name),
-            format!("tenantNamespaces={{{}}}", ns.name),
-            format!("admissionPolicies.enabled={}", options.policies),
-        ];
-        sets.extend(options.values.iter().map(|v| (*v).to_owned()));
-        let mut args: Vec<&str> = Vec::new();
-        for set in &sets {
-            args.extend(["--set", set.as_str()]);
-        }
-        let installed = {
-            let (name, namespace) = (release.clone(), ns.name.clone());
-            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-            tokio::task::spawn_blocking(move || {
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                crate::chart::Release::install(env, &name, &namespace, &args)
-            })
-            .await?
-        };
-        let release_handle = match installed {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = exec.shutdown().await;
-                return Err(e.context("helm install"));
-            }
-        };
+        let exec = container_executor(env, &admin, &ns.name).await?;
+        let operator =
+            match ChartOperator::install(env, &ns.name, options.policies, options.values).await {
+                Ok(o) => o,
+                Err(e) => {
+                    let _ = exec.shutdown().await;
+                    return Err(e);
+                }
+            };
         let studio = Studio {
             env,
             ns,
             admin,
-            sidecar_url,
+            sidecar_url: operator.sidecar_url.clone(),
             exec,
-            operator: OperatorHandle::Chart(release_handle),
+            operator: OperatorHandle::Chart(Box::new(operator)),
             bindings: Vec::new(),
         };
         let ready = async {
-            wait_sidecar(&studio.sidecar_url).await.with_context(|| {
-                format!(
-                    "the chart's sidecar did not answer (pod logs under {})",
-                    studio.exec.work_dir().display()
-                )
-            })?;
-            if options.policies {
-                wait_policies_act(env, &studio.ns.name).await?;
-            }
             if !options.manifests.trim().is_empty() {
                 apply_yaml(&studio.admin, Some(&studio.ns.name), options.manifests).await?;
             }
@@ -291,21 +358,7 @@ impl Studio {
     pub async fn shutdown(self) -> Result<()> {
         match self.operator {
             OperatorHandle::InProcess(operator) => operator.stop().await?,
-            OperatorHandle::Chart(release) => {
-                tokio::task::spawn_blocking(move || release.uninstall())
-                    .await?
-                    .context("helm uninstall")?;
-                let pods: Api<Pod> = self.ns.api(&self.admin);
-                crate::harness::eventually(INSTALL_TIMEOUT, || async {
-                    let left = pods
-                        .list(&ListParams::default().labels("app.kubernetes.io/component=operator"))
-                        .await?
-                        .items;
-                    ensure!(left.is_empty(), "the operator's pod is still there");
-                    Ok(())
-                })
-                .await?;
-            }
+            OperatorHandle::Chart(operator) => operator.stop().await?,
         }
         self.exec.shutdown().await?;
         for binding in &self.bindings {

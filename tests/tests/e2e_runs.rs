@@ -5,11 +5,18 @@
 //! should; an operator restarted mid-run creates no second pod; a concurrency limit queues a
 //! run until a slot frees; a finished run is deleted with its children after its TTL.
 //!
-//! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed. The
-//! controllers run as the operator's ServiceAccount bound to the chart's RBAC, never as admin.
+//! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed.
+//!
+//! The operator is the Helm chart's (`helm install` into the test's namespace, serving it
+//! alone), its pod and the runner pods run from the project's images as runc containers on the
+//! dev node, so the chart's args, config, RBAC and sidecar wiring are what these tests exercise.
+//! Three tests keep the controllers in-process (as the operator's ServiceAccount bound to the
+//! chart's RBAC, never as admin), because they do what a chart install cannot: kill the
+//! operator mid-run and start it again, kill a runner by its process id, and run with no
+//! kubelet at all (so no operator pod could start either).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
-//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+//! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,6 +39,7 @@ use orrery_tests::harness::{
 use orrery_tests::operator_fixture::{Operator, test_config};
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use orrery_tests::studio::{ChartOperator, container_executor};
 use orrery_tests::testenv::{self, ADMIN, TestEnv};
 use serde_json::json;
 
@@ -55,21 +63,36 @@ fn bin_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// What runs the namespace's pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kubelet {
+    /// Nothing: pods stay Pending.
+    None,
+    /// The pod executor, running the runner image as the local `orrery` binary (the tests that
+    /// kill a runner by its pid, or run the controllers in-process).
+    Processes,
+    /// The pod executor in container mode: the chart's operator pod and the runner pods as runc
+    /// containers from the project's images.
+    Containers,
+}
+
 impl Fixture {
-    /// A namespace with the Scripted model entries and (when `kubelet`) a pod executor.
-    async fn new(prefix: &str, kubelet: bool) -> Result<Fixture> {
+    /// A namespace with the Scripted model entries and what `kubelet` says runs its pods.
+    async fn new(prefix: &str, kubelet: Kubelet) -> Result<Fixture> {
         let env = testenv::shared_async().await?;
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, prefix).await?;
         let admin = env.admin().await?;
-        let config = ExecutorConfig::new(format!("node-{}", ns.name))
-            .namespace(&ns.name)
-            .bin_dir(bin_dir()?)
-            .api_server(&env.server);
-        let exec = if kubelet {
-            Some(PodExecutor::start_with(admin.clone(), config).await?)
-        } else {
-            None
+        let exec = match kubelet {
+            Kubelet::None => None,
+            Kubelet::Processes => {
+                let config = ExecutorConfig::new(format!("node-{}", ns.name))
+                    .namespace(&ns.name)
+                    .bin_dir(bin_dir()?)
+                    .api_server(&env.server);
+                Some(PodExecutor::start_with(admin.clone(), config).await?)
+            }
+            Kubelet::Containers => Some(container_executor(env, &admin, &ns.name).await?),
         };
         let f = Fixture {
             env,
@@ -89,8 +112,14 @@ impl Fixture {
         Ok(config)
     }
 
-    /// The controllers, as the operator's ServiceAccount (never admin), watching this
-    /// namespace.
+    /// The chart's operator serving this namespace (`helm install`; the fixture must run its
+    /// pods in containers), with `values` on top of the tests' (see `ChartOperator`).
+    async fn chart(&self, values: &[&str]) -> Result<ChartOperator> {
+        ChartOperator::install(self.env, &self.ns.name, false, values).await
+    }
+
+    /// The controllers in-process, as the operator's ServiceAccount (never admin), watching
+    /// this namespace: for the tests that kill the operator or a runner by its pid.
     async fn operator(&self, config: Config) -> Result<Operator> {
         let client = operator_client(self.env, &self.ns.name).await?;
         Operator::start(client, config, &self.ns.name)
@@ -166,15 +195,16 @@ impl Fixture {
     }
 }
 
-/// Runs `test` with a fresh fixture and stops the pod executor whatever happens.
+/// Runs `test` with a fresh fixture whose pods run as runc containers (for the chart's
+/// operator), and stops the pod executor whatever happens.
 async fn run(prefix: &str, test: impl AsyncFnOnce(&Fixture) -> Result<()>) -> Result<()> {
-    run_with(prefix, true, test).await
+    run_with(prefix, Kubelet::Containers, test).await
 }
 
-/// [`run`], with or without a kubelet (the pod executor).
+/// [`run`], with another kind of kubelet.
 async fn run_with(
     prefix: &str,
-    kubelet: bool,
+    kubelet: Kubelet,
     test: impl AsyncFnOnce(&Fixture) -> Result<()>,
 ) -> Result<()> {
     use futures::FutureExt;
@@ -285,12 +315,13 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
     run("run-ok", async |f| {
         // The namespace enforces Pod Security restricted: the apiserver itself admits the
         // runner pod against it.
-        let label = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+        let label =
+            json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(f.admin.clone());
         namespaces
             .patch(&f.ns.name, &PatchParams::default(), &Patch::Merge(&label))
             .await?;
-        let operator = f.operator(f.config()?).await?;
+        let operator = f.chart(&[]).await?;
         f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
             .await?;
         // What a person types: kubectl wait on the Succeeded condition.
@@ -365,8 +396,8 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
             json!(done.uid())
         );
 
-        // The NetworkPolicy: only this pod, no ingress, egress to DNS and the sidecar only
-        // (a Scripted model reaches nothing).
+        // The NetworkPolicy: only this pod, no ingress, egress to DNS and the chart's sidecar
+        // only (its pods, its port; a Scripted model reaches nothing).
         let policies: Api<NetworkPolicy> = f.ns.api(&f.admin);
         let policy = serde_json::to_value(policies.get("notes-1-egress").await?)?;
         let peer = |namespace: &str, labels: serde_json::Value| {
@@ -386,8 +417,12 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
                         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
                     },
                     {
-                        "to": [peer("orrery-system", json!({"app.kubernetes.io/name": "orrery-sidecar"}))],
-                        "ports": [{"protocol": "TCP", "port": 8080}]
+                        "to": [peer(&f.ns.name, json!({
+                            "app.kubernetes.io/component": "operator",
+                            "app.kubernetes.io/instance": operator.name,
+                            "app.kubernetes.io/name": "orrery"
+                        }))],
+                        "ports": [{"protocol": "TCP", "port": operator.sidecar_port}]
                     }
                 ]
             }),
@@ -418,7 +453,7 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
 async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_there_yet()
 -> Result<()> {
     run("run-rev", async |f| {
-        let operator = f.operator(f.config()?).await?;
+        let operator = f.chart(&[]).await?;
         f.apply(&composition("notes", "scripted")).await?;
         // Each generation the controller sees is recorded; wait for the first before the next.
         let compositions: Api<Composition> = f.ns.api(&f.admin);
@@ -487,7 +522,7 @@ async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Result<()> {
     run("run-cancel", async |f| {
-        let operator = f.operator(f.config()?).await?;
+        let operator = f.chart(&[]).await?;
         f.apply(&inline_run("long", "slow", "jane@example.com"))
             .await?;
         f.wait_phase("long", RunPhase::Running).await?;
@@ -553,7 +588,7 @@ fn runner_pid(pod: &Pod) -> Result<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
-    run("run-kill", async |f| {
+    run_with("run-kill", Kubelet::Processes, async |f| {
         let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("killed", "slow", "jane@example.com"))
             .await?;
@@ -597,7 +632,7 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_records_the_outcome()
 -> Result<()> {
-    run("run-restart", async |f| {
+    run_with("run-restart", Kubelet::Processes, async |f| {
         let operator = f.operator(f.config()?).await?;
         f.apply(&inline_run("steady", "brief", "jane@example.com"))
             .await?;
@@ -649,9 +684,9 @@ async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> Result<()> {
     run("run-queue", async |f| {
-        let mut config = f.config()?;
-        config.run_limits.max_concurrent_runs_per_owner = Some(1);
-        let operator = f.operator(config).await?;
+        let operator = f
+            .chart(&["config.runLimits.maxConcurrentRunsPerOwner=1"])
+            .await?;
         // The slot is held until the test frees it (a ten-minute turn), whatever the speed of
         // the machine.
         f.apply(&inline_run("first", "slow", "jane@example.com"))
@@ -696,9 +731,7 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<()> {
     run("run-ttl", async |f| {
-        let mut config = f.config()?;
-        config.ttl_seconds_after_finished = 3;
-        let operator = f.operator(config).await?;
+        let operator = f.chart(&["config.ttlSecondsAfterFinished=3"]).await?;
         f.apply(&inline_run("brief-life", "scripted", "jane@example.com"))
             .await?;
         let done = f.wait_phase("brief-life", RunPhase::Succeeded).await?;
@@ -723,7 +756,7 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
 async fn a_run_needing_a_person_waits_for_them_and_a_cancel_settles_the_approval_rules_4_14_10_15()
 -> Result<()> {
     run("run-relay", async |f| {
-        let operator = f.operator(f.config()?).await?;
+        let operator = f.chart(&[]).await?;
         let mut spec = pipeline("scripted");
         spec["nodes"]
             .as_array_mut()
@@ -798,9 +831,9 @@ async fn a_run_needing_a_person_waits_for_them_and_a_cancel_settles_the_approval
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_not() -> Result<()> {
     run("run-budget", async |f| {
-        let mut config = f.config()?;
-        config.run_limits.daily_token_budget_per_owner = Some(1000);
-        let operator = f.operator(config).await?;
+        let operator = f
+            .chart(&["config.runLimits.dailyTokenBudgetPerOwner=1000"])
+            .await?;
         f.apply(
             r#"
 apiVersion: studio.orrery.dev/v1alpha1
@@ -890,6 +923,8 @@ spec:
 async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_lifted()
 -> Result<()> {
     run("run-policy", async |f| {
+        // The operator's own pod first: the policy refuses every pod created in the namespace.
+        let operator = f.chart(&[]).await?;
         apply_yaml(&f.admin, None, &deny_runner_pods(&f.ns.name)).await?;
         let policy = format!("pause-{}", f.ns.name);
         let result = async {
@@ -909,7 +944,6 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
                 }
             })
             .await?;
-            let operator = f.operator(f.config()?).await?;
             f.apply(&inline_run("held", "scripted", "jane@example.com"))
                 .await?;
             let held = f.wait_reason("held", "CreateRefused").await?;
@@ -952,7 +986,7 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
 async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_it_waited_on()
 -> Result<()> {
     // No kubelet here: the runner pod is never scheduled.
-    run_with("run-stuck", false, async |f| {
+    run_with("run-stuck", Kubelet::None, async |f| {
         let mut config = f.config()?;
         config.runner.start_timeout_seconds = 3;
         let operator = f.operator(config).await?;
