@@ -4,8 +4,14 @@
 //! caller's own token deciding who may see the run; a runner token is accepted only for its own
 //! run; a sidecar killed mid-run loses nothing and stores nothing twice.
 //!
+//! Reading a run, the run API and a dropped stream's resume run against the chart's operator
+//! (`Studio::install`: its sidecar container, from the operator's image, is what the runners
+//! post to and what people call). The tests that kill, stop or restart the sidecar, read its
+//! store directly, or forge run tokens with the signing key keep a sidecar of their own
+//! (`TestSidecar`) and the controllers in-process.
+//!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
-//! this test binary. The `orrery` binary must be built (`cargo build -p orrery-runner`).
+//! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
 
 use std::time::Duration;
 
@@ -21,7 +27,9 @@ use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
 use orrery_tests::operator_fixture::test_signer;
 use orrery_tests::sidecar_fixture::TestSidecar;
-use orrery_tests::studio::{Studio, StudioOptions, api_call, http_client, token};
+use orrery_tests::studio::{
+    ChartStudioOptions, Studio, StudioOptions, api_call, http_client, token,
+};
 use orrery_tests::testenv::{ADMIN, ALICE};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -77,6 +85,19 @@ async fn studio(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Studio> {
         users: &[ALICE],
         policies: false,
         configure: &|_| {},
+    })
+    .await
+}
+
+/// The system in a namespace of its own with the chart's operator (its sidecar serves the
+/// runners and the people), each model turn taking `delay` ms, `values` on top of the tests'.
+async fn chart_studio(prefix: &str, delay: u64, values: &[&str]) -> Result<Studio> {
+    Studio::install(ChartStudioOptions {
+        prefix,
+        manifests: &models(delay),
+        users: &[ALICE],
+        policies: false,
+        values,
     })
     .await
 }
@@ -180,8 +201,7 @@ fn seqs(events: &[TraceEvent]) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_with_resume()
 -> Result<()> {
-    let mut sidecar = TestSidecar::sqlite("sidecar-e2e", SidecarSettings::default()).await?;
-    let f = studio("sc-read", &sidecar.url, 0).await?;
+    let f = chart_studio("sc-read", 0, &[]).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("notes-1", ALICE)).await?;
         let run = f.wait_phase("notes-1", RunPhase::Succeeded).await?;
@@ -192,7 +212,7 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
         );
         let alice = token(f.env, ALICE)?;
         // A page: exactly what the runner printed, in order, once each.
-        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&alice), 0).await?;
+        let (status, body) = page(&f.sidecar_url, &f.ns.name, "notes-1", Some(&alice), 0).await?;
         ensure!(status == StatusCode::OK, "page: {status} {body}");
         let stored: Vec<TraceEvent> = serde_json::from_value(body["events"].clone())?;
         ensure!(
@@ -214,31 +234,38 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
         )
         .await?;
         // SSE from the start, then resumed after event 3: no gap, no duplicate, ends at run.end.
-        let all = sse(&sidecar.url, &f.ns.name, "notes-1", &alice, None, None).await?;
+        let all = sse(&f.sidecar_url, &f.ns.name, "notes-1", &alice, None, None).await?;
         ensure!(
             all.iter().map(|(id, _)| *id).collect::<Vec<_>>() == seqs(&printed),
             "ids are seqs"
         );
-        let rest = sse(&sidecar.url, &f.ns.name, "notes-1", &alice, Some(3), None).await?;
+        let rest = sse(&f.sidecar_url, &f.ns.name, "notes-1", &alice, Some(3), None).await?;
         ensure!(
             rest.iter().map(|(_, e)| e.seq).collect::<Vec<_>>() == seqs(&printed)[3..],
             "resume after 3"
         );
         // Who may not read: no token, a token the cluster refuses, bob (no right to get the run).
-        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", None, 0).await?;
+        let (status, body) = page(&f.sidecar_url, &f.ns.name, "notes-1", None, 0).await?;
         ensure!(
             status == StatusCode::UNAUTHORIZED && body["code"] == "unauthenticated",
             "{status} {body}"
         );
-        let (status, _) = page(&sidecar.url, &f.ns.name, "notes-1", Some("not-a-token"), 0).await?;
+        let (status, _) = page(
+            &f.sidecar_url,
+            &f.ns.name,
+            "notes-1",
+            Some("not-a-token"),
+            0,
+        )
+        .await?;
         ensure!(status == StatusCode::UNAUTHORIZED, "{status}");
         let bob = token(f.env, "bob")?;
-        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&bob), 0).await?;
+        let (status, body) = page(&f.sidecar_url, &f.ns.name, "notes-1", Some(&bob), 0).await?;
         ensure!(status == StatusCode::FORBIDDEN, "bob: {status} {body}");
         // The admin may get the run but is neither its owner nor an approver: as if it did
         // not exist (rule 11.5).
         let admin = token(f.env, ADMIN)?;
-        let (status, body) = page(&sidecar.url, &f.ns.name, "notes-1", Some(&admin), 0).await?;
+        let (status, body) = page(&f.sidecar_url, &f.ns.name, "notes-1", Some(&admin), 0).await?;
         ensure!(
             status == StatusCode::NOT_FOUND
                 && body["message"]
@@ -247,13 +274,12 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
                     .contains("owner"),
             "admin: {status} {body}"
         );
-        let (status, _) = page(&sidecar.url, &f.ns.name, "no-such-run", Some(&alice), 0).await?;
+        let (status, _) = page(&f.sidecar_url, &f.ns.name, "no-such-run", Some(&alice), 0).await?;
         ensure!(status == StatusCode::NOT_FOUND, "{status}");
         Ok(())
     }
     .await;
     let stopped = f.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
 
@@ -458,17 +484,12 @@ fn pipeline() -> serde_json::Value {
 async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluster_refuses()
 -> Result<()> {
     use reqwest::Method;
-    let settings = SidecarSettings {
-        starts_per_minute: 3,
-        ..SidecarSettings::default()
-    };
-    let mut sidecar = TestSidecar::sqlite("sidecar-api", settings).await?;
-    let f = studio("sc-api", &sidecar.url, 0).await?;
+    let f = chart_studio("sc-api", 0, &["sidecar.startsPerMinute=3"]).await?;
     let result = async {
         let ns = f.ns.name.clone();
         let alice = token(f.env, ALICE)?;
         let bob = token(f.env, "bob")?;
-        let base = format!("{}/api/v1", sidecar.url);
+        let base = format!("{}/api/v1", f.sidecar_url);
         // Who am I: the cluster's answer for the token.
         let (status, me) = api_call(Method::GET, format!("{base}/me"), &alice, None).await?;
         ensure!(
@@ -620,7 +641,6 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
     }
     .await;
     let stopped = f.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
 
@@ -662,19 +682,26 @@ async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_and_no_duplicate_rule_9_21()
 -> Result<()> {
-    let mut sidecar = TestSidecar::sqlite("sidecar-drop", SidecarSettings::default()).await?;
     // Each of the four nodes answers after 700 ms: the run is live while the stream drops.
-    let f = studio("sc-drop", &sidecar.url, 700).await?;
+    let f = chart_studio("sc-drop", 700, &[]).await?;
     let result = async {
         apply_yaml(&f.admin, Some(&f.ns.name), &run_manifest("live-1", ALICE)).await?;
         let alice = token(f.env, ALICE)?;
         f.wait_phase("live-1", RunPhase::Running).await?;
         // The first connection takes three frames and drops.
-        let first = sse(&sidecar.url, &f.ns.name, "live-1", &alice, None, Some(3)).await?;
+        let first = sse(&f.sidecar_url, &f.ns.name, "live-1", &alice, None, Some(3)).await?;
         ensure!(first.len() == 3, "{first:?}");
         let last = first.last().map(|(id, _)| *id).unwrap_or(0);
         // The reconnection names the last id it has and follows to run.end.
-        let rest = sse(&sidecar.url, &f.ns.name, "live-1", &alice, Some(last), None).await?;
+        let rest = sse(
+            &f.sidecar_url,
+            &f.ns.name,
+            "live-1",
+            &alice,
+            Some(last),
+            None,
+        )
+        .await?;
         let run = f.wait_phase("live-1", RunPhase::Succeeded).await?;
         let printed = f.runner_log(&run).await?;
         let mut got: Vec<u64> = first.iter().map(|(id, _)| *id).collect();
@@ -692,6 +719,5 @@ async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_an
     }
     .await;
     let stopped = f.shutdown().await;
-    sidecar.stop().await?;
     result.and(stopped)
 }
