@@ -7,21 +7,23 @@
 //!   root) selected by a run's NetworkPolicy as the operator builds it
 //!   (`orrery_operator::run::network::network_policy` over a real plan document: DNS to
 //!   kube-dns, the sidecar's pods on their port, the endpoint's address on its port as a
-//!   `/32`), reaches its endpoint and the sidecar stand-in and nothing else: canaries on another port of the gateway and on another address see no
-//!   connection, DNS to anything but the (stand-in) cluster DNS gets no answer. A pod the policy
-//!   does not select reaches the canaries (so the test can fail); deleting the policy opens the
-//!   runner pod up again.
+//!   `/32`), reaches its endpoint and the sidecar stand-in and nothing else: canaries on
+//!   another port of the gateway and on another address see no connection, DNS to anything but
+//!   the (stand-in) cluster DNS gets no answer. A pod the policy does not select reaches the canaries (so the test can fail) until a policy made while it
+//!   runs closes it off; deleting the run's policy opens the runner pod up again; a
+//!   `hostNetwork` pod keeps the host's network.
 //! - The operator's probe pod and probe policy (`orrery_operator::registry::probe`) for a
 //!   `privateNetwork` entry on the gateway, allowlisted by `privateNetworkAllowlist`: the real
 //!   probe in its container reaches the entry (the demo fleet behind a TLS front on the
 //!   gateway: a non-loopback entry URL must be `https`) and reports Ok; a probe whose guard
-//!   allows an address its policy does not never reaches it.
+//!   allows an address its policy does not never reaches it. The node clears a namespace a
+//!   crashed run with its bridge's names left.
 //!
 //! What runs where: pods cannot reach the host's 127.0.0.1, so everything they must reach
 //! listens on the bridge's gateway address (`PodExecutor::pod_gateway`); the demo fleet binds
 //! 127.0.0.1 over plain http only, so a TLS front (python3, a throwaway CA from openssl, which
-//! the probe pod trusts through `SSL_CERT_FILE`) stands for it on the gateway. The images have no
-//! general network client, so the refused connections are made from a thread that enters the
+//! the probe pod trusts through `SSL_CERT_FILE`) stands for it on the gateway. The images have
+//! no general network client, so the refused connections are made from a thread that enters the
 //! pod's network namespace (the same network stack and rules as its containers; the test
 //! checks the container's process is in that namespace).
 //!
@@ -820,6 +822,30 @@ async fn a_runner_pod_under_its_runs_policy_reaches_its_endpoint_and_the_sidecar
             "the other DNS server saw the runner's query"
         );
 
+        // A policy made while the bystander runs (egress to nothing) closes it off.
+        let deny: NetworkPolicy = serde_json::from_value(json!({
+            "metadata": {"name": "bystander-deny"},
+            "spec": {"podSelector": {"matchLabels": {RUN_UID_LABEL: "run-2"}},
+                     "policyTypes": ["Egress"]}
+        }))?;
+        policies.create(&PostParams::default(), &deny).await?;
+        eventually(Duration::from_secs(30), || async {
+            let result = connect_from(&by_netns, canary_gateway.addr);
+            ensure!(
+                result == Err(ErrorKind::ConnectionRefused),
+                "the bystander is not closed off yet: {result:?}"
+            );
+            Ok(())
+        })
+        .await
+        .context("after a policy selected the running bystander")?;
+        let seen = canary_gateway.accepted();
+        ensure!(connect_from(&by_netns, canary_gateway.addr).is_err());
+        ensure!(
+            canary_gateway.accepted() == seen,
+            "the gateway canary saw the closed-off bystander"
+        );
+
         // The policy deleted: the runner's rules follow.
         policies
             .delete("run-1-egress", &DeleteParams::default())
@@ -951,7 +977,23 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
     ensure_crds(env).await?;
     let ns = TestNamespace::create(env, "netpol-probe").await?;
     let client = env.admin().await?;
-    let exec = isolated_executor(&client, env, &ns.name, "orxnp2", "10.213.122.0/24").await?;
+    // What a crashed run of a node with this bridge would have left: a pod's namespace.
+    let _ = std::process::Command::new("ip")
+        .args(["netns", "del", "orxnp2-crashed"])
+        .output();
+    ip(&["netns", "add", "orxnp2-crashed"])?;
+    let exec = isolated_executor(&client, env, &ns.name, "orxnp2", "10.213.122.0/24").await;
+    let leftover = net::list_netns()?.contains(&"orxnp2-crashed".to_owned());
+    if leftover {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", "orxnp2-crashed"])
+            .output();
+    }
+    let exec = exec?;
+    ensure!(
+        !leftover,
+        "the crashed run's namespace orxnp2-crashed is still there after the node started"
+    );
     let gateway = exec.pod_gateway().context("isolated mode has a gateway")?;
     let outcome = async {
         // The demo fleet binds 127.0.0.1 over http: a TLS front on the gateway stands for it.
