@@ -9,9 +9,10 @@
 //!   kube-dns, the sidecar's pods on their port, the endpoint's address on its port as a
 //!   `/32`), reaches its endpoint and the sidecar stand-in and nothing else: canaries on
 //!   another port of the gateway and on another address see no connection, DNS to anything but
-//!   the (stand-in) cluster DNS gets no answer. A pod the policy does not select reaches the canaries (so the test can fail) until a policy made while it
-//!   runs closes it off; deleting the run's policy opens the runner pod up again; a
-//!   `hostNetwork` pod keeps the host's network.
+//!   the (stand-in) cluster DNS gets no answer. A pod the policy does not select reaches the
+//!   canaries (so the test can fail) until a policy made while it runs closes it off;
+//!   deleting the run's policy opens the runner pod up again; a `hostNetwork` pod keeps the
+//!   host's network.
 //! - The operator's probe pod and probe policy (`orrery_operator::registry::probe`) for a
 //!   `privateNetwork` entry on the gateway, allowlisted by `privateNetworkAllowlist`: the real
 //!   probe in its container reaches the entry (the demo fleet behind a TLS front on the
@@ -27,9 +28,9 @@
 //! pod's network namespace (the same network stack and rules as its containers; the test
 //! checks the container's process is in that namespace).
 //!
-//! Needs root, buildah, runc, iproute2, nftables, openssl and python3: a missing one FAILS the test, naming what
-//! to install. Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one
-//! started for this test binary.
+//! Needs root, buildah, runc, iproute2, nftables, openssl and python3: a missing one FAILS the
+//! test, naming what to install. Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by
+//! `tests/e2e.sh`), else one started for this test binary.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
