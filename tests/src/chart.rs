@@ -57,6 +57,27 @@ fn find_helm() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The values that run the chart on the development node from the project's local images
+/// (`localhost/orrery/{operator,runner}:dev`, never pulled), with no PVC (the store is SQLite
+/// in the pod), one replica without leader election, and the sidecar and metrics on the given
+/// ports: pods share the host's network there, so the ports must be free on this machine and
+/// the runners reach the sidecar on loopback.
+pub fn dev_node_values(sidecar_port: u16, metrics_port: u16) -> Vec<String> {
+    vec![
+        "image.registry=localhost".to_owned(),
+        "image.repository=orrery/operator".to_owned(),
+        "image.tag=dev".to_owned(),
+        "image.pullPolicy=Never".to_owned(),
+        "runner.image.registry=localhost".to_owned(),
+        "runner.image.tag=dev".to_owned(),
+        "store.sqlite.persistence.enabled=false".to_owned(),
+        "controller.leaderElection.enabled=false".to_owned(),
+        format!("sidecar.url=http://127.0.0.1:{sidecar_port}"),
+        format!("sidecar.port={sidecar_port}"),
+        format!("controller.metricsPort={metrics_port}"),
+    ]
+}
+
 /// What a `helm` run printed.
 #[derive(Debug)]
 pub struct HelmOutput {

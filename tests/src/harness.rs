@@ -564,3 +564,31 @@ mod tests {
         assert_ne!(unique_name("a"), unique_name("a"));
     }
 }
+
+/// A port free on 127.0.0.1 now (the system's choice; free until someone binds it).
+pub fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The processes whose command line names `needle` (e.g. a pod executor's work directory),
+/// each as `<pid>: <command line>`: what is left running of something that should be gone.
+pub fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                out.push(format!("{name}: {cmdline}"));
+            }
+        }
+    }
+    out
+}

@@ -31,6 +31,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use sqlx::Connection as _;
 
+use crate::harness::free_port;
+
 /// Names a running server to use instead of starting one:
 /// `postgres://user[:password]@host:port/db`.
 pub const URL_ENV: &str = "ORRERY_TEST_POSTGRES_URL";
@@ -449,11 +451,6 @@ fn temp_dir() -> Result<PathBuf> {
     ));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
-}
-
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// `t_<hint>_<pid>_<n>`: lower-case letters, digits and `_`, at most 63 bytes.

@@ -11,7 +11,9 @@
 //!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
 //!   optionally the chart's admission policies bound to this namespace alone.
 
-use crate::harness::{TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for};
+use crate::harness::{
+    TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
+};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
 use crate::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
@@ -71,11 +73,6 @@ pub struct ChartStudioOptions<'a> {
 /// How long the chart's operator pod may take to start (the first unpack of the image).
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
 
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
 /// A pod executor for `ns` in container mode: images whose archive exists (the operator's, the
 /// runner's) run as runc containers (host network).
 pub async fn container_executor(env: &TestEnv, admin: &Client, ns: &str) -> Result<PodExecutor> {
@@ -120,25 +117,14 @@ impl ChartOperator {
     ) -> Result<ChartOperator> {
         // A release name of its own: the chart's cluster-scoped objects are named after it.
         let name = format!("op-{}", &ns[ns.len().saturating_sub(5)..]);
-        let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+        let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let mut sets = vec![
-            "image.registry=localhost".to_owned(),
-            "image.repository=orrery/operator".to_owned(),
-            "image.tag=dev".to_owned(),
-            "image.pullPolicy=Never".to_owned(),
-            "runner.image.registry=localhost".to_owned(),
-            "runner.image.tag=dev".to_owned(),
-            "store.sqlite.persistence.enabled=false".to_owned(),
-            "controller.leaderElection.enabled=false".to_owned(),
-            format!("sidecar.url={sidecar_url}"),
-            format!("sidecar.port={sidecar_port}"),
-            format!("service.port={service_port}"),
-            format!("controller.metricsPort={metrics_port}"),
+        let mut sets = crate::chart::dev_node_values(sidecar_port, metrics_port);
+        sets.extend([
             format!("watchNamespace={ns}"),
             format!("tenantNamespaces={{{ns}}}"),
             format!("admissionPolicies.enabled={policies}"),
-        ];
+        ]);
         sets.extend(values.iter().map(|v| (*v).to_owned()));
         let mut args: Vec<String> = Vec::new();
         for set in sets {

@@ -32,7 +32,8 @@ use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::chart::Release;
 use orrery_tests::harness::{
-    TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for, workspace_root,
+    TestNamespace, apply_yaml, ensure_crds, eventually, free_port, has_condition, processes_naming,
+    wait_for, workspace_root,
 };
 use orrery_tests::images;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
@@ -40,32 +41,6 @@ use orrery_tests::testenv::{self, ADMIN};
 
 /// Long enough for the first unpack of the images and the operator's start.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
-/// Processes whose command line names `needle` (the executor's work directory).
-fn processes_naming(needle: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
-                out.push(format!("{name}: {cmdline}"));
-            }
-        }
-    }
-    out
-}
 
 /// The operator pod (made by the Deployment's ReplicaSet), once both its containers run as
 /// runc containers.
@@ -266,23 +241,12 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     .await?;
     let work_dir = exec.work_dir().to_string_lossy().into_owned();
     let release = format!("op{}", &ns.name[ns.name.len() - 5..]);
-    let (sidecar_port, service_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
-    let sets = [
-        "image.registry=localhost".to_owned(),
-        "image.repository=orrery/operator".to_owned(),
-        "image.tag=dev".to_owned(),
-        "image.pullPolicy=Never".to_owned(),
-        "runner.image.registry=localhost".to_owned(),
-        "runner.image.tag=dev".to_owned(),
-        "store.sqlite.persistence.enabled=false".to_owned(),
-        "controller.leaderElection.enabled=false".to_owned(),
-        format!("sidecar.url=http://127.0.0.1:{sidecar_port}"),
-        format!("sidecar.port={sidecar_port}"),
-        format!("service.port={service_port}"),
-        format!("controller.metricsPort={metrics_port}"),
+    let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
+    let mut sets = orrery_tests::chart::dev_node_values(sidecar_port, metrics_port);
+    sets.extend([
         format!("watchNamespace={}", ns.name),
         format!("tenantNamespaces={{{}}}", ns.name),
-    ];
+    ]);
     let mut args: Vec<&str> = Vec::new();
     for set in &sets {
         args.extend(["--set", set.as_str()]);

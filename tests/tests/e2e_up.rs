@@ -71,7 +71,7 @@ async fn client_of(kubeconfig: &Path) -> Result<Client> {
 /// Nothing of the environment runs: no process names its state directory (runc containers'
 /// bundles, the control plane's data) and no `orrery-up` of it is alive.
 fn nothing_left(dir: &Path) -> Result<()> {
-    let left = up::processes_naming(&dir.to_string_lossy());
+    let left = orrery_tests::harness::processes_naming(&dir.to_string_lossy());
     ensure!(left.is_empty(), "processes left: {left:?}");
     ensure!(
         state::live(dir)?.is_none(),

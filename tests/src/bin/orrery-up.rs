@@ -317,7 +317,7 @@ fn down(state_dir: &std::path::Path) -> Result<u8> {
     };
     eprintln!("orrery up: stopping pid {} …", st.pid);
     state::stop(&st, Duration::from_secs(120))?;
-    let left = up::processes_naming(&state_dir.join("node").to_string_lossy());
+    let left = orrery_tests::harness::processes_naming(&state_dir.join("node").to_string_lossy());
     if !left.is_empty() {
         bail!("stopped, but processes of its pods are left: {left:?}");
     }

@@ -32,7 +32,7 @@ use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 
 use crate::chart;
-use crate::harness::{apply_yaml, eventually, has_condition, wait_for, workspace_root};
+use crate::harness::{apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root};
 use crate::images;
 use crate::pod_executor::{ExecutorConfig, PodExecutor};
 use crate::testenv::{self, TestEnv};
@@ -98,12 +98,12 @@ impl std::fmt::Debug for Running {
     }
 }
 
-fn free_port(preferred: u16) -> Result<u16> {
+/// `preferred` when it is free on 127.0.0.1, else a free port.
+fn port_or_free(preferred: u16) -> Result<u16> {
     if preferred != 0 && std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
         return Ok(preferred);
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
-    Ok(listener.local_addr()?.port())
+    free_port()
 }
 
 fn effective_uid() -> Result<u32> {
@@ -356,27 +356,15 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     running.executor = Some(executor);
 
     let started = progress.begin("installing the Helm chart and waiting for the operator's pod");
-    let sidecar_port = free_port(if options.sidecar_port == 0 {
+    let sidecar_port = port_or_free(if options.sidecar_port == 0 {
         8080
     } else {
         options.sidecar_port
     })?;
-    let metrics_port = free_port(8081)?;
+    let metrics_port = port_or_free(8081)?;
     let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-    let sets = [
-        "image.registry=localhost".to_owned(),
-        "image.repository=orrery/operator".to_owned(),
-        "image.tag=dev".to_owned(),
-        "image.pullPolicy=Never".to_owned(),
-        "runner.image.registry=localhost".to_owned(),
-        "runner.image.tag=dev".to_owned(),
-        "store.sqlite.persistence.enabled=false".to_owned(),
-        "controller.leaderElection.enabled=false".to_owned(),
-        format!("sidecar.url={sidecar_url}"),
-        format!("sidecar.port={sidecar_port}"),
-        format!("controller.metricsPort={metrics_port}"),
-        format!("tenantNamespaces={{{NAMESPACE}}}"),
-    ];
+    let mut sets = chart::dev_node_values(sidecar_port, metrics_port);
+    sets.push(format!("tenantNamespaces={{{NAMESPACE}}}"));
     let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
     let mut args: Vec<String> = [
         "install",
@@ -539,7 +527,7 @@ impl Running {
             if let Err(e) = executor.shutdown().await {
                 problems.push(format!("the dev node: {e}"));
             }
-            let left = processes_naming(&work_dir.to_string_lossy());
+            let left = crate::harness::processes_naming(&work_dir.to_string_lossy());
             if !left.is_empty() {
                 problems.push(format!("processes of the dev node's pods left: {left:?}"));
             }
@@ -560,27 +548,6 @@ impl Running {
             bail!("stopping: {}", problems.join("; "))
         }
     }
-}
-
-/// Processes whose command line names `needle`.
-pub fn processes_naming(needle: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
-                out.push(format!("{name}: {cmdline}"));
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
