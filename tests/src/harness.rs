@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -591,4 +591,34 @@ pub fn processes_naming(needle: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Waits until StudioRun `name` reaches a final phase; fails unless it is `Succeeded`, saying the
+/// phase and the run's error.
+pub async fn wait_succeeded(
+    runs: &Api<orrery_crds::StudioRun>,
+    name: &str,
+    timeout: Duration,
+) -> Result<orrery_crds::StudioRun> {
+    let done = wait_for(
+        runs,
+        name,
+        "a final phase",
+        timeout,
+        |r: Option<&orrery_crds::StudioRun>| {
+            r.and_then(|r| r.status.as_ref())
+                .and_then(|s| s.phase)
+                .is_some_and(|p| p.is_terminal())
+        },
+    )
+    .await?
+    .with_context(|| format!("StudioRun {name} is gone"))?;
+    let status = done.status.as_ref().context("run status")?;
+    ensure!(
+        status.phase == Some(orrery_crds::run::RunPhase::Succeeded),
+        "StudioRun {name} ended {:?}: {:?}",
+        status.phase,
+        status.error
+    );
+    Ok(done)
 }

@@ -27,13 +27,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use orrery_crds::registry::RegistryEntry;
-use orrery_crds::run::RunPhase;
 use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::chart::Release;
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, free_port, has_condition, processes_naming,
-    wait_for, workspace_root,
+    wait_for, wait_succeeded, workspace_root,
 };
 use orrery_tests::images;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
@@ -181,26 +180,7 @@ async fn the_operator_works(
         .replace("owner: jane@example.com", &format!("owner: {ADMIN}"));
     apply_yaml(client, Some(&ns.name), &run).await?;
     let runs: Api<StudioRun> = ns.api(client);
-    let done = wait_for(
-        &runs,
-        "release-notes-1",
-        "a final phase",
-        START_TIMEOUT,
-        |r: Option<&StudioRun>| {
-            r.and_then(|r| r.status.as_ref())
-                .and_then(|s| s.phase)
-                .is_some_and(|p| p.is_terminal())
-        },
-    )
-    .await?
-    .context("release-notes-1")?;
-    let status = done.status.clone().context("run status")?;
-    ensure!(
-        status.phase == Some(RunPhase::Succeeded),
-        "the critic loop ended {:?}: {:?}",
-        status.phase,
-        status.error
-    );
+    wait_succeeded(&runs, "release-notes-1", START_TIMEOUT).await?;
     drop(fleet);
 
     // Every pod that ran here (the operator's, the probes', the run's) ran as runc containers.

@@ -36,7 +36,7 @@ use orrery_operator::registry::status::ACCEPT_PINS_ANNOTATION;
 use orrery_operator::sandbox;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::harness::{
-    TestNamespace, apply_yaml, ensure_crds, eventually, wait_for, workspace_root,
+    TestNamespace, apply_yaml, ensure_crds, eventually, wait_for, wait_succeeded, workspace_root,
 };
 use orrery_tests::operator_fixture::Operator;
 use orrery_tests::operator_identity::operator_client;
@@ -245,26 +245,8 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
         apply_yaml(client, Some(&ns.name), &text).await?;
     }
     let runs: Api<StudioRun> = ns.api(client);
-    let done = wait_for(
-        &runs,
-        "release-notes-1",
-        "a final phase",
-        PROBE_TIMEOUT,
-        |r: Option<&StudioRun>| {
-            r.and_then(|r| r.status.as_ref())
-                .and_then(|s| s.phase)
-                .is_some_and(|p| p.is_terminal())
-        },
-    )
-    .await?
-    .context("release-notes-1")?;
+    let done = wait_succeeded(&runs, "release-notes-1", PROBE_TIMEOUT).await?;
     let status = done.status.clone().context("run status")?;
-    ensure!(
-        status.phase == Some(RunPhase::Succeeded),
-        "the critic loop ended {:?}: {:?}",
-        status.phase,
-        status.error
-    );
     let totals = status.totals.clone().context("totals")?;
     assert!(totals.tool_calls >= 1, "{totals:?}");
     assert!(totals.remote_calls >= 1, "{totals:?}");
