@@ -478,4 +478,31 @@ mod tests {
         assert_eq!(env[0].1, "::1");
         assert_eq!(service_env("https://kube.example")[1].1, "443");
     }
+
+    #[test]
+    fn pods_share_the_host_network_unless_isolation_is_asked_for() {
+        let config = ExecutorConfig::new("n");
+        assert_eq!(config.pod_network, NetworkMode::Host);
+        let isolated = config.pod_network(NetworkMode::isolated());
+        assert_eq!(
+            isolated.pod_network,
+            NetworkMode::Isolated(net::NetworkConfig::default())
+        );
+    }
+
+    #[tokio::test]
+    async fn isolated_networking_without_container_mode_is_refused_at_start() {
+        let kube = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = Client::try_from(kube).unwrap();
+        let work = std::env::temp_dir().join(format!("orrery-devnode-iso-{}", std::process::id()));
+        let mut config = ExecutorConfig::new("n").pod_network(NetworkMode::isolated());
+        config.work_dir = Some(work.clone());
+        let err = PodExecutor::start_with(client, config).await.unwrap_err();
+        let _ = std::fs::remove_dir_all(&work);
+        assert!(
+            matches!(err, PodExecutorError::IsolationWithoutContainers),
+            "{err}"
+        );
+        assert!(err.to_string().contains("images directory"), "{err}");
+    }
 }
