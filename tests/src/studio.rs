@@ -147,9 +147,11 @@ impl ChartOperator {
             namespace: ns.to_owned(),
             admin: env.admin().await?,
         };
-        wait_sidecar(&operator.sidecar_url).await.context(
-            "the chart's sidecar did not answer (its log: the executor's pod directory)",
-        )?;
+        wait_sidecar(&operator.sidecar_url, INSTALL_TIMEOUT)
+            .await
+            .context(
+                "the chart's sidecar did not answer (its log: the executor's pod directory)",
+            )?;
         if policies {
             wait_policies_act(env, ns).await?;
         }
@@ -496,11 +498,11 @@ pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The sidecar at `url` answers `/healthz`.
-async fn wait_sidecar(url: &str) -> Result<()> {
+/// Waits until the sidecar at `url` answers `/healthz` (at most `timeout`).
+pub async fn wait_sidecar(url: &str, timeout: Duration) -> Result<()> {
     let health = format!("{url}/healthz");
     let http = http_client()?;
-    crate::harness::eventually(INSTALL_TIMEOUT, || async {
+    crate::harness::eventually(timeout, || async {
         let response = http.get(&health).send().await?;
         ensure!(
             response.status().is_success(),

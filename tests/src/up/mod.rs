@@ -243,18 +243,6 @@ async fn wait_operator(client: &Client) -> Result<String> {
     .await
 }
 
-/// The sidecar answers `/healthz`.
-async fn wait_sidecar(url: &str) -> Result<()> {
-    let http = reqwest::Client::new();
-    let health = format!("{url}/healthz");
-    eventually(READY_TIMEOUT, || async {
-        let r = http.get(&health).send().await?;
-        ensure!(r.status().is_success(), "{health}: {}", r.status());
-        Ok(())
-    })
-    .await
-}
-
 /// Starts everything, filling `running` as it goes (see [`Running`]).
 pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     let state_dir = &options.state_dir;
@@ -392,7 +380,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
             work_dir.display()
         )
     })?;
-    wait_sidecar(&sidecar_url).await?;
+    crate::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
     progress.end(
         started,
         &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
