@@ -39,6 +39,11 @@ command -v ldd >/dev/null 2>&1 || die "ldd not found: apt-get install libc-bin"
 
 mkdir -p "$out_dir"
 out_dir="$(cd "$out_dir" && pwd)"
+# One build at a time per output directory: the buildah storage below it is shared, and the
+# cleanup of one build (`buildah rm --all`) would remove another's build container.
+command -v flock >/dev/null 2>&1 || die "flock not found: apt-get install util-linux"
+exec 9>"$out_dir/.lock"
+flock 9
 storage="$out_dir/.buildah"
 bah=(buildah --storage-driver vfs --root "$storage/root" --runroot "$storage/run")
 work="$(mktemp -d "$out_dir/.work.XXXXXX")"
