@@ -99,7 +99,7 @@ pub async fn operator_client(env: &TestEnv, tenant_namespace: &str) -> Result<Cl
     wait_allowed(
         &client,
         Some(OPERATOR_NAMESPACE),
-        "update",
+        "patch",
         "coordination.k8s.io",
         "leases",
     )

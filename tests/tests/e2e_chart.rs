@@ -156,6 +156,8 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         ("create", "networkpolicies.networking.k8s.io", t, true),
         ("patch", "networkpolicies.networking.k8s.io", t, true),
         ("get", "networkpolicies.networking.k8s.io", t, true),
+        ("watch", "networkpolicies.networking.k8s.io", t, false),
+        ("list", "networkpolicies.networking.k8s.io", o, false),
         ("delete", "networkpolicies.networking.k8s.io", t, false),
         ("create", "networkpolicies.networking.k8s.io", o, false),
         // ControllerRevisions: watched, created and pruned.
@@ -175,6 +177,7 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         ("watch", "leases.coordination.k8s.io", sys, true),
         ("create", "leases.coordination.k8s.io", sys, true),
         ("patch", "leases.coordination.k8s.io", sys, true),
+        ("update", "leases.coordination.k8s.io", sys, false),
         ("delete", "leases.coordination.k8s.io", sys, false),
         ("create", "leases.coordination.k8s.io", t, false),
         // Never.
