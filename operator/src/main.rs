@@ -94,6 +94,12 @@ struct SidecarArgs {
     /// Decisions one person may make through the API per minute (429 past it).
     #[arg(long, value_name = "N", default_value_t = 30)]
     decisions_per_minute: u32,
+
+    /// Serve the runs of this namespace only (single-namespace installs, with the
+    /// controller's --namespace): the sweep of deleted runs' events then lists this namespace
+    /// and needs no cluster-wide right. Default: every namespace.
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +264,7 @@ fn sidecar(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         ingest_concurrency: args.ingest_concurrency,
         starts_per_minute: args.starts_per_minute,
         decisions_per_minute: args.decisions_per_minute,
+        namespace: args.namespace,
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {

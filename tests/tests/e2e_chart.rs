@@ -336,8 +336,9 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         "{refused}"
     );
 
-    // One watched namespace: the controllers' rights hold there alone (a RoleBinding); the
-    // sidecar still lists StudioRuns everywhere (its sweep) and Namespaces are still read.
+    // One watched namespace: the controllers' and the sidecar's rights hold there alone (a
+    // RoleBinding; the sidecar's sweep lists that namespace only, `sidecar --namespace`); only
+    // Namespaces are still read cluster-wide.
     helm(
         env,
         &[
@@ -363,7 +364,8 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         ("delete", "studioruns.studio.orrery.dev", o, false),
         ("watch", "pods", o, false),
         ("watch", "controllerrevisions.apps", o, false),
-        ("list", "studioruns.studio.orrery.dev", o, true),
+        ("list", "studioruns.studio.orrery.dev", t, true),
+        ("list", "studioruns.studio.orrery.dev", o, false),
         ("watch", "studioruns.studio.orrery.dev", o, false),
         ("get", "namespaces", o, true),
         ("create", "leases.coordination.k8s.io", sys, true),

@@ -60,6 +60,10 @@ pub struct SidecarSettings {
     pub starts_per_minute: u32,
     /// Decisions one person may make per minute.
     pub decisions_per_minute: u32,
+    /// The one namespace whose runs this sidecar serves (`--namespace`, a single-namespace
+    /// install): the retention sweep lists and sweeps that namespace's runs only. `None`: every
+    /// namespace.
+    pub namespace: Option<String>,
 }
 
 impl Default for SidecarSettings {
@@ -69,6 +73,7 @@ impl Default for SidecarSettings {
             ingest_concurrency: 32,
             starts_per_minute: 30,
             decisions_per_minute: 30,
+            namespace: None,
         }
     }
 }
@@ -96,6 +101,8 @@ pub struct Sidecar {
     pub ingest_slots: Semaphore,
     /// Cancelled on shutdown: open streams end.
     pub shutdown: CancellationToken,
+    /// The one namespace served, if the install serves one (see [`SidecarSettings::namespace`]).
+    pub namespace: Option<String>,
     ingested: AtomicU64,
 }
 
@@ -132,6 +139,7 @@ impl Sidecar {
             config,
             ingest_slots: Semaphore::new(settings.ingest_concurrency.max(1)),
             shutdown: CancellationToken::new(),
+            namespace: settings.namespace.clone(),
             ingested: AtomicU64::new(0),
         }
     }

@@ -166,11 +166,16 @@ async fn relay_wakes(sidecar: Arc<Sidecar>) {
     }
 }
 
-/// The runs whose events to delete: stored, and no StudioRun with their UID in a list taken
-/// after the store was read.
-pub fn runs_to_sweep(stored: &[RunRecord], live: &HashSet<String>) -> Vec<String> {
+/// The runs whose events to delete: stored (of `namespace` when the sidecar serves one), and
+/// no StudioRun with their UID in a list taken after the store was read.
+pub fn runs_to_sweep(
+    stored: &[RunRecord],
+    live: &HashSet<String>,
+    namespace: Option<&str>,
+) -> Vec<String> {
     stored
         .iter()
+        .filter(|r| namespace.is_none_or(|ns| r.namespace == ns))
         .filter(|r| !live.contains(&r.uid))
         .map(|r| r.uid.clone())
         .collect()
@@ -189,13 +194,18 @@ async fn sweep_loop(sidecar: Arc<Sidecar>, client: Client) {
 }
 
 /// One sweep: reads the runs the store holds, then lists every StudioRun (the sidecar's own
-/// client, a consistent read), and deletes the events of stored runs that no longer exist.
-/// The order matters: a run's object exists before its first event is stored, so a run stored
-/// before the list began is in the list unless it was deleted. Returns how many runs were
-/// swept.
+/// client, a consistent read) of the namespace it serves (every namespace when it serves all),
+/// and deletes the events of stored runs of that scope that no longer exist. The order
+/// matters: a run's object exists before its first event is stored, so a run stored before the
+/// list began is in the list unless it was deleted. Runs of other namespaces in a shared store
+/// are never touched by a sidecar serving one namespace. Returns how many runs were swept.
 pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, String> {
     let stored = sidecar.store.runs().await.map_err(|e| e.to_string())?;
-    let runs = Api::<StudioRun>::all(client.clone())
+    let api = match &sidecar.namespace {
+        Some(ns) => Api::<StudioRun>::namespaced(client.clone(), ns),
+        None => Api::<StudioRun>::all(client.clone()),
+    };
+    let runs = api
         .list_metadata(&ListParams::default())
         .await
         .map_err(|e| format!("listing StudioRuns: {e}"))?;
@@ -204,7 +214,7 @@ pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, Str
         .into_iter()
         .filter_map(|r| r.metadata.uid)
         .collect();
-    let gone = runs_to_sweep(&stored, &live);
+    let gone = runs_to_sweep(&stored, &live, sidecar.namespace.as_deref());
     for uid in &gone {
         sidecar
             .store
@@ -228,7 +238,21 @@ mod tests {
         };
         let stored = [record("a"), record("b"), record("c")];
         let live: HashSet<String> = ["a".to_owned(), "c".to_owned(), "z".to_owned()].into();
-        assert_eq!(runs_to_sweep(&stored, &live), ["b"]);
-        assert!(runs_to_sweep(&[], &live).is_empty());
+        assert_eq!(runs_to_sweep(&stored, &live, None), ["b"]);
+        assert!(runs_to_sweep(&[], &live, None).is_empty());
+    }
+
+    #[test]
+    fn a_sidecar_serving_one_namespace_never_sweeps_another_namespaces_runs() {
+        let record = |uid: &str, namespace: &str| RunRecord {
+            uid: uid.into(),
+            namespace: namespace.into(),
+            name: uid.into(),
+        };
+        // A shared store; the list of team-a's runs has none of them any more.
+        let stored = [record("a1", "team-a"), record("b1", "team-b")];
+        let live = HashSet::new();
+        assert_eq!(runs_to_sweep(&stored, &live, Some("team-a")), ["a1"]);
+        assert_eq!(runs_to_sweep(&stored, &live, None), ["a1", "b1"]);
     }
 }
