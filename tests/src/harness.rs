@@ -544,27 +544,6 @@ pub async fn ensure_crds(env: &TestEnv) -> Result<()> {
         .map(|_| ())
 }
 
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unique_names_are_dns_labels() {
-        for p in ["", "Run_Flow.1", &"x".repeat(100), "---"] {
-            let n = unique_name(p);
-            assert!(n.len() <= 63, "{n}");
-            assert!(
-                n.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
-                "{n}"
-            );
-            assert!(!n.starts_with('-') && !n.ends_with('-'), "{n}");
-        }
-        assert_ne!(unique_name("a"), unique_name("a"));
-    }
-}
-
 /// A port free on 127.0.0.1 now (the system's choice; free until someone binds it).
 pub fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
@@ -621,4 +600,25 @@ pub async fn wait_succeeded(
         status.error
     );
     Ok(done)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_names_are_dns_labels() {
+        for p in ["", "Run_Flow.1", &"x".repeat(100), "---"] {
+            let n = unique_name(p);
+            assert!(n.len() <= 63, "{n}");
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{n}"
+            );
+            assert!(!n.starts_with('-') && !n.ends_with('-'), "{n}");
+        }
+        assert_ne!(unique_name("a"), unique_name("a"));
+    }
 }
