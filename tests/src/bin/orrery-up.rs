@@ -19,7 +19,7 @@ use tokio::signal::unix::{SignalKind, signal};
 /// (pods as runc containers), the Helm chart, the demo fleet and the examples; then a
 /// critic-loop StudioRun followed live. Stays up until Ctrl-C; nothing is left running after.
 #[derive(Debug, Parser)]
-#[command(name = "orrery up")]
+#[command(name = "orrery up", bin_name = "orrery up")]
 struct Cli {
     /// Start in the background and return once everything is up (the log goes to
     /// <state-dir>/up.log); stop it with --down.
