@@ -4,11 +4,11 @@
 #
 # Usage: scripts/install-packages.sh [PACKAGE ...]
 #   no argument: everything the tests need (postgresql, buildah, runc, nftables, iproute2,
-#   busybox-static); with arguments: only those (e.g. `buildah runc` for `orrery up`).
+#   busybox-static, openssl); with arguments: only those (e.g. `buildah runc` for `orrery up`).
 # Prints the packages it installed, or nothing when all were present.
 set -euo pipefail
 
-all=(postgresql buildah runc nftables iproute2 busybox-static)
+all=(postgresql buildah runc nftables iproute2 busybox-static openssl)
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
@@ -21,6 +21,7 @@ present() {
         nftables) command -v nft >/dev/null ;;
         iproute2) command -v ip >/dev/null ;;
         busybox-static) [[ -x /bin/busybox ]] ;;
+        openssl) command -v openssl >/dev/null ;;
         *) echo "install-packages: unknown package $1 (known: ${all[*]})" >&2; exit 2 ;;
     esac
 }

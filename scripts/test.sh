@@ -15,7 +15,8 @@
 #   - Debian packages, with apt-get (as root or through sudo), when missing: postgresql (the
 #     sidecar store's tests start a throwaway server of their own, tests/src/postgres.rs),
 #     buildah and runc (the images' tests build the images without a daemon and run them),
-#     nftables and iproute2 (the development node's network tests), busybox-static.
+#     nftables and iproute2 (the development node's network tests), busybox-static, openssl
+#     (e2e_netpol's throwaway CA); the list lives in scripts/install-packages.sh.
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #
