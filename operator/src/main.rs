@@ -95,9 +95,9 @@ struct SidecarArgs {
     #[arg(long, value_name = "N", default_value_t = 30)]
     decisions_per_minute: u32,
 
-    /// Serve the runs of this namespace only (single-namespace installs, with the
-    /// controller's --namespace): the sweep of deleted runs' events then lists this namespace
-    /// and needs no cluster-wide right. Default: every namespace.
+    /// The one namespace this install serves (single-namespace installs, with the
+    /// controller's --namespace): the sweep of deleted runs' events lists and sweeps that
+    /// namespace only, so it needs no cluster-wide right. Default: every namespace.
     #[arg(long, value_name = "NS")]
     namespace: Option<String>,
 }

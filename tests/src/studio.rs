@@ -5,7 +5,8 @@
 //!   namespace, serving that namespace alone). The operator's pod runs its two containers
 //!   (controller and sidecar) from the operator's image as runc containers on the dev node, with
 //!   its projected ServiceAccount token, so the chart's args, config, RBAC and admission
-//!   policies (bound to that namespace by the chart itself) are what the test exercises; runner
+//!   policies (the chart's own: pending approvals bound to that namespace, the create and
+//!   decisions rules cluster-wide, the same in every release) are what the test exercises; runner
 //!   and probe pods run from the runner's image. Needs root, buildah and runc.
 //! - [`Studio::start`]: the controllers in-process as the operator's ServiceAccount, with the
 //!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
@@ -64,7 +65,9 @@ pub struct ChartStudioOptions<'a> {
     pub manifests: &'a str,
     /// Users bound to the example `studio-user` Role.
     pub users: &'a [&'a str],
-    /// Install the chart's admission policies (bound to the test's namespace by the chart).
+    /// Install the chart's admission policies: the pending-approvals one bound to the test's
+    /// namespace, the create and decisions ones cluster-wide (while the test runs, a run
+    /// created for another owner is refused in every namespace, as in a cluster).
     pub policies: bool,
     /// `helm --set` values on top of the test's (e.g. `config.approvalTimeoutSeconds=4`).
     pub values: &'a [&'a str],
@@ -87,6 +90,16 @@ pub async fn container_executor(env: &TestEnv, admin: &Client, ns: &str) -> Resu
     .await?)
 }
 
+/// A release name of its own for the test namespace `ns` (the chart's cluster-scoped objects are
+/// named after it): `op-` and a hash of the whole (unique) namespace name, short enough for
+/// every name the chart derives from it.
+pub fn release_name(ns: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ns.hash(&mut hasher);
+    format!("op-{:010x}", hasher.finish() & 0xff_ffff_ffff)
+}
+
 /// The chart's operator serving one namespace: `helm install` into it (release `op-<suffix>`,
 /// `watchNamespace` and `tenantNamespaces` that namespace), its pod run by a container-mode
 /// executor of that namespace (see [`container_executor`]). Uninstalled by [`ChartOperator::stop`]
@@ -107,7 +120,7 @@ pub struct ChartOperator {
 impl ChartOperator {
     /// Installs the chart into `ns` with the test's values (the project's local images, no
     /// PVC, no leader election, free ports) and `values` on top; the chart's admission
-    /// policies when `policies` (bound to `ns` by the chart). Returns once the sidecar answers
+    /// policies when `policies` (see [`ChartStudioOptions::policies`]). Returns once the sidecar answers
     /// (and the policies act).
     pub async fn install(
         env: &'static TestEnv,
@@ -116,7 +129,7 @@ impl ChartOperator {
         values: &[&str],
     ) -> Result<ChartOperator> {
         // A release name of its own: the chart's cluster-scoped objects are named after it.
-        let name = format!("op-{}", &ns[ns.len().saturating_sub(5)..]);
+        let name = release_name(ns);
         let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
         let mut sets = crate::chart::dev_node_values(sidecar_port, metrics_port);

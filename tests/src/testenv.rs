@@ -134,10 +134,14 @@ fn run_build_sh() -> Result<PathBuf> {
 
 impl TestEnv {
     /// Starts a private control plane with `bin/testenv up --exit-on-stdin-eof [extra_args]`.
-    /// It is stopped when the returned value is dropped (or the test process exits).
+    /// It is stopped when the returned value is dropped (or the test process exits). It runs in
+    /// a process group of its own, so a Ctrl-C in the terminal reaches the caller, which stops
+    /// what runs on the control plane first, and not the control plane under it.
     pub fn start(bin: &Path, extra_args: &[&str]) -> Result<TestEnv> {
+        use std::os::unix::process::CommandExt;
         let exe = bin.join("testenv");
         let mut child = Command::new(&exe)
+            .process_group(0)
             .arg("up")
             .arg("--exit-on-stdin-eof")
             .args(extra_args)

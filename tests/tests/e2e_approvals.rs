@@ -1,6 +1,7 @@
 //! Approvals end to end on the real control plane, against the operator the Helm chart installs
 //! (`Studio::install`: the chart's operator pod, controller and sidecar, from its image on the
-//! dev node, with the chart's RBAC and its admission policies bound to the test's namespace). A
+//! dev node, with the chart's RBAC and its admission policies: pending approvals bound to the
+//! test's namespace, the create and decisions rules cluster-wide as in any cluster). A
 //! run in its pod asks a person through the sidecar; the text is served to its owner and
 //! approvers only; the owner decides through the sidecar's API (which appends the decision with
 //! the owner's own token) or with `kubectl patch --subresource=status`; a service account's run

@@ -179,43 +179,53 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
     eprintln!("detached up and down: {:?}", started.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
 
-    // Foreground, then Ctrl-C once ready.
+    // Foreground, then Ctrl-C once ready, as a terminal sends it: SIGINT to the job's whole
+    // process group (orrery-up is started as a job of its own, like a shell does).
     let dir = state_dir("foreground");
-    let mut child = up_cmd(&dir, &["--no-run", "--sidecar-port", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    std::fs::create_dir_all(&dir)?;
+    let log_path = dir.with_extension("stderr");
+    let log = std::fs::File::create(&log_path)?;
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        up_cmd(&dir, &["--no-run", "--sidecar-port", "0"])
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()?
+    };
+    let group = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
+    let log_text = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(code) = child.try_wait()? {
-            let out = child.wait_with_output()?;
             bail!(
                 "orrery up exited ({code}) before it was ready:\n{}",
-                text(&out)
+                log_text()
             );
         }
         if state::read(&dir)?.is_some_and(|s| s.phase == state::Phase::Ready) {
             break;
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            bail!("orrery up not ready within {START_TIMEOUT:?}");
+            // Stopped as it would be, so a slow start leaves nothing behind either.
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+            let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+            bail!(
+                "orrery up not ready within {START_TIMEOUT:?}:\n{}",
+                log_text()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)?;
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await??;
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT)?;
+    let status = tokio::task::spawn_blocking(move || child.wait()).await??;
+    let stderr = log_text();
     ensure!(
-        out.status.success(),
-        "orrery up after Ctrl-C:\n{}",
-        text(&out)
+        status.success(),
+        "orrery up after Ctrl-C ({status}):\n{stderr}"
     );
-    ensure!(
-        String::from_utf8_lossy(&out.stderr).contains("nothing of it runs now"),
-        "{}",
-        text(&out)
-    );
+    ensure!(stderr.contains("nothing of it runs now"), "{stderr}");
+    let _ = std::fs::remove_file(&log_path);
     nothing_left(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

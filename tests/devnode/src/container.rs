@@ -162,6 +162,17 @@ impl ContainerRuntime {
             .unwrap_or_default()
     }
 
+    /// Kills and deletes the containers an earlier executor with `work_dir` left behind (one
+    /// that was killed before its shutdown: its `runc run` processes died with it, but the
+    /// containers did not). Call it before reusing or removing such a work directory: once its
+    /// runc state is gone, nothing can stop them. Returns the ids it could not delete.
+    pub fn clear_leftovers(work_dir: &Path) -> Result<Vec<String>, ContainerError> {
+        if !work_dir.join("runc").is_dir() {
+            return Ok(Vec::new());
+        }
+        Ok(ContainerRuntime::new(work_dir, work_dir)?.remove_all())
+    }
+
     /// Kills and deletes every container left (executor shutdown). Returns what could not
     /// be deleted.
     pub fn remove_all(&self) -> Vec<String> {

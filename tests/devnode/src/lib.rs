@@ -406,14 +406,17 @@ impl PodExecutor {
             Some(isolation) => isolation.shutdown().await,
             None => Ok(()),
         };
-        node::remove(&self.client, &self.node_name).await?;
+        // The Node last, and its error last too: an unreachable API server (a control plane
+        // already stopped) must not skip the reports and the clean-up before it.
+        let node = node::remove(&self.client, &self.node_name).await;
+        if left.is_none() && !self.keep {
+            let _ = std::fs::remove_dir_all(&self.work_dir);
+        }
         network?;
         if let Some((state, left)) = left {
             return Err(PodExecutorError::ContainersLeft { state, left });
         }
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.work_dir);
-        }
+        node?;
         Ok(())
     }
 

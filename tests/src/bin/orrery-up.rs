@@ -53,6 +53,14 @@ const EXIT_NOT_UP: u8 = 3;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let state_dir = cli.state_dir.clone().unwrap_or_else(up::default_state_dir);
+    // Absolute, so what names it (processes, the detached child's arguments) is recognisable.
+    let state_dir = if state_dir.is_absolute() {
+        state_dir
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(&state_dir))
+            .unwrap_or(state_dir)
+    };
     let result = if cli.status {
         status(&state_dir)
     } else if cli.down {
@@ -79,9 +87,62 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// Writes the state; a failure is reported, never fatal (the clean-up must still run).
+fn write_state(state_dir: &std::path::Path, st: &state::UpState) {
+    if let Err(e) = state::write(state_dir, st) {
+        eprintln!("orrery up: {e:#} (--status and --down will not see this phase)");
+    }
+}
+
+/// The signals that stop `orrery up`: Ctrl-C, SIGTERM (`--down`), a closed terminal (SIGHUP),
+/// SIGQUIT.
+struct StopSignals(Vec<(tokio::signal::unix::Signal, &'static str)>);
+
+impl StopSignals {
+    fn listen() -> Result<StopSignals> {
+        let mut all = Vec::new();
+        for (kind, name) in [
+            (SignalKind::interrupt(), "Ctrl-C"),
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP (the terminal closed)"),
+            (SignalKind::quit(), "SIGQUIT"),
+        ] {
+            all.push((
+                signal(kind).with_context(|| format!("listening for {name}"))?,
+                name,
+            ));
+        }
+        Ok(StopSignals(all))
+    }
+
+    /// The next stop signal's name.
+    async fn recv(&mut self) -> &'static str {
+        let waits = self.0.iter_mut().map(|(s, name)| {
+            let name = *name;
+            Box::pin(async move {
+                s.recv().await;
+                name
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
+}
+
 fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("creating {}", state_dir.display()))?;
+    // Held for the whole life of this process: a second `orrery up` on the same state
+    // directory is refused here, before it could touch the first one's cluster or pods.
+    let lock_path = state_dir.join("up.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("creating {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        bail!(
+            "already up (another orrery up holds {}): `orrery up --status` shows it, `orrery up \
+             --down` stops it",
+            lock_path.display()
+        );
+    }
     if let Some(other) = state::live(state_dir)? {
         bail!(
             "already up (pid {}, state in {}): `orrery up --status` shows it, `orrery up --down` \
@@ -102,14 +163,17 @@ fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
     };
     let rt = runtime()?;
     let code = rt.block_on(async {
-        let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-        let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        let mut signals = StopSignals::listen()?;
         let mut running = Running::default();
         let started = Instant::now();
         let outcome = tokio::select! {
             r = up::start(&options, &mut running) => Some(r),
-            _ = term.recv() => None,
-            _ = int.recv() => None,
+            name = signals.recv() => {
+                eprintln!("orrery up: {name}: stopping what was started");
+                // A build may be running (cargo, go, buildah, helm): it goes too.
+                up::stop_builds();
+                None
+            }
         };
         let code = match outcome {
             Some(Ok(())) => {
@@ -123,45 +187,43 @@ fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
                     .map(|b| b.join("kubectl"));
                 st.sidecar_url = running.sidecar_url.clone();
                 st.banner = running.banner.clone();
-                state::write(state_dir, &st)?;
+                write_state(state_dir, &st);
                 println!(
                     "\n{}\n\n(up in {})",
                     running.banner,
                     up::steps::human(started.elapsed())
                 );
-                tokio::select! {
-                    _ = term.recv() => eprintln!("orrery up: SIGTERM: stopping everything"),
-                    _ = int.recv() => eprintln!("orrery up: Ctrl-C: stopping everything"),
-                }
+                let name = signals.recv().await;
+                eprintln!("orrery up: {name}: stopping everything");
                 0
             }
             Some(Err(e)) => {
                 st.phase = state::Phase::Failed;
                 st.error = Some(format!("{e:#}"));
-                state::write(state_dir, &st)?;
+                write_state(state_dir, &st);
                 eprintln!("orrery up: {e:#}\norrery up: stopping what was started");
                 1
             }
-            None => {
-                eprintln!("orrery up: interrupted: stopping what was started");
-                130
-            }
+            None => 130,
         };
         if st.phase != state::Phase::Failed {
             st.phase = state::Phase::Stopping;
-            state::write(state_dir, &st)?;
+            write_state(state_dir, &st);
         }
         let stopped = running.stop().await;
         state::remove(state_dir);
         match stopped {
             Ok(()) => {
                 eprintln!("orrery up: stopped; nothing of it runs now");
-                Ok(code)
+                anyhow::Ok(code)
             }
             Err(e) => Err(e),
         }
-    })?;
-    Ok(code)
+    });
+    // A build step cut short may still be finishing on a blocking thread: do not wait for it.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    drop(lock);
+    code
 }
 
 /// Starts this program again in the background, in its own process group (so a Ctrl-C in this
@@ -204,7 +266,17 @@ fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
         log_path.display()
     );
     let mut shown = 0usize;
+    // A cold start builds for about half an hour on 2 cores: far past that, something hangs.
+    let deadline = Instant::now() + Duration::from_secs(90 * 60);
     loop {
+        if Instant::now() > deadline {
+            bail!(
+                "orrery up (pid {}) is still starting after 90 min: its log is {}; `orrery up \
+                 --down` stops it",
+                child.id(),
+                log_path.display()
+            );
+        }
         std::thread::sleep(Duration::from_millis(500));
         // Echo the log's new lines, so the builds' progress shows here too.
         if let Ok(text) = std::fs::read_to_string(&log_path)

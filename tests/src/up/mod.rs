@@ -98,9 +98,10 @@ impl std::fmt::Debug for Running {
     }
 }
 
-/// `preferred` when it is free on 127.0.0.1, else a free port.
+/// `preferred` when it is free on every address (pods share the host's network), else a free
+/// port.
 fn port_or_free(preferred: u16) -> Result<u16> {
-    if preferred != 0 && std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
+    if preferred != 0 && std::net::TcpListener::bind(("0.0.0.0", preferred)).is_ok() {
         return Ok(preferred);
     }
     free_port()
@@ -113,33 +114,22 @@ fn effective_uid() -> Result<u32> {
         .uid())
 }
 
-/// Installs buildah and runc with `scripts/install-packages.sh` when one is missing.
-fn packages() -> Result<String> {
-    let missing: Vec<&str> = ["buildah", "runc"]
-        .into_iter()
-        .filter(|p| {
-            !Command::new(p)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .collect();
-    if missing.is_empty() {
-        return Ok("buildah and runc present".into());
-    }
+/// Installs buildah and runc with `scripts/install-packages.sh` when one is missing (the
+/// script checks, and does nothing when both are there).
+fn packages() -> Result<()> {
     let script = workspace_root().join("scripts/install-packages.sh");
     let status = Command::new("bash")
         .arg(&script)
-        .args(&missing)
+        .args(["buildah", "runc"])
         .status()
         .with_context(|| format!("running {}", script.display()))?;
     ensure!(
         status.success(),
-        "{} {} failed ({status}): install them with apt-get (Debian) and run orrery up again",
-        script.display(),
-        missing.join(" ")
+        "{} buildah runc failed ({status}): install them with apt-get (Debian) and run orrery \
+         up again",
+        script.display()
     );
-    Ok(format!("installed {}", missing.join(", ")))
+    Ok(())
 }
 
 /// `cargo build --workspace --bin orrery --bin orrery-operator`, as `images::build` would, but
@@ -329,6 +319,19 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
 
     let started = progress.begin("starting the dev node (pods as runc containers)");
     let work_dir = state_dir.join("node");
+    // An earlier run killed before it could stop (SIGKILL, a crash) left its containers
+    // running: they go before their runc state does, or nothing could stop them after.
+    let leftovers = work_dir.clone();
+    let failed = tokio::task::spawn_blocking(move || {
+        crate::pod_executor::container::ContainerRuntime::clear_leftovers(&leftovers)
+    })
+    .await??;
+    ensure!(
+        failed.is_empty(),
+        "containers an earlier orrery up left could not be removed: {failed:?} (runc --root {} \
+         list)",
+        work_dir.join("runc").display()
+    );
     let _ = std::fs::remove_dir_all(&work_dir);
     let mut config = ExecutorConfig::new(NODE)
         .api_server(&server)
@@ -344,11 +347,19 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     running.executor = Some(executor);
 
     let started = progress.begin("installing the Helm chart and waiting for the operator's pod");
-    let sidecar_port = port_or_free(if options.sidecar_port == 0 {
-        8080
+    let sidecar_port = if options.sidecar_port == 0 {
+        port_or_free(8080)?
     } else {
+        ensure!(
+            std::net::TcpListener::bind(("0.0.0.0", options.sidecar_port)).is_ok(),
+            "--sidecar-port {}: the port is taken on this machine (the sidecar shares the \
+             host's network on the dev node): choose another, or leave it out for 8080 or a free \
+             one",
+            options.sidecar_port
+        );
         options.sidecar_port
-    })?;
+    };
+
     let metrics_port = port_or_free(8081)?;
     let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
     let mut sets = chart::dev_node_values(sidecar_port, metrics_port);
@@ -538,10 +549,109 @@ impl Running {
     }
 }
 
+/// `(ppid, pgrp)` of a process, from `/proc/<pid>/stat`.
+fn parent_and_group(stat: &str) -> Option<(u32, u32)> {
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let _state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
+}
+
+/// Stops the builds this process started (cargo, the build scripts and what they run, helm):
+/// SIGTERM to every descendant of this process that is in its process group. The control plane
+/// and the pods' containers run in process groups of their own and are stopped in order by
+/// [`Running::stop`]; a build cut short would otherwise keep going on its blocking thread.
+pub fn stop_builds() {
+    use std::collections::HashMap;
+    let me = std::process::id();
+    let Some((_, my_group)) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| parent_and_group(&s))
+    else {
+        return;
+    };
+    let mut procs: HashMap<u32, (u32, u32)> = HashMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if let Some(pg) = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|s| parent_and_group(&s))
+            {
+                procs.insert(pid, pg);
+            }
+        }
+    }
+    for pid in builds_to_stop(me, my_group, &procs) {
+        if let Ok(pid) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+}
+
+/// The descendants of `me` (pid → (ppid, pgrp) in `procs`) that are in `group`.
+fn builds_to_stop(
+    me: u32,
+    group: u32,
+    procs: &std::collections::HashMap<u32, (u32, u32)>,
+) -> Vec<u32> {
+    let mut descendants = vec![me];
+    let mut i = 0;
+    while i < descendants.len() {
+        let parent = descendants[i];
+        let mut children: Vec<u32> = procs
+            .iter()
+            .filter(|(pid, (ppid, _))| *ppid == parent && !descendants.contains(pid))
+            .map(|(pid, _)| *pid)
+            .collect();
+        children.sort_unstable();
+        descendants.extend(children);
+        i += 1;
+    }
+    descendants
+        .into_iter()
+        .skip(1)
+        .filter(|pid| procs.get(pid).is_some_and(|(_, g)| *g == group))
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_processes_parent_and_group_are_read_past_a_name_with_parentheses() {
+        assert_eq!(
+            parent_and_group("4242 (cargo (build)) S 17 4200 17 0 -1"),
+            Some((17, 4200))
+        );
+        assert_eq!(parent_and_group("garbage"), None);
+    }
+
+    #[test]
+    fn the_builds_to_stop_are_the_descendants_in_this_process_group_only() {
+        // 10 is this process (group 10): 11 (cargo) and its child 12 (rustc) are builds; 13 is
+        // the control plane in a group of its own, 14 its child; 20 is not ours.
+        let procs: std::collections::HashMap<u32, (u32, u32)> = [
+            (10, (1, 10)),
+            (11, (10, 10)),
+            (12, (11, 10)),
+            (13, (10, 13)),
+            (14, (13, 13)),
+            (20, (1, 10)),
+        ]
+        .into();
+        assert_eq!(builds_to_stop(10, 10, &procs), [11, 12]);
+        assert!(builds_to_stop(12, 10, &procs).is_empty());
+    }
 
     #[test]
     fn the_banner_names_the_kubeconfig_the_sidecar_and_how_to_stop() {
@@ -562,12 +672,5 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want:?} missing from:\n{text}");
         }
-    }
-
-    #[test]
-    fn the_default_state_directory_is_orrery_up_under_the_state_home() {
-        // Read-only check of the rule, without changing this process's environment.
-        let dir = default_state_dir();
-        assert!(dir.ends_with("orrery/up"), "{}", dir.display());
     }
 }

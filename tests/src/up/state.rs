@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-/// The program name a live supervisor's command line contains (guards against a reused pid).
+/// The file name of a live supervisor's executable (guards against a reused pid).
 const PROGRAM: &str = "orrery-up";
 
 /// Where a running environment stands.
@@ -107,10 +107,14 @@ pub fn remove(dir: &Path) {
     }
 }
 
-/// Whether `pid` is a live `orrery-up` (not a zombie, not another program with a reused pid).
+/// Whether `pid` is a live `orrery-up` (not a zombie, not another program with a reused pid):
+/// its executable is named `orrery-up` (`orrery-up (deleted)` once a rebuild replaced it).
 pub fn alive(pid: u32) -> bool {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-    let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+    let exe = std::fs::read_link(proc_dir.join("exe")).unwrap_or_default();
+    let named = exe
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(PROGRAM));
     let zombie = std::fs::read_to_string(proc_dir.join("stat"))
         .ok()
         .and_then(|s| {
@@ -118,7 +122,7 @@ pub fn alive(pid: u32) -> bool {
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
         .unwrap_or(false);
-    !zombie && String::from_utf8_lossy(&cmdline).contains(PROGRAM)
+    named && !zombie
 }
 
 /// The live environment of a state directory, if any (a stale file is removed).

@@ -16,6 +16,15 @@ const TICK: Duration = Duration::from_secs(30);
 /// A step's duration below which it is shown as cached.
 const CACHED: Duration = Duration::from_secs(3);
 
+/// Clears its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
 /// Numbers, times and remembers the steps.
 #[derive(Debug)]
 pub struct Progress {
@@ -70,6 +79,8 @@ impl Progress {
         eprintln!("[{}/{}] {what}{estimate} …", self.done, self.total);
         let started = Instant::now();
         let running = Arc::new(AtomicBool::new(true));
+        // Stops the ticker however this step ends, cancelled (Ctrl-C) included.
+        let _stop_ticker = StopOnDrop(running.clone());
         let ticker = {
             let running = running.clone();
             let what = what.to_owned();
@@ -86,7 +97,7 @@ impl Progress {
         };
         let result = tokio::task::spawn_blocking(f).await;
         running.store(false, Ordering::Relaxed);
-        let _ = ticker.join();
+        let _ = tokio::task::spawn_blocking(move || ticker.join()).await;
         let took = started.elapsed();
         let value = result??;
         let cached = if took < CACHED && cold.is_some() {
