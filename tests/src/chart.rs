@@ -239,3 +239,47 @@ impl Drop for Release {
         }
     }
 }
+
+/// The operator pod of `release` (made by the Deployment's ReplicaSet), once both its
+/// containers, the controller and the sidecar, run as runc containers (the dev node's container
+/// mode), within `timeout`.
+pub async fn wait_operator_pod(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    release: &str,
+    timeout: std::time::Duration,
+) -> Result<k8s_openapi::api::core::v1::Pod> {
+    use anyhow::ensure;
+    use kube::ResourceExt;
+    let selector = format!("app.kubernetes.io/instance={release}");
+    crate::harness::eventually(timeout, || async {
+        let list = pods
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await?;
+        let Some(pod) = list.items.into_iter().next() else {
+            bail!("no pod of release {release} yet");
+        };
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        let running: Vec<(String, String)> = statuses
+            .iter()
+            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            .map(|c| (c.name.clone(), c.container_id.clone().unwrap_or_default()))
+            .collect();
+        ensure!(
+            running.len() == 2,
+            "pod {}: not both containers running: {statuses:?}",
+            pod.name_any()
+        );
+        for (name, id) in &running {
+            ensure!(
+                id.starts_with("runc://"),
+                "container {name} runs as {id}, not as a runc container"
+            );
+        }
+        Ok(pod)
+    })
+    .await
+}

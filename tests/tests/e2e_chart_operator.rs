@@ -22,14 +22,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
-use orrery_tests::chart::Release;
+use orrery_tests::chart::{Release, wait_operator_pod};
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, free_port, has_condition, processes_naming,
     wait_for, wait_succeeded, workspace_root,
@@ -40,41 +40,6 @@ use orrery_tests::testenv::{self, ADMIN};
 
 /// Long enough for the first unpack of the images and the operator's start.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// The operator pod (made by the Deployment's ReplicaSet), once both its containers run as
-/// runc containers.
-async fn wait_operator_pod(pods: &Api<Pod>, release: &str) -> Result<Pod> {
-    let selector = format!("app.kubernetes.io/instance={release}");
-    eventually(START_TIMEOUT, || async {
-        let list = pods.list(&ListParams::default().labels(&selector)).await?;
-        let Some(pod) = list.items.into_iter().next() else {
-            bail!("no pod of release {release} yet");
-        };
-        let statuses = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.clone())
-            .unwrap_or_default();
-        let running: Vec<(String, String)> = statuses
-            .iter()
-            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-            .map(|c| (c.name.clone(), c.container_id.clone().unwrap_or_default()))
-            .collect();
-        ensure!(
-            running.len() == 2,
-            "pod {}: not both containers running: {statuses:?}",
-            pod.name_any()
-        );
-        for (name, id) in &running {
-            ensure!(
-                id.starts_with("runc://"),
-                "container {name} runs as {id}, not as a runc container"
-            );
-        }
-        Ok(pod)
-    })
-    .await
-}
 
 async fn apply_file(client: &Client, ns: &str, rel: &str) -> Result<Vec<String>> {
     let path = workspace_root().join(rel);
@@ -121,12 +86,14 @@ async fn the_operator_works(
     pod_log_dir: &Path,
 ) -> Result<()> {
     let pods: Api<Pod> = ns.api(client);
-    let pod = wait_operator_pod(&pods, release).await.with_context(|| {
-        format!(
-            "the operator pod did not run both containers (logs under {})",
-            pod_log_dir.display()
-        )
-    })?;
+    let pod = wait_operator_pod(&pods, release, START_TIMEOUT)
+        .await
+        .with_context(|| {
+            format!(
+                "the operator pod did not run both containers (logs under {})",
+                pod_log_dir.display()
+            )
+        })?;
 
     // The sidecar, on the host network.
     let url = format!("http://127.0.0.1:{sidecar_port}/healthz");

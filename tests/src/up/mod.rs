@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client, ResourceExt};
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, StudioRun};
@@ -207,32 +207,6 @@ async fn apply_examples(client: &Client, fleet: &Fleet) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The operator's pod, once both containers run.
-async fn wait_operator(client: &Client) -> Result<String> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NAMESPACE);
-    let selector = format!("app.kubernetes.io/instance={RELEASE}");
-    eventually(READY_TIMEOUT, || async {
-        let list = pods.list(&ListParams::default().labels(&selector)).await?;
-        let pod = list
-            .items
-            .into_iter()
-            .next()
-            .context("no operator pod yet")?;
-        let statuses = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.clone())
-            .unwrap_or_default();
-        let running = statuses
-            .iter()
-            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-            .count();
-        ensure!(running == 2, "{} of 2 containers running", running);
-        Ok(pod.name_any())
-    })
-    .await
-}
-
 /// Starts everything, filling `running` as it goes (see [`Running`]).
 pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     let state_dir = &options.state_dir;
@@ -385,7 +359,11 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     })
     .await?
     .context("helm install")?;
-    let pod = wait_operator(&client).await.with_context(|| {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NAMESPACE);
+    let pod = chart::wait_operator_pod(&pods, RELEASE, READY_TIMEOUT)
+        .await
+        .map(|p| p.name_any())
+        .with_context(|| {
         format!(
             "the operator's pod did not start both containers (its logs: {}/{RELEASE_NAMESPACE}_*/logs/)",
             work_dir.display()
