@@ -175,6 +175,28 @@ impl Fixture {
             .items)
     }
 
+    /// Waits until the runner of run `name` has started the run (its `run.start` event is in
+    /// the pod's log): its signal handlers are installed by then. A SIGTERM before that reaches
+    /// a container's first process with no handler yet, which the kernel ignores (as in any
+    /// cluster), and only the grace period's SIGKILL would stop it.
+    async fn wait_run_started(&self, name: &str) -> Result<()> {
+        let exec = self.exec.as_ref().context("no kubelet runs this namespace's pods")?;
+        let run = self.runs().get(name).await?;
+        eventually(RUN_TIMEOUT, || async {
+            let pods = self.runner_pods(&run).await?;
+            let pod = pods.first().context("no runner pod yet")?;
+            let log = exec.pod_dir(pod).join("logs").join("runner.log");
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            ensure!(
+                text.contains("\"type\":\"run.start\""),
+                "no run.start in {} yet",
+                log.display()
+            );
+            Ok(())
+        })
+        .await
+    }
+
     async fn events_of(&self, name: &str) -> Result<Vec<(String, String)>> {
         let events: Api<Event> = self.ns.api(&self.admin);
         Ok(events
@@ -526,6 +548,7 @@ async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Re
         f.apply(&inline_run("long", "slow", "jane@example.com"))
             .await?;
         f.wait_phase("long", RunPhase::Running).await?;
+        f.wait_run_started("long").await?;
         let patch = json!({"spec": {"cancel": true}});
         f.runs()
             .patch("long", &PatchParams::default(), &Patch::Merge(&patch))
