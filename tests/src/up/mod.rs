@@ -250,7 +250,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .step(
             "helm-build",
             "Helm v4 (tests/helm/build.sh)",
-            Some("about 10 min"),
+            Some("about 5 min"),
             chart::helm_bin,
         )
         .await?;
