@@ -180,7 +180,10 @@ impl Fixture {
     /// a container's first process with no handler yet, which the kernel ignores (as in any
     /// cluster), and only the grace period's SIGKILL would stop it.
     async fn wait_run_started(&self, name: &str) -> Result<()> {
-        let exec = self.exec.as_ref().context("no kubelet runs this namespace's pods")?;
+        let exec = self
+            .exec
+            .as_ref()
+            .context("no kubelet runs this namespace's pods")?;
         let run = self.runs().get(name).await?;
         eventually(RUN_TIMEOUT, || async {
             let pods = self.runner_pods(&run).await?;
