@@ -242,7 +242,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
             "control-plane-build",
             "the local control plane: kube-apiserver, etcd, kube-controller-manager v1.36.3 \
              (tests/testenv/build.sh)",
-            Some("about 11 min and 2.1 GiB of memory"),
+            Some("about 9 min and 2.1 GiB of memory"),
             testenv::bin_dir,
         )
         .await?;
@@ -250,7 +250,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .step(
             "helm-build",
             "Helm v4 (tests/helm/build.sh)",
-            Some("about 5 min"),
+            Some("about 4 min"),
             chart::helm_bin,
         )
         .await?;
