@@ -8,6 +8,7 @@
 pub mod chart;
 pub mod harness;
 pub mod images;
+pub mod netcheck;
 pub mod operator_fixture;
 pub mod operator_identity;
 /// The development node (crate `orrery-devnode`), under the name the tests have always used.

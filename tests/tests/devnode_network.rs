@@ -12,15 +12,12 @@
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use orrery_devnode::net::{self, Ipv4Net, NetError, NetworkConfig, PodNet, PodNetwork};
 use orrery_devnode::netpol::{self, Enforcer, Inventory, NamedPort, Options, Protocol, TargetPod};
+use orrery_tests::netcheck::{CountingListener, connect_from, host_has_orrery_table};
 use serde_json::json;
 
 /// Fails (never skips) when the machine cannot run these tests, saying what to install.
@@ -120,83 +117,14 @@ fn assert_nothing_left(config: &NetworkConfig) {
     assert!(left.is_empty(), "links left: {left:?}");
 }
 
-/// A TCP listener (in a pod's namespace or on the host) that counts the connections it accepts.
-struct Listener {
-    addr: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Listener {
-    /// Listens on `addr:port`, inside `netns` when given.
-    fn start(netns: Option<&str>, addr: Ipv4Addr, port: u16) -> Listener {
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let netns = netns.map(str::to_owned);
-        let (count, halt) = (accepted.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            if let Some(ns) = &netns {
-                net::enter(ns).expect("the listener enters the pod's namespace");
-            }
-            let listener = TcpListener::bind(SocketAddrV4::new(addr, port)).expect("bind");
-            listener.set_nonblocking(true).expect("nonblocking");
-            ready_tx.send(()).expect("ready");
-            while !halt.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok(_) => {
-                        count.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    Err(e) => panic!("accept on {addr}:{port}: {e}"),
-                }
-            }
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the listener is up");
-        Listener {
-            addr: SocketAddr::V4(SocketAddrV4::new(addr, port)),
-            accepted,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Connections accepted so far (after letting the accept loop catch up).
-    fn accepted(&self) -> usize {
-        std::thread::sleep(Duration::from_millis(50));
-        self.accepted.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// Connects from inside `pod` to `to`; the error kind when it fails.
 fn connect(pod: &PodNet, to: SocketAddr) -> Result<(), ErrorKind> {
-    pod.run_in(move || {
-        TcpStream::connect_timeout(&to, Duration::from_secs(3))
-            .map(drop)
-            .map_err(|e| e.kind())
-    })
-    .expect("a thread in the pod's namespace")
+    connect_from(Some(&pod.netns), to).expect("a thread in the pod's namespace")
 }
 
 /// Connects from the host to `to`.
 fn connect_from_host(to: SocketAddr) -> Result<(), ErrorKind> {
-    TcpStream::connect_timeout(&to, Duration::from_secs(3))
-        .map(drop)
-        .map_err(|e| e.kind())
+    connect_from(None, to).expect("a connect from the host")
 }
 
 const STUDIO: &str = "studio";
@@ -237,16 +165,6 @@ fn runner_labels() -> BTreeMap<String, String> {
 }
 
 /// Whether the host's own ruleset has a table called `orrery` (it must never).
-fn host_has_orrery_table() -> bool {
-    let out = std::process::Command::new("nft")
-        .args(["list", "tables"])
-        .output()
-        .expect("nft list tables");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .any(|l| l.trim() == "table inet orrery")
-}
-
 #[test]
 fn a_runner_pod_reaches_its_endpoint_and_the_sidecar_and_nothing_else() {
     let t = TestNet::new(1);
@@ -256,11 +174,15 @@ fn a_runner_pod_reaches_its_endpoint_and_the_sidecar_and_nothing_else() {
     let canary = t.add("canary");
 
     // The registry endpoint and a canary in pods; the sidecar and a canary on the node.
-    let endpoint = Listener::start(Some(&registry.netns), registry.address, REGISTRY_PORT);
-    let canary_pod = Listener::start(Some(&canary.netns), canary.address, REGISTRY_PORT);
-    let sidecar = Listener::start(None, gateway, SIDECAR_PORT);
-    let canary_node = Listener::start(None, gateway, SIDECAR_PORT + 1);
-    let runner_port = Listener::start(Some(&runner.netns), runner.address, 7900);
+    let endpoint = CountingListener::start(Some(&registry.netns), registry.address, REGISTRY_PORT)
+        .expect("the listener is up");
+    let canary_pod = CountingListener::start(Some(&canary.netns), canary.address, REGISTRY_PORT)
+        .expect("the listener is up");
+    let sidecar = CountingListener::start(None, gateway, SIDECAR_PORT).expect("the listener is up");
+    let canary_node =
+        CountingListener::start(None, gateway, SIDECAR_PORT + 1).expect("the listener is up");
+    let runner_port = CountingListener::start(Some(&runner.netns), runner.address, 7900)
+        .expect("the listener is up");
 
     // With no policy, everything is reachable (so the test can fail).
     for l in [&endpoint, &canary_pod, &sidecar, &canary_node] {
@@ -314,7 +236,7 @@ fn a_runner_pod_reaches_its_endpoint_and_the_sidecar_and_nothing_else() {
         "the same ruleset is not loaded twice"
     );
     assert!(
-        !host_has_orrery_table(),
+        !host_has_orrery_table().expect("nft list tables"),
         "the rules are in the pod's namespace, not the host's"
     );
 
@@ -392,9 +314,11 @@ fn pods_reach_each_other_and_the_gateway_and_a_teardown_leaves_nothing_behind() 
     assert!(t.net().subnet().contains(&a.address));
     assert_eq!(a.netns, "orxnt2-pod-a");
 
-    let on_b = Listener::start(Some(&b.netns), b.address, 9000);
-    let on_gateway = Listener::start(None, gateway, 9001);
-    let on_any = Listener::start(None, Ipv4Addr::UNSPECIFIED, 19002);
+    let on_b =
+        CountingListener::start(Some(&b.netns), b.address, 9000).expect("the listener is up");
+    let on_gateway = CountingListener::start(None, gateway, 9001).expect("the listener is up");
+    let on_any =
+        CountingListener::start(None, Ipv4Addr::UNSPECIFIED, 19002).expect("the listener is up");
     let firewall = net::inspect_host_firewall();
     eprintln!("host firewall: {}", firewall.describe());
     let across = connect(&a, on_b.addr);

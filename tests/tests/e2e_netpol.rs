@@ -35,7 +35,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::io::ErrorKind;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -60,6 +60,7 @@ use orrery_runner::demo::fleet::loopback_hosts;
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, workspace_root};
 use orrery_tests::images;
+use orrery_tests::netcheck::{self, CountingListener, host_has_orrery_table};
 use orrery_tests::pod_executor::net::{self, Ipv4Net, NetworkConfig};
 use orrery_tests::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor};
 use orrery_tests::testenv;
@@ -121,64 +122,6 @@ async fn isolated_executor(
     .await?)
 }
 
-/// A TCP listener on the host that counts the connections it accepts.
-struct Canary {
-    addr: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Canary {
-    fn start(addr: Ipv4Addr, port: u16) -> Result<Canary> {
-        let listener = TcpListener::bind(SocketAddrV4::new(addr, port))
-            .with_context(|| format!("binding {addr}:{port}"))?;
-        listener.set_nonblocking(true)?;
-        let local = listener.local_addr()?;
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (count, halt) = (accepted.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !halt.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok(_) => {
-                        count.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    Err(_) => return,
-                }
-            }
-        });
-        Ok(Canary {
-            addr: local,
-            accepted,
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    fn port(&self) -> u16 {
-        self.addr.port()
-    }
-
-    /// Connections accepted so far (after letting the accept loop catch up).
-    fn accepted(&self) -> usize {
-        std::thread::sleep(Duration::from_millis(50));
-        self.accepted.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Canary {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// A UDP "DNS server" on the host: counts the datagrams it gets and echoes each back.
 struct Dns {
     addr: SocketAddr,
@@ -229,12 +172,7 @@ impl Drop for Dns {
 
 /// Connects from inside network namespace `netns` to `to`; the error kind when it fails.
 fn connect_from(netns: &str, to: SocketAddr) -> Result<(), ErrorKind> {
-    net::run_in(netns, move || {
-        TcpStream::connect_timeout(&to, Duration::from_secs(3))
-            .map(drop)
-            .map_err(|e| e.kind())
-    })
-    .expect("a thread in the pod's namespace")
+    netcheck::connect_from(Some(netns), to).expect("a thread in the pod's namespace")
 }
 
 /// A DNS-shaped UDP query from inside `netns` to `to`: whether an answer came back.
@@ -475,16 +413,6 @@ async fn container_netns_any(exec: &PodExecutor, pod: &Pod) -> Result<(u32, Stri
 }
 
 /// Whether the host's own ruleset has a table `inet orrery` (it must never).
-fn host_has_orrery_table() -> bool {
-    let out = std::process::Command::new("nft")
-        .args(["list", "tables"])
-        .output()
-        .expect("nft list tables");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .any(|l| l.trim() == "table inet orrery")
-}
-
 fn bridge_exists(bridge: &str) -> bool {
     std::path::Path::new("/sys/class/net").join(bridge).exists()
 }
@@ -651,10 +579,10 @@ async fn a_runner_pod_under_its_runs_policy_reaches_its_endpoint_and_the_sidecar
     let pods: Api<Pod> = ns.api(&client);
     let outcome = async {
         ip(&["addr", "replace", &format!("{other}/32"), "dev", bridge])?;
-        let endpoint = Canary::start(gateway, 0)?;
-        let sidecar = Canary::start(gateway, 0)?;
-        let canary_gateway = Canary::start(gateway, 0)?;
-        let canary_other = Canary::start(other, endpoint.port())?;
+        let endpoint = CountingListener::start(None, gateway, 0)?;
+        let sidecar = CountingListener::start(None, gateway, 0)?;
+        let canary_gateway = CountingListener::start(None, gateway, 0)?;
+        let canary_other = CountingListener::start(None, other, endpoint.port())?;
         let dns_gateway = Dns::start(gateway)?;
         let dns_cluster = Dns::start(other)?;
 
@@ -766,7 +694,7 @@ async fn a_runner_pod_under_its_runs_policy_reaches_its_endpoint_and_the_sidecar
             "the pod's namespace has no rules of the policy: {table}"
         );
         ensure!(
-            !host_has_orrery_table(),
+            !host_has_orrery_table()?,
             "the rules are in the pod's namespace, never in the host's tables"
         );
 
@@ -897,7 +825,7 @@ async fn a_runner_pod_under_its_runs_policy_reaches_its_endpoint_and_the_sidecar
         .filter(|n| n.starts_with("orxnp1-"))
         .collect();
     ensure!(left.is_empty(), "namespaces left: {left:?}");
-    ensure!(!host_has_orrery_table(), "a table in the host's ruleset");
+    ensure!(!host_has_orrery_table()?, "a table in the host's ruleset");
     Ok(())
 }
 
@@ -1012,7 +940,7 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
             .trim_end_matches("/mcp")
             .parse()?;
         let front = TlsFront::start(gateway, tools).await?;
-        let canary = Canary::start(gateway, 0)?;
+        let canary = CountingListener::start(None, gateway, 0)?;
 
         let mut config = Config::load(
             &workspace_root()
