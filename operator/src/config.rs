@@ -31,6 +31,9 @@ pub const MAX_PROBE_INTERVAL_SECONDS: u64 = 7 * 24 * 3600;
 /// A runner pod that has not started this long after it was created fails the run (it cannot
 /// be scheduled, its image cannot be pulled, a Secret it mounts is missing).
 pub const DEFAULT_START_TIMEOUT_SECONDS: u64 = 300;
+/// The most `runner.trustedCertificates` may hold: it travels in an annotation of every runner
+/// and probe pod (all of a pod's annotations together may hold 256 KiB).
+pub const MAX_TRUSTED_CERTIFICATES_BYTES: usize = 64 * 1024;
 /// The audience of run tokens: the sidecar.
 pub const DEFAULT_RUN_TOKEN_AUDIENCE: &str = "orrery-sidecar";
 /// The issuer of run tokens.
@@ -163,6 +166,41 @@ pub struct RunnerConfig {
     /// Secrets); past it the pod is deleted and the run fails with the reason it was stuck on.
     #[serde(default = "default_start_timeout")]
     pub start_timeout_seconds: u64,
+    /// PEM certificates runner and probe pods trust beside the image's own CA bundle: the CA of
+    /// private MCP servers, A2A agents or model endpoints (`https://` with a certificate no
+    /// public CA signed). Certificates only, at most [`MAX_TRUSTED_CERTIFICATES_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_certificates: Option<String>,
+}
+
+/// Why `pem` cannot be `runner.trustedCertificates`: not PEM, no certificate, something that
+/// is not a certificate (a private key must never be written where every tenant's pods can
+/// read it), or too large.
+fn trusted_certificates_problem(pem: &str) -> Result<usize, String> {
+    use rustls_pki_types::pem::{PemObject, SectionKind};
+    if pem.len() > MAX_TRUSTED_CERTIFICATES_BYTES {
+        return Err(format!(
+            "{} bytes is more than {MAX_TRUSTED_CERTIFICATES_BYTES}",
+            pem.len()
+        ));
+    }
+    let mut certificates = 0;
+    for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem.as_bytes()) {
+        match section {
+            Ok((SectionKind::Certificate, _)) => certificates += 1,
+            Ok((kind, _)) => {
+                return Err(format!(
+                    "holds a {kind:?} section, not only certificates (if it is a private key, \
+                     rotate it: it was written into the operator's config)"
+                ));
+            }
+            Err(e) => return Err(format!("is not valid PEM: {e}")),
+        }
+    }
+    if certificates == 0 {
+        return Err("holds no PEM certificate".into());
+    }
+    Ok(certificates)
 }
 
 fn default_start_timeout() -> u64 {
@@ -651,6 +689,15 @@ impl Config {
                 }
             }
         }
+        if let Some(pem) = &runner.trusted_certificates
+            && let Err(why) = trusted_certificates_problem(pem)
+        {
+            problem(
+                "runner.trustedCertificates".into(),
+                why,
+                "give PEM certificates only (-----BEGIN CERTIFICATE----- blocks), e.g. your private CA's ca.crt, at most 64 KiB",
+            );
+        }
         if !runner.resources.limits.contains_key("memory") {
             problem(
                 "runner.resources.limits.memory".into(),
@@ -1002,6 +1049,42 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
         for (extra, want) in cases {
             assert_eq!(problem_fields(&with(extra)), *want, "{extra}");
         }
+    }
+
+    /// `runner.trustedCertificates` holds PEM certificates and nothing else: never a key (it is
+    /// copied into every tenant's pods), never something the TLS verifier would skip.
+    #[test]
+    fn trusted_certificates_must_be_pem_certificates_only() {
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+        let cases: Vec<(String, Result<usize, &str>)> = vec![
+            (cert.to_owned(), Ok(1)),
+            (format!("# our CA\n{cert}{cert}"), Ok(2)),
+            (String::new(), Err("holds no PEM certificate")),
+            ("not pem at all".to_owned(), Err("holds no PEM certificate")),
+            (format!("{cert}{key}"), Err("holds a")),
+            (
+                "-----BEGIN CERTIFICATE-----\nMIIB\n".to_owned(),
+                Err("is not valid PEM"),
+            ),
+            (
+                cert.repeat(MAX_TRUSTED_CERTIFICATES_BYTES / cert.len() + 1),
+                Err("is more than 65536"),
+            ),
+        ];
+        for (pem, want) in cases {
+            let got = trusted_certificates_problem(&pem);
+            match (&got, want) {
+                (Ok(n), Ok(m)) => assert_eq!(*n, m, "{pem}"),
+                (Err(why), Err(start)) => assert!(why.contains(start), "{why} for {pem}"),
+                _ => panic!("{got:?} for {pem:?}"),
+            }
+        }
+        let text = MINIMAL.replace(
+            "runner: {image: 'ghcr.io/example/orrery:0.1.0'}",
+            &format!("runner: {{image: 'o:1', trustedCertificates: {key:?}}}"),
+        );
+        assert_eq!(problem_fields(&text), ["runner.trustedCertificates"]);
     }
 
     #[test]

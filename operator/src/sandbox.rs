@@ -4,10 +4,12 @@
 //! RuntimeDefault), `/tmp` an emptyDir, and Secrets mounted read-only under one directory.
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, EmptyDirVolumeSource, KeyToPath, PodSecurityContext, SeccompProfile,
-    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    Capabilities, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EmptyDirVolumeSource, KeyToPath,
+    ObjectFieldSelector, PodSecurityContext, SeccompProfile, SecretVolumeSource, SecurityContext,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The user and group the runner image runs as (not root).
@@ -116,9 +118,56 @@ pub fn secret_volumes(
     (volumes, mounts)
 }
 
+/// The pod annotation that carries `runner.trustedCertificates` into runner and probe pods (a
+/// downward-API file: no object to copy into every tenant namespace, and it changes with the
+/// config for the next pod).
+pub const TRUSTED_CERTIFICATES_ANNOTATION: &str = "studio.orrery.dev/trusted-certificates";
+/// Where the trusted certificates appear in the pod (`<dir>/ca.crt`, read-only).
+pub const TRUST_DIR: &str = "/etc/orrery/trust";
+/// The image's own CA directory, still trusted beside [`TRUST_DIR`] (`SSL_CERT_DIR` lists
+/// both; the runner's TLS verifier reads every certificate file of each).
+pub const IMAGE_CA_DIR: &str = "/etc/ssl/certs";
+
+/// Adds `runner.trustedCertificates`, when the config has some, to a runner or probe pod: the
+/// annotation on `meta`, and its downward-API volume mounted read-only at [`TRUST_DIR`]
+/// ([`runner_env`] points `SSL_CERT_DIR` at it).
+pub fn add_trusted_certificates(
+    config: &crate::config::Config,
+    meta: &mut ObjectMeta,
+    volumes: &mut Vec<Volume>,
+    mounts: &mut Vec<VolumeMount>,
+) {
+    let Some(pem) = &config.runner.trusted_certificates else {
+        return;
+    };
+    meta.annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(TRUSTED_CERTIFICATES_ANNOTATION.to_owned(), pem.clone());
+    volumes.push(Volume {
+        name: "trust".into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(vec![DownwardAPIVolumeFile {
+                path: "ca.crt".to_owned(),
+                field_ref: Some(ObjectFieldSelector {
+                    api_version: None,
+                    field_path: format!(
+                        "metadata.annotations['{TRUSTED_CERTIFICATES_ANNOTATION}']"
+                    ),
+                }),
+                mode: None,
+                resource_field_ref: None,
+            }]),
+            default_mode: Some(0o444),
+        }),
+        ..Volume::default()
+    });
+    mounts.push(read_only_mount("trust", TRUST_DIR));
+}
+
 /// The runner container's environment, the same in runner and probe pods: where the entries'
 /// Secrets are mounted, `HOME` on the writable `/tmp`, the private-network allowlist and the
-/// egress proxy the guard applies.
+/// egress proxy the guard applies, and with `runner.trustedCertificates` the CA directories
+/// the TLS verifier reads (the image's and [`TRUST_DIR`]).
 pub fn runner_env(
     config: &crate::config::Config,
     secrets_dir: &str,
@@ -140,6 +189,9 @@ pub fn runner_env(
     }
     if let Some(proxy) = &config.egress_proxy {
         envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
+    }
+    if config.runner.trusted_certificates.is_some() {
+        envs.push(env("SSL_CERT_DIR", format!("{IMAGE_CA_DIR}:{TRUST_DIR}")));
     }
     envs
 }

@@ -215,6 +215,90 @@ fn the_operator_pod_meets_pod_security_restricted_and_splits_the_run_token_keys(
     Ok(())
 }
 
+/// `hostNetwork` (development nodes only): the pod joins the node's network and both containers
+/// listen on the node's address alone (status.podIP), not on every address of the node; by
+/// default neither.
+#[test]
+fn on_the_host_network_both_containers_listen_on_the_nodes_address_only() -> Result<()> {
+    for host in [false, true] {
+        let set = format!("hostNetwork={host}");
+        let docs = documents(&template(RELEASE, NAMESPACE, &["--set", &set])?.ok()?)?;
+        let pod = &find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]["template"]
+            ["spec"];
+        ensure!(
+            pod["hostNetwork"]
+                == (if host {
+                    serde_json::json!(true)
+                } else {
+                    serde_json::Value::Null
+                }),
+            "{set}: hostNetwork {}",
+            pod["hostNetwork"]
+        );
+        ensure!(
+            (pod["dnsPolicy"] == "ClusterFirstWithHostNet") == host,
+            "{set}: dnsPolicy {}",
+            pod["dnsPolicy"]
+        );
+        for c in pod["containers"].as_array().context("containers")? {
+            let listen: Vec<&str> = c["args"]
+                .as_array()
+                .context("args")?
+                .iter()
+                .filter_map(|a| a.as_str()?.strip_prefix("--listen="))
+                .collect();
+            let host_part = listen
+                .first()
+                .and_then(|l| l.rsplit_once(':'))
+                .map(|(h, _)| h);
+            let want = if host { "$(POD_IP)" } else { "0.0.0.0" };
+            ensure!(
+                listen.len() == 1 && host_part == Some(want),
+                "{set}: {} listens on {listen:?}",
+                c["name"]
+            );
+            let pod_ip = c["env"]
+                .as_array()
+                .context("env")?
+                .iter()
+                .find(|e| e["name"] == "POD_IP");
+            ensure!(
+                pod_ip.is_some() == host
+                    && pod_ip
+                        .is_none_or(|e| e["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"),
+                "{set}: {} POD_IP {pod_ip:?}",
+                c["name"]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `runner.trustedCertificates` reaches the operator's config as written, and the operator
+/// accepts it.
+#[test]
+fn trusted_certificates_reach_the_operators_config() -> Result<()> {
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let file = std::env::temp_dir().join(format!("orrery-chart-ca-{}.crt", std::process::id()));
+    std::fs::write(&file, pem)?;
+    let set = format!("runner.trustedCertificates={}", file.display());
+    let rendered = template(RELEASE, NAMESPACE, &["--set-file", &set]);
+    let _ = std::fs::remove_file(&file);
+    let docs = documents(&rendered?.ok()?)?;
+    let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
+    let text = map["data"]["config.yaml"]
+        .as_str()
+        .context("no config.yaml")?;
+    let config = orrery_operator::Config::parse("config.yaml", text)
+        .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
+    ensure!(
+        config.runner.trusted_certificates.as_deref() == Some(pem),
+        "{:?}",
+        config.runner.trusted_certificates
+    );
+    Ok(())
+}
+
 #[test]
 fn the_pending_approvals_policy_trusts_the_releases_own_service_account() -> Result<()> {
     let docs = documents(
@@ -324,6 +408,18 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
             &["--set", "store.type=postgres"],
             &["store.postgres.urlSecret.name"],
         ),
+        (
+            &["--set", "runner.trustedCertificates=our CA"],
+            &["/runner/trustedCertificates"],
+        ),
+        (
+            &[
+                "--set",
+                "runner.trustedCertificates=-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----",
+            ],
+            &["runner.trustedCertificates", "private key"],
+        ),
+        (&["--set-string", "hostNetwork=yes"], &["/hostNetwork"]),
         (
             &[
                 "--set",

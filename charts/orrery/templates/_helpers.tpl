@@ -77,6 +77,7 @@ app.kubernetes.io/component: operator
 {{- $r := .Values.runner -}}
 {{- $runner := dict "image" (include "orrery.runnerImage" .) "imagePullPolicy" $r.image.pullPolicy "resources" $r.resources "deadlineMarginSeconds" $r.deadlineMarginSeconds "startTimeoutSeconds" $r.startTimeoutSeconds -}}
 {{- if $r.runtimeClassName }}{{- $_ := set $runner "runtimeClassName" $r.runtimeClassName -}}{{- end -}}
+{{- if $r.trustedCertificates }}{{- $_ := set $runner "trustedCertificates" $r.trustedCertificates -}}{{- end -}}
 {{- $_ := set $config "runner" $runner -}}
 {{- $sidecar := dict "namespace" .Release.Namespace "serviceName" (include "orrery.sidecarName" .) "port" .Values.service.port "targetPort" .Values.sidecar.port "podLabels" (include "orrery.selectorLabels" . | fromYaml) -}}
 {{- if .Values.sidecar.url }}{{- $_ := set $sidecar "url" .Values.sidecar.url -}}{{- end -}}
@@ -101,4 +102,10 @@ app.kubernetes.io/component: operator
 {{/* What the release's controllers serve, as the guard compares it: a namespace, or `*`. */}}
 {{- define "orrery.serves" -}}
 {{- default "*" .Values.watchNamespace -}}
+{{- end -}}
+
+{{/* Where the containers listen: every address of the pod's own network, or on the node's
+     network (hostNetwork) only the node's address, never every address of the node. */}}
+{{- define "orrery.listenHost" -}}
+{{- if .Values.hostNetwork -}}$(POD_IP){{- else -}}0.0.0.0{{- end -}}
 {{- end -}}

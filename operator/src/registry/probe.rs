@@ -214,6 +214,12 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
     volumes.extend(secret_volumes);
     mounts.extend(secret_mounts);
     let envs = sandbox::runner_env(config, SECRETS_DIR);
+    let mut metadata = meta(
+        entry,
+        probe_pod_name(entry)?,
+        Some((PROBE_ENTRY_ANNOTATION, json)),
+    )?;
+    sandbox::add_trusted_certificates(config, &mut metadata, &mut volumes, &mut mounts);
     let container = Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
@@ -240,11 +246,7 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
         ..Container::default()
     };
     Ok(Pod {
-        metadata: meta(
-            entry,
-            probe_pod_name(entry)?,
-            Some((PROBE_ENTRY_ANNOTATION, json)),
-        )?,
+        metadata,
         spec: Some(PodSpec {
             containers: vec![container],
             restart_policy: Some("Never".to_owned()),
@@ -516,6 +518,43 @@ mod tests {
         assert!(
             spec.volumes.iter().flatten().all(|v| v.host_path.is_none()),
             "no hostPath"
+        );
+    }
+
+    /// A private entry's CA in `runner.trustedCertificates` is what its probe verifies against:
+    /// the same annotation, file and `SSL_CERT_DIR` as a runner pod.
+    #[test]
+    fn the_probe_pod_trusts_the_configured_certificates_like_a_runner_pod() {
+        let pem = crate::run::builders::tests::TEST_PEM;
+        let config = crate::run::builders::tests::trusting_config();
+        let pod = probe_pod(&writer(), &config).expect("pod");
+        let annotations = pod.metadata.annotations.expect("annotations");
+        assert_eq!(
+            annotations
+                .get(sandbox::TRUSTED_CERTIFICATES_ANNOTATION)
+                .map(String::as_str),
+            Some(pem)
+        );
+        assert!(annotations.contains_key(PROBE_ENTRY_ANNOTATION));
+        let spec = pod.spec.expect("spec");
+        let container = &spec.containers[0];
+        assert!(
+            container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == "trust"
+                    && m.mount_path == sandbox::TRUST_DIR
+                    && m.read_only == Some(true))
+        );
+        assert!(spec.volumes.iter().flatten().any(|v| v.name == "trust"));
+        assert!(
+            container
+                .env
+                .iter()
+                .flatten()
+                .any(|e| e.name == "SSL_CERT_DIR"
+                    && e.value.as_deref() == Some("/etc/ssl/certs:/etc/orrery/trust"))
         );
     }
 

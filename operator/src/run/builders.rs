@@ -236,6 +236,8 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
     volumes.extend(secret_volumes);
     mounts.extend(secret_mounts);
     let envs = crate::sandbox::runner_env(config, SECRETS_DIR);
+    let mut metadata = child_meta(run, &id, names.pod)?;
+    sandbox::add_trusted_certificates(config, &mut metadata, &mut volumes, &mut mounts);
     let container = Container {
         name: RUNNER_CONTAINER.to_owned(),
         image: Some(config.runner.image.clone()),
@@ -254,7 +256,7 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
         ..Container::default()
     };
     Ok(Pod {
-        metadata: child_meta(run, &id, names.pod)?,
+        metadata,
         spec: Some(PodSpec {
             containers: vec![container],
             restart_policy: Some("Never".to_owned()),
@@ -288,6 +290,18 @@ pub(crate) mod tests {
             ),
         )
         .expect("config")
+    }
+
+    /// A PEM block the config accepts (base64 of three bytes; only the operator's checks read it).
+    pub(crate) const TEST_PEM: &str =
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    /// [`config`] with `runner.trustedCertificates` = [`TEST_PEM`].
+    pub(crate) fn trusting_config() -> Config {
+        let mut config = config("");
+        config.runner.trusted_certificates = Some(TEST_PEM.to_owned());
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        config
     }
 
     pub(crate) fn run(name: &str) -> StudioRun {
@@ -418,7 +432,11 @@ pub(crate) mod tests {
     /// built, field by field.
     #[test]
     fn the_runner_pod_meets_every_restricted_requirement() {
-        for extra in ["", "runner: {image: 'o:1', runtimeClassName: gvisor}"] {
+        for extra in [
+            "",
+            "runner: {image: 'o:1', runtimeClassName: gvisor}",
+            "runner: {image: 'o:1', trustedCertificates: \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n\"}",
+        ] {
             let config = if extra.is_empty() {
                 config("")
             } else {
@@ -617,6 +635,61 @@ pub(crate) mod tests {
                 ("tools-token".to_owned(), vec!["token".to_owned()]),
             ]
         );
+    }
+
+    /// `runner.trustedCertificates` reach the runner through its own annotation as a read-only
+    /// file, and `SSL_CERT_DIR` keeps the image's CAs beside them; without it, none of this.
+    #[test]
+    fn trusted_certificates_reach_the_runner_as_a_read_only_file_beside_the_images_cas() {
+        let pem = TEST_PEM;
+        for (config, trusted) in [(config(""), false), (trusting_config(), true)] {
+            let pod = pod(&config);
+            let annotation = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(sandbox::TRUSTED_CERTIFICATES_ANNOTATION));
+            assert_eq!(annotation.map(String::as_str), trusted.then_some(pem));
+            let spec = pod.spec.expect("spec");
+            let volume = spec
+                .volumes
+                .iter()
+                .flatten()
+                .find(|v| v.name == "trust")
+                .and_then(|v| v.downward_api.clone())
+                .and_then(|d| d.items)
+                .and_then(|items| items.into_iter().next());
+            assert_eq!(
+                volume.map(|f| (f.path, f.field_ref.map(|r| r.field_path))),
+                trusted.then(|| (
+                    "ca.crt".to_owned(),
+                    Some(
+                        "metadata.annotations['studio.orrery.dev/trusted-certificates']".to_owned()
+                    )
+                ))
+            );
+            let container = &spec.containers[0];
+            let mount = container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .find(|m| m.name == "trust")
+                .map(|m| (m.mount_path.clone(), m.read_only));
+            assert_eq!(
+                mount,
+                trusted.then(|| ("/etc/orrery/trust".to_owned(), Some(true)))
+            );
+            let dirs = container
+                .env
+                .iter()
+                .flatten()
+                .find(|e| e.name == "SSL_CERT_DIR")
+                .and_then(|e| e.value.clone());
+            assert_eq!(
+                dirs.as_deref(),
+                trusted.then_some("/etc/ssl/certs:/etc/orrery/trust")
+            );
+        }
     }
 
     #[test]
