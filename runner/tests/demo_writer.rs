@@ -511,3 +511,24 @@ async fn a_foreign_host_header_is_refused_as_dns_rebinding() {
     assert_eq!(local.status(), 200, "loopback names stay allowed");
     fleet.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_writer_reached_through_a_front_names_the_fronts_url_on_its_card() {
+    let fleet = start_fleet(FleetConfig {
+        writer_public_url: Some("https://10.213.0.1:7802".into()),
+        ..FleetConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let card: AgentCard = http()
+        .get(fleet.writer_card_url())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let iface = card.preferred_interface(BINDING_JSONRPC).unwrap();
+    assert_eq!(iface.url, "https://10.213.0.1:7802");
+    fleet.shutdown().await.unwrap();
+}

@@ -60,9 +60,11 @@ fn find_helm() -> Result<PathBuf> {
 /// The values that run the chart on the development node from the project's local images
 /// (`localhost/orrery/{operator,runner}:dev`, never pulled), with no PVC (the store is SQLite
 /// in the pod), one replica without leader election, and the sidecar and metrics on the given
-/// ports: pods share the host's network there, so the ports must be free on this machine and
-/// the runners reach the sidecar on loopback.
-pub fn dev_node_values(sidecar_port: u16, metrics_port: u16) -> Vec<String> {
+/// ports, which must be free on this machine: the operator's pod shares the host's network.
+/// Runners reach the sidecar at `sidecar_host`: 127.0.0.1 when pods share the host's network,
+/// the bridge's gateway when they are isolated (with `hostNetwork=true`, which makes the pod
+/// listen on the node's address).
+pub fn dev_node_values(sidecar_host: &str, sidecar_port: u16, metrics_port: u16) -> Vec<String> {
     vec![
         "image.registry=localhost".to_owned(),
         "image.repository=orrery/operator".to_owned(),
@@ -72,7 +74,7 @@ pub fn dev_node_values(sidecar_port: u16, metrics_port: u16) -> Vec<String> {
         "runner.image.tag=dev".to_owned(),
         "store.sqlite.persistence.enabled=false".to_owned(),
         "controller.leaderElection.enabled=false".to_owned(),
-        format!("sidecar.url=http://127.0.0.1:{sidecar_port}"),
+        format!("sidecar.url=http://{sidecar_host}:{sidecar_port}"),
         format!("sidecar.port={sidecar_port}"),
         format!("controller.metricsPort={metrics_port}"),
     ]

@@ -6,6 +6,7 @@
 //! ([`up`], run by the `orrery-up` binary).
 
 pub mod chart;
+pub mod front;
 pub mod harness;
 pub mod images;
 pub mod netcheck;

@@ -132,7 +132,7 @@ impl ChartOperator {
         let name = release_name(ns);
         let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let mut sets = crate::chart::dev_node_values(sidecar_port, metrics_port);
+        let mut sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
         sets.extend([
             format!("watchNamespace={ns}"),
             format!("tenantNamespaces={{{ns}}}"),

@@ -189,7 +189,7 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     let work_dir = exec.work_dir().to_string_lossy().into_owned();
     let release = orrery_tests::studio::release_name(&ns.name);
     let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
-    let mut sets = orrery_tests::chart::dev_node_values(sidecar_port, metrics_port);
+    let mut sets = orrery_tests::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
     sets.extend([
         format!("watchNamespace={}", ns.name),
         format!("tenantNamespaces={{{}}}", ns.name),

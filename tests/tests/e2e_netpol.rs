@@ -22,13 +22,14 @@
 //!
 //! What runs where: pods cannot reach the host's 127.0.0.1, so everything they must reach
 //! listens on the bridge's gateway address (`PodExecutor::pod_gateway`); the demo fleet binds
-//! 127.0.0.1 over plain http only, so a TLS front (python3, a throwaway CA from openssl, which
-//! the probe pod trusts through `SSL_CERT_FILE`) stands for it on the gateway. The images have
+//! 127.0.0.1 over plain http only, so a TLS front (`orrery_tests::front`, with a throwaway CA
+//! the probe pod trusts through the operator's `runner.trustedCertificates`, as a deployment
+//! trusts its private CA) stands for it on the gateway. The images have
 //! no general network client, so the refused connections are made from a thread that enters the
 //! pod's network namespace (the same network stack and rules as its containers; the test
 //! checks the container's process is in that namespace).
 //!
-//! Needs root, buildah, runc, iproute2, nftables, openssl and python3: a missing one FAILS the
+//! Needs root, buildah, runc, iproute2 and nftables: a missing one FAILS the
 //! test, naming what to install. Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by
 //! `tests/e2e.sh`), else one started for this test binary.
 
@@ -42,7 +43,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -58,6 +59,7 @@ use orrery_operator::run::network::network_policy;
 use orrery_operator::sandbox;
 use orrery_runner::demo::fleet::loopback_hosts;
 use orrery_runner::demo::{FleetConfig, start_fleet};
+use orrery_tests::front::{Front, TestCa};
 use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, workspace_root};
 use orrery_tests::images;
 use orrery_tests::netcheck::{self, CountingListener, host_has_orrery_table};
@@ -87,8 +89,6 @@ fn require_prerequisites() {
         ("nft", "--version", "nftables"),
         ("runc", "--version", "runc"),
         ("buildah", "--version", "buildah"),
-        ("openssl", "version", "openssl"),
-        ("python3", "--version", "python3"),
     ] {
         let ok = std::process::Command::new(program)
             .arg(arg)
@@ -196,157 +196,6 @@ fn dns_query_from(netns: &str, to: SocketAddr) -> bool {
         socket.recv_from(&mut buf).is_ok()
     })
     .expect("a thread in the pod's namespace")
-}
-
-/// A TLS front for a server that binds 127.0.0.1 over plain HTTP (the demo fleet): RegistryEntry
-/// URLs must be `https` unless they are loopback, and loopback is the pod's own. A python3
-/// process (the test crate has no TLS server library) terminates TLS on `listen:<port>` with a
-/// certificate for that address from a throwaway CA and forwards to `target`; it exits when the
-/// test drops it (its stdin closes).
-struct TlsFront {
-    addr: SocketAddr,
-    ca_pem: String,
-    dir: std::path::PathBuf,
-    _child: tokio::process::Child,
-}
-
-const TLS_FRONT: &str = r#"
-import os, select, socket, ssl, sys, threading
-cert, key, host, target_host, target_port = sys.argv[1:6]
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-srv = socket.socket()
-srv.bind((host, 0))
-srv.listen(16)
-print(srv.getsockname()[1], flush=True)
-threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-def handle(c):
-    try:
-        t = ctx.wrap_socket(c, server_side=True)
-        u = socket.create_connection((target_host, int(target_port)))
-    except Exception:
-        c.close()
-        return
-    try:
-        while True:
-            r, _, _ = select.select([t, u], [], [])
-            for s in r:
-                data = s.recv(65536)
-                if not data:
-                    return
-                (u if s is t else t).sendall(data)
-                while s is t and t.pending():
-                    u.sendall(t.recv(65536))
-    except Exception:
-        pass
-    finally:
-        t.close()
-        u.close()
-while True:
-    c, _ = srv.accept()
-    threading.Thread(target=handle, args=(c,), daemon=True).start()
-"#;
-
-impl TlsFront {
-    async fn start(listen: Ipv4Addr, target: SocketAddr) -> Result<TlsFront> {
-        let dir =
-            std::env::temp_dir().join(format!("orrery-netpol-tls-{}-{listen}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let openssl = |args: &[&str]| -> Result<()> {
-            let out = std::process::Command::new("openssl")
-                .args(args)
-                .current_dir(&dir)
-                .output()
-                .context("openssl (apt-get install openssl)")?;
-            ensure!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Ok(())
-        };
-        openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=orrery e2e_netpol CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ])?;
-        openssl(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=fleet",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-        ])?;
-        std::fs::write(
-            dir.join("san.cnf"),
-            format!("subjectAltName=IP:{listen}\nbasicConstraints=CA:FALSE\n"),
-        )?;
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            "san.cnf",
-            "-out",
-            "server.crt",
-        ])?;
-        let mut child = tokio::process::Command::new("python3")
-            .arg("-c")
-            .arg(TLS_FRONT)
-            .arg(dir.join("server.crt"))
-            .arg(dir.join("server.key"))
-            .arg(listen.to_string())
-            .arg(target.ip().to_string())
-            .arg(target.port().to_string())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .context("python3 (apt-get install python3): the TLS front")?;
-        let stdout = child.stdout.take().context("stdout")?;
-        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
-        let port: u16 = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .context("the TLS front did not start")??
-            .context("the TLS front printed no port")?
-            .trim()
-            .parse()?;
-        Ok(TlsFront {
-            addr: SocketAddr::V4(SocketAddrV4::new(listen, port)),
-            ca_pem: std::fs::read_to_string(dir.join("ca.crt"))?,
-            dir,
-            _child: child,
-        })
-    }
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// The network namespace process `pid` is in (`ip netns identify`).
@@ -847,27 +696,6 @@ async fn mcp_entry(
     Ok(api.create(&PostParams::default(), &entry).await?)
 }
 
-/// The operator's probe pod, trusting the test's CA as well (the `test-ca` ConfigMap as
-/// `SSL_CERT_FILE`, which the runner's TLS verifier reads): the only change to it.
-fn trusting_test_ca(mut pod: Pod) -> Result<Pod> {
-    let spec = pod.spec.as_mut().context("spec")?;
-    spec.volumes
-        .get_or_insert_with(Vec::new)
-        .push(serde_json::from_value(
-            json!({"name": "test-ca", "configMap": {"name": "test-ca"}}),
-        )?);
-    let c = spec.containers.first_mut().context("container")?;
-    c.volume_mounts
-        .get_or_insert_with(Vec::new)
-        .push(sandbox::read_only_mount("test-ca", "/etc/orrery-test-ca"));
-    c.env
-        .get_or_insert_with(Vec::new)
-        .push(serde_json::from_value(
-            json!({"name": "SSL_CERT_FILE", "value": "/etc/orrery-test-ca/ca.crt"}),
-        )?);
-    Ok(pod)
-}
-
 /// The probe pod's report once its container has ended.
 async fn probe_report(pods: &Api<Pod>, name: &str) -> Result<ProbeOutcome> {
     let message = eventually(START_TIMEOUT, || async {
@@ -939,7 +767,8 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
             .trim_start_matches("http://")
             .trim_end_matches("/mcp")
             .parse()?;
-        let front = TlsFront::start(gateway, tools).await?;
+        let ca = TestCa::new("orrery e2e_netpol CA")?;
+        let front = Front::tls((gateway, 0).into(), tools, &ca).await?;
         let canary = CountingListener::start(None, gateway, 0)?;
 
         let mut config = Config::load(
@@ -950,40 +779,32 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         config.runner.image = RUNNER_IMAGE.to_owned();
         config.private_network_allowlist = vec![format!("{gateway}/32")];
+        // The front's CA, as a deployment trusts its private CA: `runner.trustedCertificates`.
+        config.runner.trusted_certificates = Some(ca.pem());
         let pods: Api<Pod> = ns.api(&client);
         let policies: Api<NetworkPolicy> = ns.api(&client);
         let post = PostParams::default();
-        let config_maps: Api<ConfigMap> = ns.api(&client);
-        config_maps
-            .create(
-                &post,
-                &serde_json::from_value(json!({
-                    "metadata": {"name": "test-ca"},
-                    "data": {"ca.crt": front.ca_pem}
-                }))?,
-            )
-            .await?;
 
         // The operator's pod and policy for a privateNetwork entry on the gateway.
         let entry = mcp_entry(
             &client,
             &ns.name,
             "fleet-tools",
-            &format!("https://{}/mcp", front.addr),
+            &format!("https://{}/mcp", front.addr()),
             true,
         )
         .await?;
         policies
             .create(&post, &probe_network_policy(&entry, &config)?)
             .await?;
-        let pod = trusting_test_ca(probe_pod(&entry, &config)?)?;
+        let pod = probe_pod(&entry, &config)?;
         let name = pod.name_any();
         pods.create(&post, &pod).await?;
         let outcome = probe_report(&pods, &name).await?;
         ensure!(
             outcome == ProbeOutcome::Ok,
             "the probe of {} in its own namespace: {outcome:?}",
-            front.addr
+            front.addr()
         );
 
         // The same guard (the allowlist in the pod's env) under a policy without it: public
@@ -1001,7 +822,7 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
         policies
             .create(&post, &probe_network_policy(&entry, &public_only)?)
             .await?;
-        let pod = trusting_test_ca(probe_pod(&entry, &config)?)?;
+        let pod = probe_pod(&entry, &config)?;
         let name = pod.name_any();
         pods.create(&post, &pod).await?;
         let outcome = probe_report(&pods, &name).await?;

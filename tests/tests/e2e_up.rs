@@ -5,7 +5,13 @@
 //! Succeeded in a runner pod (a runc container from the runner image, scheduled by the chart's
 //! operator, itself running from its image); `--status` shows it with the run; the kubeconfig it
 //! prints works; a second `orrery up` is refused; `--down` stops it and nothing of it is left
-//! running. Foreground: Ctrl-C (SIGINT) once it is ready stops everything, exit code 0.
+//! running. Detached runs with isolated pod networking (`--pod-network isolated`): the runner
+//! pod has an address of its own on the bridge, the operator's pod is on the host network at
+//! the gateway, the demo fleet's entries are `privateNetwork` https URLs on the gateway (behind
+//! TLS fronts whose CA the pods trust through `runner.trustedCertificates`), probed Ready and
+//! used by the run under its NetworkPolicy; after `--down` the bridge is gone. Foreground (pods
+//! on the host's network, `--pod-network host`): Ctrl-C (SIGINT) once it is ready stops
+//! everything, exit code 0.
 //!
 //! Each `orrery up` starts its own control plane (it does not use the tests' shared one). Needs
 //! root, buildah and runc (scripts/test.sh installs them).
@@ -59,6 +65,85 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// The demo run's runner pod's address (it has ended; its status keeps the address).
+async fn runner_ip(pods: &Api<Pod>) -> Result<String> {
+    let runner = pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .find(|p| {
+            p.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(up::DEMO_RUN))
+        })
+        .context("no runner pod of the demo run")?;
+    runner
+        .status
+        .and_then(|s| s.pod_ip)
+        .context("the runner pod has no podIP")
+}
+
+/// Isolated networking as `orrery up` sets it up: the runner had an address of its own on the
+/// bridge (not the host's), the operator's pod is on the host network at the gateway, the
+/// fleet's entries are private https entries on the gateway and Ready (probed from isolated
+/// probe pods through the TLS fronts), and the run had its NetworkPolicy.
+async fn isolated_as_promised(client: &Client, runner_ip: &str) -> Result<()> {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use orrery_crds::registry::RegistryEntry;
+    let subnet = "10.213.0.";
+    ensure!(
+        runner_ip.starts_with(subnet) && runner_ip != "10.213.0.1",
+        "the runner pod's address {runner_ip} is not its own on the bridge"
+    );
+    let operator: Vec<Pod> = Api::<Pod>::namespaced(client.clone(), up::RELEASE_NAMESPACE)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let operator = operator.first().context("no operator pod")?;
+    ensure!(
+        operator.spec.as_ref().and_then(|s| s.host_network) == Some(true)
+            && operator.status.as_ref().and_then(|s| s.pod_ip.as_deref()) == Some("10.213.0.1"),
+        "the operator's pod is not on the host network at the gateway: {:?}",
+        operator.status.as_ref().map(|s| &s.pod_ip)
+    );
+    let entries: Api<RegistryEntry> = Api::namespaced(client.clone(), up::NAMESPACE);
+    let tools = entries.get("demo-tools").await?;
+    let mcp = tools.spec.mcp.as_ref().context("demo-tools is not MCP")?;
+    ensure!(
+        mcp.private_network && mcp.url.starts_with("https://10.213.0.1:"),
+        "demo-tools: {} private {}",
+        mcp.url,
+        mcp.private_network
+    );
+    let writer = entries.get("demo-writer").await?;
+    let a2a = writer.spec.a2a.as_ref().context("demo-writer is not A2A")?;
+    ensure!(
+        a2a.private_network && a2a.card_url.starts_with("https://10.213.0.1:"),
+        "demo-writer: {} private {}",
+        a2a.card_url,
+        a2a.private_network
+    );
+    let policies: Vec<String> = Api::<NetworkPolicy>::namespaced(client.clone(), up::NAMESPACE)
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    ensure!(
+        policies.iter().any(|n| n.starts_with(up::DEMO_RUN)),
+        "no NetworkPolicy of the demo run: {policies:?}"
+    );
+    Ok(())
+}
+
+/// Whether a network interface named `name` exists on the host.
+fn link_exists(name: &str) -> bool {
+    Path::new("/sys/class/net").join(name).exists()
+}
+
 async fn client_of(kubeconfig: &Path) -> Result<Client> {
     let config = kube::Config::from_custom_kubeconfig(
         Kubeconfig::read_from(kubeconfig)?,
@@ -89,7 +174,18 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
     let started = Instant::now();
     let out = tokio::task::spawn_blocking({
         let dir = dir.clone();
-        move || run(&dir, &["--detach", "--sidecar-port", "0"])
+        move || {
+            run(
+                &dir,
+                &[
+                    "--detach",
+                    "--sidecar-port",
+                    "0",
+                    "--pod-network",
+                    "isolated",
+                ],
+            )
+        }
     })
     .await??;
     let detached = async {
@@ -103,6 +199,7 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
             "Orrery Studio is up",
             "export KUBECONFIG=",
             "orrery up --down",
+            "NetworkPolicies enforced",
         ] {
             ensure!(stdout.contains(want), "{want:?} missing:\n{}", text(&out));
         }
@@ -155,6 +252,7 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
             !ids.is_empty() && ids.iter().all(|i| i.starts_with("runc://")),
             "the runner pod's containers: {ids:?}"
         );
+        isolated_as_promised(&client, &runner_ip(&pods).await?).await?;
 
         let again = run(&dir, &["--detach"])?;
         ensure!(
@@ -170,6 +268,10 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
     detached?;
     ensure!(down.status.success(), "--down:\n{}", text(&down));
     nothing_left(&dir)?;
+    ensure!(
+        !link_exists("orrery0"),
+        "the bridge orrery0 is left after --down"
+    );
     let status = run(&dir, &["--status"])?;
     ensure!(
         status.status.code() == Some(3),
@@ -187,11 +289,14 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
     let log = std::fs::File::create(&log_path)?;
     let mut child = {
         use std::os::unix::process::CommandExt;
-        up_cmd(&dir, &["--no-run", "--sidecar-port", "0"])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()?
+        up_cmd(
+            &dir,
+            &["--no-run", "--sidecar-port", "0", "--pod-network", "host"],
+        )
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()?
     };
     let group = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
     let log_text = || std::fs::read_to_string(&log_path).unwrap_or_default();

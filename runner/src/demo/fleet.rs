@@ -42,6 +42,10 @@ pub struct FleetConfig {
     /// Host names both servers answer to (DNS-rebinding protection); the loopback names by
     /// default. Add a name here to reach the fleet through it.
     pub allowed_hosts: Vec<String>,
+    /// The URL `demo-writer`'s card names as its JSON-RPC interface; `None`: `http://` and its
+    /// own address. Set it when clients reach the writer through something in front of it (a
+    /// TLS front on another address), or they would call the loopback address the card names.
+    pub writer_public_url: Option<String>,
 }
 
 /// The host names a loopback server answers to by default.
@@ -57,6 +61,7 @@ impl Default for FleetConfig {
             clock: Clock::System,
             writer_bearer_token: None,
             allowed_hosts: loopback_hosts(),
+            writer_public_url: None,
         }
     }
 }
@@ -173,7 +178,10 @@ pub async fn start_fleet(cfg: FleetConfig) -> Result<Fleet, FleetError> {
     );
     let tools_app = axum::Router::new().nest_service(MCP_PATH, mcp);
 
-    let writer_rpc_url = format!("http://{writer_addr}");
+    let writer_rpc_url = cfg
+        .writer_public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{writer_addr}"));
     let handler = Arc::new(DemoWriter::new(
         &writer_rpc_url,
         cfg.writer_bearer_token.is_some(),

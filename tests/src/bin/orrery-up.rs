@@ -39,6 +39,11 @@ struct Cli {
     /// The sidecar's port on loopback (default 8080 when free, else a free port).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     sidecar_port: u16,
+    /// How pods are networked: `isolated` (a network namespace per pod on the bridge orrery0,
+    /// NetworkPolicies enforced with nftables inside it), `host` (the host's network, policies
+    /// not enforced) or `auto` (isolated when the bridge can be made, else host, said so).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pod_network: up::PodNetworkChoice,
     /// Where the cluster's files, the pods' directories and the state go.
     #[arg(long, value_name = "DIR", env = "ORRERY_UP_STATE_DIR")]
     state_dir: Option<PathBuf>,
@@ -160,6 +165,7 @@ fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
         state_dir: state_dir.to_path_buf(),
         sidecar_port: cli.sidecar_port,
         demo_run: !cli.no_run,
+        pod_network: cli.pod_network,
     };
     let rt = runtime()?;
     let code = rt.block_on(async {
@@ -248,6 +254,8 @@ fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
         state_dir.to_string_lossy().into_owned(),
         "--sidecar-port".into(),
         cli.sidecar_port.to_string(),
+        "--pod-network".into(),
+        cli.pod_network.as_arg().into(),
     ];
     if cli.no_run {
         args.push("--no-run".into());

@@ -11,6 +11,17 @@
 //! Then it stays up, printing what to try, until Ctrl-C or SIGTERM (or `orrery up --down`), and
 //! stops everything it started: the pods' containers, the fleet, the control plane.
 //!
+//! Pod networking: by default ([`PodNetworkChoice::Auto`]) every runner and probe pod gets a
+//! network namespace of its own on the bridge `orrery0` and the NetworkPolicies the operator
+//! makes are enforced in it (nftables inside the pod's namespace; the host's tables are never
+//! touched). Then the operator's pod runs on the host network (chart value `hostNetwork`: the
+//! pods cannot reach the control plane on 127.0.0.1) and listens on the bridge's gateway, the
+//! demo fleet is registered as `privateNetwork` entries at `https://<gateway>:<port>` behind TLS
+//! fronts whose throwaway CA the pods trust (`runner.trustedCertificates`), and the gateway is
+//! on `privateNetworkAllowlist`. Where the bridge cannot be made (no `ip`/`nft`, no
+//! CAP_NET_ADMIN), pods share the host's network, NetworkPolicies are not enforced, and it says
+//! so.
+//!
 //! Nothing here is a production install: the control plane is the test one (`tests/testenv/`),
 //! the node is the dev node (`tests/devnode/`). The cluster's state lives in the state
 //! directory and is started fresh every time.
@@ -32,9 +43,11 @@ use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 
 use crate::chart;
+use crate::front::{Front, TestCa};
 use crate::harness::{apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root};
 use crate::images;
-use crate::pod_executor::{ExecutorConfig, PodExecutor};
+use crate::pod_executor::net::NetworkConfig;
+use crate::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor};
 use crate::testenv::{self, TestEnv};
 use steps::Progress;
 
@@ -56,6 +69,41 @@ const READY_TIMEOUT: Duration = Duration::from_secs(300);
 /// The number of numbered steps [`start`] prints.
 pub const STEPS: usize = 10;
 
+/// How pods are networked (`--pod-network`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PodNetworkChoice {
+    /// Isolated when the bridge can be made, else the host's network (said when it happens).
+    #[default]
+    Auto,
+    /// The host's network for every pod; NetworkPolicies are not enforced.
+    Host,
+    /// A namespace per pod with its NetworkPolicies enforced; failing to make it is an error.
+    Isolated,
+}
+
+impl PodNetworkChoice {
+    /// As `--pod-network` spells it.
+    pub fn as_arg(self) -> &'static str {
+        match self {
+            PodNetworkChoice::Auto => "auto",
+            PodNetworkChoice::Host => "host",
+            PodNetworkChoice::Isolated => "isolated",
+        }
+    }
+}
+
+impl std::str::FromStr for PodNetworkChoice {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(PodNetworkChoice::Auto),
+            "host" => Ok(PodNetworkChoice::Host),
+            "isolated" => Ok(PodNetworkChoice::Isolated),
+            other => Err(format!("{other:?}: use auto, host or isolated")),
+        }
+    }
+}
+
 /// What `orrery up` was asked.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -65,6 +113,8 @@ pub struct Options {
     pub sidecar_port: u16,
     /// Start the demo run and follow it live.
     pub demo_run: bool,
+    /// How pods are networked.
+    pub pod_network: PodNetworkChoice,
 }
 
 /// The default state directory: `$XDG_STATE_HOME/orrery/up`, else `~/.local/state/orrery/up`.
@@ -84,6 +134,9 @@ pub struct Running {
     pub env: Option<TestEnv>,
     pub executor: Option<PodExecutor>,
     pub fleet: Option<Fleet>,
+    /// The TLS fronts of the fleet on the gateway and the sidecar's loopback forward
+    /// (isolated networking).
+    pub fronts: Vec<Front>,
     pub sidecar_url: Option<String>,
     /// What to try, printed once ready and kept for `--status`.
     pub banner: String,
@@ -114,20 +167,24 @@ fn effective_uid() -> Result<u32> {
         .uid())
 }
 
-/// Installs buildah and runc with `scripts/install-packages.sh` when one is missing (the
-/// script checks, and does nothing when both are there).
+/// The Debian packages the dev node needs: buildah and runc, and for isolated pod networking
+/// iproute2 and nftables.
+const PACKAGES: [&str; 4] = ["buildah", "runc", "iproute2", "nftables"];
+
+/// Installs [`PACKAGES`] with `scripts/install-packages.sh` when one is missing (the script
+/// checks, and does nothing when all are there).
 fn packages() -> Result<()> {
     let script = workspace_root().join("scripts/install-packages.sh");
     let status = Command::new("bash")
         .arg(&script)
-        .args(["buildah", "runc"])
+        .args(PACKAGES)
         .status()
         .with_context(|| format!("running {}", script.display()))?;
     ensure!(
         status.success(),
-        "{} buildah runc failed ({status}): install them with apt-get (Debian) and run orrery \
-         up again",
-        script.display()
+        "{} {} failed ({status}): install them with apt-get (Debian) and run orrery up again",
+        script.display(),
+        PACKAGES.join(" ")
     );
     Ok(())
 }
@@ -152,30 +209,54 @@ fn build_binaries() -> Result<()> {
     Ok(())
 }
 
-/// The examples' fleet URLs replaced with the running fleet's (it may have taken other ports).
-fn point_at_fleet(text: &str, fleet: &Fleet) -> String {
-    let tools = format!("http://{}", fleet.tools_addr());
-    let writer = format!("http://{}", fleet.writer_addr());
-    text.replace(
-        &format!(
-            "http://127.0.0.1:{}",
-            orrery_runner::demo::fleet::DEFAULT_TOOLS_PORT
-        ),
-        &tools,
-    )
-    .replace(
-        &format!(
-            "http://127.0.0.1:{}",
-            orrery_runner::demo::fleet::DEFAULT_WRITER_PORT
-        ),
-        &writer,
-    )
+/// Where pods reach the demo fleet: its loopback addresses (pods on the host network), or the
+/// TLS fronts on the gateway (isolated pods; the entries are then `privateNetwork`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FleetUrls {
+    tools: String,
+    writer: String,
+    private: bool,
+}
+
+/// The examples' fleet URLs replaced with where pods reach the fleet (it may have taken other
+/// ports, or sit behind fronts); behind fronts, the two entries say `privateNetwork: true`.
+fn point_at_fleet(text: &str, urls: &FleetUrls) -> String {
+    let tools = &urls.tools;
+    let writer = &urls.writer;
+    let text = text
+        .replace(
+            &format!(
+                "http://127.0.0.1:{}",
+                orrery_runner::demo::fleet::DEFAULT_TOOLS_PORT
+            ),
+            tools,
+        )
+        .replace(
+            &format!(
+                "http://127.0.0.1:{}",
+                orrery_runner::demo::fleet::DEFAULT_WRITER_PORT
+            ),
+            writer,
+        );
+    if !urls.private {
+        return text;
+    }
+    // The entries' server block (`mcp:` / `a2a:`) gets `privateNetwork: true` as its first field.
+    text.lines()
+        .flat_map(|line| {
+            let block = matches!(line, "  mcp:" | "  a2a:");
+            std::iter::once(line.to_owned())
+                .chain(block.then(|| "    privateNetwork: true".to_owned()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 /// Applies the examples the dev node can serve: the Scripted model and the demo fleet's two
 /// entries (examples/registry/, pointed at the fleet), and every Composition. `gpt.yaml` is left
 /// out: it needs an API key and the internet.
-async fn apply_examples(client: &Client, fleet: &Fleet) -> Result<Vec<String>> {
+async fn apply_examples(client: &Client, urls: &FleetUrls) -> Result<Vec<String>> {
     let root = workspace_root().join("examples");
     let mut files = vec![
         root.join("registry/scripted.yaml"),
@@ -193,7 +274,7 @@ async fn apply_examples(client: &Client, fleet: &Fleet) -> Result<Vec<String>> {
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let text = point_at_fleet(&text, fleet);
+        let text = point_at_fleet(&text, urls);
         // The CRDs were just installed: retry while discovery catches up.
         eventually(Duration::from_secs(60), || {
             apply_yaml(client, Some(NAMESPACE), &text)
@@ -224,7 +305,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     progress
         .step(
             "packages",
-            "Debian packages (buildah, runc)",
+            "Debian packages (buildah, runc, iproute2, nftables)",
             None,
             packages,
         )
@@ -311,12 +392,13 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .api_server(&server)
         .images_dir(&images);
     config.work_dir = Some(work_dir.clone());
-    let executor = PodExecutor::start_with(client.clone(), config)
-        .await
-        .context("starting the dev node")?;
+    let (executor, gateway, networking) = start_node(&client, config, options.pod_network).await?;
     progress.end(
         started,
-        &format!("node {NODE}; pod logs under {}", work_dir.display()),
+        &format!(
+            "node {NODE}; {networking}; pod logs under {}",
+            work_dir.display()
+        ),
     );
     running.executor = Some(executor);
 
@@ -335,9 +417,20 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     };
 
     let metrics_port = port_or_free(8081)?;
-    let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-    let mut sets = chart::dev_node_values(sidecar_port, metrics_port);
+    // Isolated pods reach the host at the gateway only: the operator's pod listens there, and
+    // loopback gets a forward (below).
+    let sidecar_host = gateway.map_or_else(|| "127.0.0.1".to_owned(), |g| g.to_string());
+    let sidecar_url = format!("http://{sidecar_host}:{sidecar_port}");
+    let mut sets = chart::dev_node_values(&sidecar_host, sidecar_port, metrics_port);
     sets.push(format!("tenantNamespaces={{{NAMESPACE}}}"));
+    // The CA of the fleet's TLS fronts, trusted by runner and probe pods.
+    let ca = TestCa::new("orrery up demo fleet CA (this session only)")?;
+    let ca_file = state_dir.join("fleet-ca.crt");
+    std::fs::write(&ca_file, ca.pem()).with_context(|| format!("writing {}", ca_file.display()))?;
+    if let Some(gateway) = gateway {
+        sets.push("hostNetwork=true".to_owned());
+        sets.push(format!("config.privateNetworkAllowlist={{{gateway}}}"));
+    }
     let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
     let mut args: Vec<String> = [
         "install",
@@ -351,6 +444,12 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     .to_vec();
     for set in sets {
         args.extend(["--set".to_owned(), set]);
+    }
+    if gateway.is_some() {
+        args.extend([
+            "--set-file".to_owned(),
+            format!("runner.trustedCertificates={}", ca_file.display()),
+        ]);
     }
     let helm_kubeconfig = kubeconfig.clone();
     tokio::task::spawn_blocking(move || {
@@ -370,6 +469,19 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         )
     })?;
     crate::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
+    let sidecar_url = match gateway {
+        None => sidecar_url,
+        Some(gateway) => {
+            let forward = Front::tcp(
+                (std::net::Ipv4Addr::LOCALHOST, sidecar_port).into(),
+                (gateway, sidecar_port).into(),
+            )
+            .await
+            .context("forwarding the sidecar to loopback")?;
+            running.fronts.push(forward);
+            format!("http://127.0.0.1:{sidecar_port}")
+        }
+    };
     progress.end(
         started,
         &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
@@ -377,14 +489,8 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     running.sidecar_url = Some(sidecar_url.clone());
 
     let started = progress.begin("the demo fleet and the examples");
-    let fleet = match start_fleet(FleetConfig::from_env()?).await {
-        Ok(f) => f,
-        // 7801/7802 taken: free ports, the entries point at them.
-        Err(_) => start_fleet(FleetConfig::ephemeral()).await?,
-    };
-    let compositions = apply_examples(&client, &fleet).await;
-    running.fleet = Some(fleet);
-    let compositions = compositions?;
+    let urls = start_demo_fleet(gateway, &ca, running).await?;
+    let compositions = apply_examples(&client, &urls).await?;
     let api: Api<Composition> = Api::namespaced(client.clone(), NAMESPACE);
     for name in &compositions {
         wait_for(
@@ -422,7 +528,13 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .as_ref()
         .and_then(|e| e.bin.as_ref())
         .map(|b| b.join("kubectl"));
-    running.banner = banner(&kubeconfig, kubectl.as_deref(), &sidecar_url, &cluster_dir);
+    running.banner = banner(
+        &kubeconfig,
+        kubectl.as_deref(),
+        &sidecar_url,
+        &cluster_dir,
+        &networking,
+    );
 
     let started = progress.begin("the critic-loop StudioRun, followed live through the sidecar");
     if options.demo_run {
@@ -449,8 +561,124 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     Ok(())
 }
 
+/// Starts the dev node: with isolated pod networking unless `choice` says host (or, on
+/// [`PodNetworkChoice::Auto`], the bridge cannot be made). Returns the node, the gateway
+/// (isolated) and a line saying how pods are networked.
+async fn start_node(
+    client: &Client,
+    config: ExecutorConfig,
+    choice: PodNetworkChoice,
+) -> Result<(PodExecutor, Option<std::net::Ipv4Addr>, String)> {
+    let mut fallback = String::new();
+    if choice != PodNetworkChoice::Host {
+        let network = NetworkConfig::default();
+        let gateway = network.gateway()?;
+        let describe = format!(
+            "pods isolated on bridge {} ({}), NetworkPolicies enforced",
+            network.bridge, network.subnet
+        );
+        let mut isolated = config.clone().pod_network(NetworkMode::Isolated(network));
+        // The node's address is where its pods reach it: host-network pods (the operator's)
+        // report it as their podIP and listen on it.
+        isolated.host_ip = gateway.to_string();
+        match PodExecutor::start_with(client.clone(), isolated).await {
+            Ok(executor) => return Ok((executor, Some(gateway), describe)),
+            Err(e) if choice == PodNetworkChoice::Auto => {
+                fallback = format!(
+                    "pods share the host's network and NetworkPolicies are NOT enforced \
+                     (isolated networking failed: {e}; --pod-network isolated makes this an \
+                     error)"
+                );
+                eprintln!("orrery up: {fallback}");
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context("starting the dev node with isolated pod networking"));
+            }
+        }
+    }
+    let executor = PodExecutor::start_with(client.clone(), config)
+        .await
+        .context("starting the dev node")?;
+    if fallback.is_empty() {
+        fallback = "pods share the host's network (--pod-network host): NetworkPolicies are \
+                    not enforced"
+            .to_owned();
+    }
+    Ok((executor, None, fallback))
+}
+
+/// `preferred` on `ip` when it is free there, else a free port on `ip`.
+fn port_on(ip: std::net::Ipv4Addr, preferred: u16) -> Result<u16> {
+    if std::net::TcpListener::bind((ip, preferred)).is_ok() {
+        return Ok(preferred);
+    }
+    Ok(std::net::TcpListener::bind((ip, 0))
+        .with_context(|| format!("finding a free port on {ip}"))?
+        .local_addr()?
+        .port())
+}
+
+/// Starts the demo fleet on loopback (7801/7802, or free ports when taken) and, for isolated
+/// pods, a TLS front for each server on the gateway; returns where pods reach it.
+async fn start_demo_fleet(
+    gateway: Option<std::net::Ipv4Addr>,
+    ca: &TestCa,
+    running: &mut Running,
+) -> Result<FleetUrls> {
+    use orrery_runner::demo::fleet::{DEFAULT_TOOLS_PORT, DEFAULT_WRITER_PORT, loopback_hosts};
+    let mut config = FleetConfig::from_env()?;
+    let fronts = match gateway {
+        None => None,
+        Some(g) => {
+            let tools = port_on(g, DEFAULT_TOOLS_PORT)?;
+            let writer = port_on(g, DEFAULT_WRITER_PORT)?;
+            config.allowed_hosts = loopback_hosts();
+            config.allowed_hosts.push(g.to_string());
+            config.writer_public_url = Some(format!("https://{g}:{writer}"));
+            Some((g, tools, writer))
+        }
+    };
+    let fleet = match start_fleet(config.clone()).await {
+        Ok(f) => f,
+        // 7801/7802 taken: free ports, the entries point at them.
+        Err(_) => {
+            start_fleet(FleetConfig {
+                tools_port: 0,
+                writer_port: 0,
+                ..config
+            })
+            .await?
+        }
+    };
+    let (tools_addr, writer_addr) = (fleet.tools_addr(), fleet.writer_addr());
+    running.fleet = Some(fleet);
+    let Some((g, tools, writer)) = fronts else {
+        return Ok(FleetUrls {
+            tools: format!("http://{tools_addr}"),
+            writer: format!("http://{writer_addr}"),
+            private: false,
+        });
+    };
+    for (port, target) in [(tools, tools_addr), (writer, writer_addr)] {
+        let front = Front::tls((g, port).into(), target, ca).await?;
+        running.fronts.push(front);
+    }
+    Ok(FleetUrls {
+        tools: format!("https://{g}:{tools}"),
+        writer: format!("https://{g}:{writer}"),
+        private: true,
+    })
+}
+
 /// What to try, once up.
-fn banner(kubeconfig: &Path, kubectl: Option<&Path>, sidecar: &str, cluster_dir: &Path) -> String {
+fn banner(
+    kubeconfig: &Path,
+    kubectl: Option<&Path>,
+    sidecar: &str,
+    cluster_dir: &Path,
+    networking: &str,
+) -> String {
     let kubectl_hint = match kubectl {
         Some(k) => format!(
             "  export PATH={}:$PATH   # kubectl v1.36.3, built with the control plane\n",
@@ -466,10 +694,13 @@ fn banner(kubeconfig: &Path, kubectl: Option<&Path>, sidecar: &str, cluster_dir:
 
   export KUBECONFIG={kubeconfig}
 {kubectl_hint}
+Pods: {networking}.
+
 Try:
   kubectl get compositions,registryentries,studioruns
   kubectl describe studiorun {DEMO_RUN}
   kubectl get pods -A -o wide                    # the operator's pod, probe and runner pods
+  kubectl get networkpolicies                    # each run's egress rules
   sed 's/name: release-notes-1/generateName: release-notes-/; s/owner: .*/owner: admin/' \\
       examples/runs/critic-loop-run.yaml | kubectl create -f -
   kubectl wait --for=jsonpath='{{.status.phase}}'=Succeeded studiorun/{DEMO_RUN}
@@ -499,6 +730,9 @@ impl Running {
     /// the fleet, the control plane. Reports what could not be stopped.
     pub async fn stop(&mut self) -> Result<()> {
         let mut problems = Vec::new();
+        for front in self.fronts.drain(..) {
+            front.stop().await;
+        }
         if let Some(executor) = self.executor.take() {
             let work_dir = executor.work_dir().to_path_buf();
             if let Err(e) = executor.shutdown().await {
@@ -638,6 +872,7 @@ mod tests {
             Some(Path::new("/bin/dir/kubectl")),
             "http://127.0.0.1:8080",
             Path::new("/s/cluster"),
+            "pods isolated on bridge orrery0 (10.213.0.0/24), NetworkPolicies enforced",
         );
         for want in [
             "export KUBECONFIG=/s/cluster/kubeconfig",
@@ -647,8 +882,72 @@ mod tests {
             "sed -n 's/^TESTENV_ADMIN_TOKEN=//p' /s/cluster/env",
             "orrery up --down",
             "\"[{\\\"op\\\":\\\"add\\\"",
+            "Pods: pods isolated on bridge orrery0",
         ] {
             assert!(text.contains(want), "{want:?} missing from:\n{text}");
         }
+    }
+
+    const DEMO_TOOLS: &str = "apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata:
+  name: demo-tools
+spec:
+  description: Demo MCP server
+  mcp:
+    url: http://127.0.0.1:7801/mcp    # plain http is accepted on loopback only
+    transport: StreamableHttp
+";
+
+    #[test]
+    fn the_examples_point_at_the_fleet_on_loopback_or_behind_its_fronts_as_private_entries() {
+        let loopback = FleetUrls {
+            tools: "http://127.0.0.1:40001".into(),
+            writer: "http://127.0.0.1:40002".into(),
+            private: false,
+        };
+        let text = point_at_fleet(DEMO_TOOLS, &loopback);
+        assert!(text.contains("url: http://127.0.0.1:40001/mcp"), "{text}");
+        assert!(!text.contains("privateNetwork"), "{text}");
+        let fronted = FleetUrls {
+            tools: "https://10.213.0.1:7801".into(),
+            writer: "https://10.213.0.1:7802".into(),
+            private: true,
+        };
+        let text = point_at_fleet(DEMO_TOOLS, &fronted);
+        assert!(
+            text.contains("  mcp:\n    privateNetwork: true\n    url: https://10.213.0.1:7801/mcp"),
+            "{text}"
+        );
+        // The real examples parse as entries with the flag set and the URL replaced.
+        for (file, field) in [("demo-tools.yaml", "mcp"), ("demo-writer.yaml", "a2a")] {
+            let raw =
+                std::fs::read_to_string(workspace_root().join("examples/registry").join(file))
+                    .unwrap_or_default();
+            let entry: serde_yaml::Value =
+                serde_yaml::from_str(&point_at_fleet(&raw, &fronted)).unwrap_or_default();
+            assert_eq!(
+                entry["spec"][field]["privateNetwork"],
+                serde_yaml::Value::Bool(true),
+                "{file}"
+            );
+            let url = entry["spec"][field]["url"]
+                .as_str()
+                .or_else(|| entry["spec"][field]["cardUrl"].as_str())
+                .unwrap_or_default();
+            assert!(url.starts_with("https://10.213.0.1:780"), "{file}: {url}");
+        }
+    }
+
+    #[test]
+    fn pod_network_modes_read_as_they_are_written() {
+        for choice in [
+            PodNetworkChoice::Auto,
+            PodNetworkChoice::Host,
+            PodNetworkChoice::Isolated,
+        ] {
+            assert_eq!(choice.as_arg().parse::<PodNetworkChoice>(), Ok(choice));
+        }
+        assert!("bridge".parse::<PodNetworkChoice>().is_err());
     }
 }

@@ -91,6 +91,12 @@ impl NetworkConfig {
         }
     }
 
+    /// The bridge's address (the subnet's first host address), where pods reach the host: known
+    /// before the network exists, so a node can announce it as its own address.
+    pub fn gateway(&self) -> Result<Ipv4Addr, NetError> {
+        Ok(Ipam::new(self.subnet)?.gateway())
+    }
+
     fn validate(&self, ipam: &Ipam) -> Result<(), NetError> {
         let name_ok = |s: &str| {
             !s.is_empty()
@@ -555,6 +561,18 @@ mod tests {
         assert!(err.to_string().contains("at most 11 characters"), "{err}");
         let bad = NetworkConfig::named("a b", "10.213.0.0/24".parse().unwrap());
         assert!(bad.validate(&Ipam::new(bad.subnet).unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_gateway_is_the_subnets_first_host_address_before_the_network_exists() {
+        assert_eq!(
+            NetworkConfig::default().gateway().unwrap(),
+            Ipv4Addr::new(10, 213, 0, 1)
+        );
+        let c = NetworkConfig::named("orx1", "10.9.8.77/25".parse().unwrap());
+        assert_eq!(c.gateway().unwrap(), Ipv4Addr::new(10, 9, 8, 1));
+        let tiny = NetworkConfig::named("orx1", "10.9.8.1/31".parse().unwrap());
+        assert!(tiny.gateway().is_err());
     }
 
     #[test]
