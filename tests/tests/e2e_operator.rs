@@ -3,9 +3,13 @@
 //! codes, a RegistryEntry change re-validates the Compositions that use it, and a reconcile
 //! that finds nothing to do writes nothing.
 //!
-//! Each test runs the controllers in-process (on a task of its own runtime), scoped to the
-//! test's namespace, with `examples/operator/config.yaml`, as the operator's ServiceAccount
-//! with exactly the rules of the chart's RBAC (the test's namespace bound as a tenant namespace),
+//! A broken Composition and a deleted model entry run against the chart-installed operator
+//! (`helm install` serving the test's namespace, its pod a runc container on a dev node of the
+//! test's own, with the example config's model rules as values). The examples test runs the
+//! controllers in-process, because it checks the status an entry has before any probe pod runs
+//! (a chart operator needs a node, which would run the probes), and the last two call one
+//! reconcile at a time; in-process, the controllers act as the operator's ServiceAccount with
+//! exactly the rules of the chart's RBAC (the test's namespace bound as a tenant namespace),
 //! never as admin: a rule missing from the manifests fails these tests. The tests' own setup
 //! and assertions use the admin client.
 //!
@@ -32,7 +36,39 @@ use orrery_tests::harness::{
 };
 use orrery_tests::operator_fixture::Operator;
 use orrery_tests::operator_identity::operator_client;
+use orrery_tests::pod_executor::PodExecutor;
+use orrery_tests::studio::{ChartOperator, container_executor};
 use orrery_tests::testenv::{self, TestEnv};
+
+/// The chart's operator serving `ns`, with `examples/operator/config.yaml`'s model rules, its pod
+/// on a container-mode node of the test's own.
+struct Installed {
+    exec: PodExecutor,
+    operator: ChartOperator,
+}
+
+impl Installed {
+    async fn start(env: &'static TestEnv, ns: &str, admin: &Client) -> Result<Installed> {
+        let exec = container_executor(env, admin, ns).await?;
+        let values = [
+            "config.allowedModels={scripted,gpt}",
+            "config.defaultModel=scripted",
+        ];
+        match ChartOperator::install(env, ns, false, &values).await {
+            Ok(operator) => Ok(Installed { exec, operator }),
+            Err(e) => {
+                let _ = exec.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn stop(self) -> Result<()> {
+        let uninstalled = self.operator.stop().await;
+        self.exec.shutdown().await?;
+        uninstalled
+    }
+}
 
 /// Starts the controllers, scoped to `namespace`, as the operator's ServiceAccount.
 async fn start_operator(env: &TestEnv, namespace: &str) -> Result<Operator> {
@@ -247,10 +283,10 @@ spec:
     - {from: a, to: b}
 "#;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -> Result<()> {
     let (env, ns, client) = setup("op-broken").await?;
-    let operator = start_operator(env, &ns.name).await?;
+    let operator = Installed::start(env, &ns.name, &client).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     apply_yaml(&client, Some(&ns.name), BROKEN).await?;
     let api: Api<Composition> = ns.api(&client);
@@ -278,11 +314,11 @@ async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -
     operator.stop().await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_model_entry_a_composition_uses_makes_it_invalid_without_touching_it()
 -> Result<()> {
     let (env, ns, client) = setup("op-entry").await?;
-    let operator = start_operator(env, &ns.name).await?;
+    let operator = Installed::start(env, &ns.name, &client).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     let pipeline =
         std::fs::read_to_string(workspace_root().join("examples/compositions/pipeline.yaml"))?;
