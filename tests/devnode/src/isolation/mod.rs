@@ -28,8 +28,8 @@ pub(crate) use policies::{Policies, describe};
 /// The network a container-mode pod gets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum NetworkMode {
-    /// The host's network, shared by every pod (the default; what `orrery up` and the tests
-    /// that reach pods on 127.0.0.1 use). NetworkPolicies are not enforced.
+    /// The host's network, shared by every pod (the default; what the tests that reach pods on
+    /// 127.0.0.1 and `orrery up --pod-network host` use). NetworkPolicies are not enforced.
     #[default]
     Host,
     /// A network namespace per pod on the bridge `config` names, and the NetworkPolicies that
