@@ -7,7 +7,7 @@ mod demo_support;
 use demo_support::{http, rpc, sse_events, user_message};
 use orrery_runner::a2a::types::{AgentCard, BINDING_JSONRPC, SendMessageResponse, TaskState};
 use orrery_runner::demo::writer::draft;
-use orrery_runner::demo::{FleetConfig, start_fleet};
+use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -436,14 +436,7 @@ async fn a_writer_started_with_a_token_requires_it_on_rpc_but_not_on_the_card() 
     };
     let fleet = start_fleet(cfg).await.unwrap();
     let client = http();
-    let card: AgentCard = client
-        .get(fleet.writer_card_url())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card_of(&fleet).await;
     assert!(card.security_schemes.contains_key("bearer"));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("hi")}});
     let denied = client
@@ -512,6 +505,18 @@ async fn a_foreign_host_header_is_refused_as_dns_rebinding() {
     fleet.shutdown().await.unwrap();
 }
 
+/// The writer's card, as a client reads it.
+async fn card_of(fleet: &Fleet) -> AgentCard {
+    http()
+        .get(fleet.writer_card_url())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_writer_reached_through_a_front_names_the_fronts_url_on_its_card() {
     let fleet = start_fleet(FleetConfig {
@@ -520,14 +525,7 @@ async fn a_writer_reached_through_a_front_names_the_fronts_url_on_its_card() {
     })
     .await
     .unwrap();
-    let card: AgentCard = http()
-        .get(fleet.writer_card_url())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card_of(&fleet).await;
     let iface = card.preferred_interface(BINDING_JSONRPC).unwrap();
     assert_eq!(iface.url, "https://10.213.0.1:7802");
     fleet.shutdown().await.unwrap();

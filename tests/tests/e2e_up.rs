@@ -65,10 +65,9 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// The demo run's runner pod's address (it has ended; its status keeps the address).
-async fn runner_ip(pods: &Api<Pod>) -> Result<String> {
-    let runner = pods
-        .list(&ListParams::default())
+/// The demo run's runner pod (it has ended; its status keeps its containers and address).
+async fn demo_runner(pods: &Api<Pod>) -> Result<Pod> {
+    pods.list(&ListParams::default())
         .await?
         .items
         .into_iter()
@@ -78,11 +77,7 @@ async fn runner_ip(pods: &Api<Pod>) -> Result<String> {
                 .as_deref()
                 .is_some_and(|n| n.starts_with(up::DEMO_RUN))
         })
-        .context("no runner pod of the demo run")?;
-    runner
-        .status
-        .and_then(|s| s.pod_ip)
-        .context("the runner pod has no podIP")
+        .context("no runner pod of the demo run")
 }
 
 /// Isolated networking as `orrery up` sets it up: the runner had an address of its own on the
@@ -229,18 +224,12 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
         );
         // It ran in a runner pod on the dev node, as a runc container.
         let pods: Api<Pod> = Api::namespaced(client.clone(), up::NAMESPACE);
-        let runner = pods
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .find(|p| {
-                p.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with(up::DEMO_RUN))
-            })
-            .context("no runner pod of the demo run")?;
+        let runner = demo_runner(&pods).await?;
+        let runner_ip = runner
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .context("the runner pod has no podIP")?;
         let ids: Vec<String> = runner
             .status
             .and_then(|s| s.container_statuses)
@@ -252,7 +241,7 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
             !ids.is_empty() && ids.iter().all(|i| i.starts_with("runc://")),
             "the runner pod's containers: {ids:?}"
         );
-        isolated_as_promised(&client, &runner_ip(&pods).await?).await?;
+        isolated_as_promised(&client, &runner_ip).await?;
 
         let again = run(&dir, &["--detach"])?;
         ensure!(
