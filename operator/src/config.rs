@@ -184,6 +184,19 @@ fn trusted_certificates_problem(pem: &str) -> Result<usize, String> {
             pem.len()
         ));
     }
+    // Every PEM label first: the parser below skips labels it does not know (`ENCRYPTED
+    // PRIVATE KEY`, `OPENSSH PRIVATE KEY`…) without a word.
+    if let Some(label) = pem.lines().find_map(|line| {
+        line.trim()
+            .strip_prefix("-----BEGIN ")
+            .and_then(|rest| rest.strip_suffix("-----"))
+            .filter(|label| *label != "CERTIFICATE")
+    }) {
+        return Err(format!(
+            "holds a {label} section, not only certificates (if it is a private key, rotate \
+             it: it was written into the operator's config)"
+        ));
+    }
     let mut certificates = 0;
     for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem.as_bytes()) {
         match section {
@@ -1057,12 +1070,28 @@ runToken: {signingKeyFile: /etc/orrery/run-token/key.pem}
     fn trusted_certificates_must_be_pem_certificates_only() {
         let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
         let key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let openssh =
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nMIIB\n-----END OPENSSH PRIVATE KEY-----\n";
         let cases: Vec<(String, Result<usize, &str>)> = vec![
             (cert.to_owned(), Ok(1)),
             (format!("# our CA\n{cert}{cert}"), Ok(2)),
             (String::new(), Err("holds no PEM certificate")),
             ("not pem at all".to_owned(), Err("holds no PEM certificate")),
-            (format!("{cert}{key}"), Err("holds a")),
+            (format!("{cert}{key}"), Err("holds a PRIVATE KEY section")),
+            (
+                format!("{cert}{encrypted}"),
+                Err("holds a ENCRYPTED PRIVATE KEY section"),
+            ),
+            (
+                format!("{openssh}{cert}"),
+                Err("holds a OPENSSH PRIVATE KEY"),
+            ),
+            (
+                format!("GlobalSign Root CA\n==================\n{cert}"),
+                Ok(1),
+            ),
             (
                 "-----BEGIN CERTIFICATE-----\nMIIB\n".to_owned(),
                 Err("is not valid PEM"),

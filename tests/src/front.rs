@@ -156,6 +156,9 @@ impl Drop for Front {
     }
 }
 
+/// How long a TLS client may take over its handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
@@ -168,19 +171,28 @@ async fn serve(
             _ = token.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let Ok((stream, _)) = accepted else { continue };
+        let Ok((stream, _)) = accepted else {
+            // A lasting error (too many open files) must not spin: try again a little later.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
         let tls = tls.clone();
         let token = token.clone();
         connections.spawn(async move {
             let forward = async {
-                let mut upstream = TcpStream::connect(target).await?;
                 match tls {
                     Some(acceptor) => {
-                        let mut stream = acceptor.accept(stream).await?;
+                        // A client that never finishes its handshake holds nothing for long.
+                        let mut stream =
+                            tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                                .await
+                                .map_err(|_| std::io::ErrorKind::TimedOut)??;
+                        let mut upstream = TcpStream::connect(target).await?;
                         tokio::io::copy_bidirectional(&mut stream, &mut upstream).await?;
                     }
                     None => {
                         let mut stream = stream;
+                        let mut upstream = TcpStream::connect(target).await?;
                         tokio::io::copy_bidirectional(&mut stream, &mut upstream).await?;
                     }
                 }

@@ -419,6 +419,13 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
             ],
             &["runner.trustedCertificates", "private key"],
         ),
+        (
+            &[
+                "--set",
+                "runner.trustedCertificates=-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----",
+            ],
+            &["runner.trustedCertificates", "not a CERTIFICATE"],
+        ),
         (&["--set-string", "hostNetwork=yes"], &["/hostNetwork"]),
         (
             &[
