@@ -52,11 +52,11 @@ pub(crate) fn run_node(
 async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<NodeAnswer> {
     let node = &ctx.plan.nodes[open.idx];
     let mut report = ExitReport::default();
-    let Some(model_entry) = node.model.clone() else {
+    let Some(model_entry) = node.model.as_deref() else {
         ctx.fail(open, format!("node '{}' has no model", node.id), report);
         return None;
     };
-    let Some(binding) = ctx.models.get(&model_entry).cloned() else {
+    let Some(binding) = ctx.models.get(model_entry) else {
         ctx.fail(
             open,
             format!("model entry '{model_entry}' was not built for this run"),
@@ -64,9 +64,17 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
         );
         return None;
     };
-    let labels = (!node.labels.is_empty()).then(|| node.labels.clone());
-    let mut messages = vec![Message::User { text: input }];
-    let tools = tool_specs(ctx, open.idx);
+    // One request for the whole turn: each round sends the conversation so far, which grows
+    // by the model's tool calls and their results.
+    let mut request = ChatRequest {
+        node_id: node.id.clone(),
+        model: binding.model.clone(),
+        system: (!node.instruction.is_empty()).then(|| node.instruction.clone()),
+        messages: vec![Message::User { text: input }],
+        tools: tool_specs(ctx, open.idx),
+        labels: (!node.labels.is_empty()).then(|| node.labels.clone()),
+        max_output_tokens: None,
+    };
 
     for _round in 0..ctx.max_tool_rounds {
         if let Err(hit) = ctx.ledger.check_tokens() {
@@ -74,15 +82,6 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
             ctx.exit(open, NodeStatus::Stopped, report);
             return None;
         }
-        let request = ChatRequest {
-            node_id: node.id.clone(),
-            model: binding.model.clone(),
-            system: (!node.instruction.is_empty()).then(|| node.instruction.clone()),
-            messages: messages.clone(),
-            tools: tools.clone(),
-            labels: labels.clone(),
-            max_output_tokens: None,
-        };
         let result = tokio::select! {
             r = binding.provider.complete(&request, &ctx.token) => r,
             _ = ctx.token.cancelled() => Err(ModelError::Cancelled),
@@ -104,14 +103,14 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
         };
         report.model_calls += 1;
         report.tokens += response.usage.total();
-        if let Err(hit) = ctx.ledger.add_tokens(&model_entry, response.usage) {
+        if let Err(hit) = ctx.ledger.add_tokens(model_entry, response.usage) {
             ctx.budget_hit(hit, Some(&node.id));
             ctx.exit(open, NodeStatus::Stopped, report);
             return None;
         }
         if response.tool_calls.is_empty() {
             let text = response.text.unwrap_or_default();
-            let Some(labels) = &labels else {
+            let Some(labels) = &request.labels else {
                 report.answer = Some(text.clone());
                 ctx.exit(open, NodeStatus::Ok, report);
                 return Some(NodeAnswer { text, label: None });
@@ -143,7 +142,7 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
                 }
             };
         }
-        messages.push(Message::Assistant {
+        request.messages.push(Message::Assistant {
             text: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });
@@ -155,7 +154,7 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
         let results = futures::future::join_all(calls).await;
         for result in results {
             match result {
-                Some(message) => messages.push(message),
+                Some(message) => request.messages.push(message),
                 None => {
                     ctx.exit(open, NodeStatus::Stopped, report);
                     return None;

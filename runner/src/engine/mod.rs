@@ -235,22 +235,24 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
         plan, models, node_tools, trace, ledger, people, token, &options,
     ));
 
-    let watcher = {
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = ctx.ledger.deadline() => {
-                    // A run whose walk is over is never turned into BudgetExhausted.
-                    if !ctx.is_sealed() {
-                        let hit = ctx.ledger.deadline_hit();
-                        // Name what was running: with parallel branches, every branch's node.
-                        ctx.budget_hit_at(hit, &ctx.running_nodes());
-                    }
+    // The deadline, watched in this task beside the walk (a task of its own would cost a
+    // wake-up of another thread per run): when it passes, the run ends BudgetExhausted and the
+    // token stops the walk.
+    let watcher = async {
+        tokio::select! {
+            _ = ctx.ledger.deadline() => {
+                // A run whose walk is over is never turned into BudgetExhausted.
+                if !ctx.is_sealed() {
+                    let hit = ctx.ledger.deadline_hit();
+                    // Name what was running: with parallel branches, every branch's node.
+                    ctx.budget_hit_at(hit, &ctx.running_nodes());
                 }
-                _ = ctx.token.cancelled() => {}
             }
-        })
+            _ = ctx.token.cancelled() => {}
+        }
+        std::future::pending::<()>().await;
     };
+    let mut watcher = std::pin::pin!(watcher);
 
     let start = ctx.plan.start;
     // A boxed future: it can be dropped (stopping every branch task) before the run ends.
@@ -258,6 +260,7 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
     let (flow, cancelled_at) = tokio::select! {
         biased;
         flow = &mut walk => (flow, None),
+        () = &mut watcher => (walk::Flow::Stop, None),
         _ = ctx.token.cancelled() => {
             let running = ctx.running_nodes();
             // Everything in flight watches the token; give it a moment to unwind (so each node's
@@ -270,7 +273,6 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
     };
     // The walk is over: from here no deadline or straggler changes the outcome.
     ctx.seal();
-    watcher.abort();
     drop(walk);
     finish(&ctx, flow, cancelled_at, &tools, options.sink_drain_timeout).await
 }

@@ -6,10 +6,9 @@
 //! [`Trace::drain`] waits (bounded) until the sinks have everything. [`Trace::new`] delivers
 //! inline, for in-memory sinks (tests, tools exercised alone).
 
-use super::writer::{Delivery, Queue};
+use super::writer::{Delivery, Pending, Queue};
 use super::{
     CONTENT_CUT_BYTES, EventBody, MAX_EVENTS, QUOTE_CUT_BYTES, RESERVED_SLOTS, TraceEvent,
-    now_rfc3339,
 };
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -103,7 +102,8 @@ impl Trace {
         sinks: Vec<Arc<dyn EventSink>>,
         capacity: usize,
     ) -> Self {
-        Trace::with_delivery(options, Queue::start(sinks, capacity))
+        let delivery = Queue::start(sinks, capacity, &options.run_id);
+        Trace::with_delivery(options, delivery)
     }
 
     fn with_delivery(options: TraceOptions, delivery: Delivery) -> Self {
@@ -150,14 +150,16 @@ impl Trace {
         }
         state.emitted += 1;
         state.closed = matches!(body, EventBody::RunEnd { .. });
-        let event = TraceEvent {
+        let event = Pending {
             seq: state.emitted,
-            run_id: self.inner.options.run_id.clone(),
-            ts: now_rfc3339(),
+            ts: jiff::Timestamp::now(),
             body,
+            reserved,
         };
         // Delivered (or queued) under the lock so every sink sees events in `seq` order.
-        self.inner.delivery.deliver(event, reserved);
+        self.inner
+            .delivery
+            .deliver(event, &self.inner.options.run_id);
         true
     }
 

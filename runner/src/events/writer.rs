@@ -1,25 +1,91 @@
 //! How a [`super::Trace`] hands events to its sinks: inline, or through a queue to a writer
 //! thread (a plain thread, not a tokio task: sinks write to pipes and terminals that may block,
 //! and a blocked write must hold up neither the run nor the runtime).
+//!
+//! Writer threads are kept in a process-wide pool: a run takes an idle one (or starts one when
+//! none is idle), has it to itself while its trace lives, and gives it back when the trace is
+//! gone and everything it queued is written. So a slow or blocked sink holds up its own run's
+//! writer only, never another run's, and a process running one run after another starts one
+//! thread, not one per run.
+//!
+//! The hand-off is batched: the emitter appends to a vector under a short lock and wakes the
+//! writer only when it waits; the writer takes everything queued at once. An event crosses as
+//! its body, number and clock reading: the writer stamps the run id and formats the timestamp,
+//! off the run's path.
 
-use super::{EventSink, TraceEvent};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use super::{EventBody, EventSink, TraceEvent, format_rfc3339};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
-enum Message {
-    Event {
-        event: Box<TraceEvent>,
-        reserved: bool,
-    },
-    Flush(Option<tokio::sync::oneshot::Sender<()>>),
+/// An emitted event on its way to the writer.
+pub(super) struct Pending {
+    pub seq: u64,
+    pub ts: jiff::Timestamp,
+    pub body: EventBody,
+    pub reserved: bool,
 }
 
-/// The queue to a writer thread.
-pub(super) struct Queue {
-    tx: mpsc::Sender<Message>,
+impl Pending {
+    fn into_event(self, run_id: &str) -> TraceEvent {
+        TraceEvent {
+            seq: self.seq,
+            run_id: run_id.to_owned(),
+            ts: format_rfc3339(self.ts),
+            body: self.body,
+        }
+    }
+}
+
+/// What one run's writer has to do, under [`Shared::state`].
+#[derive(Default)]
+struct State {
+    /// Emitted, not yet taken by the writer.
+    events: Vec<Pending>,
+    /// Flushes asked for, behind the events queued when they were asked; each acknowledged
+    /// (when it has a sender) once the sinks flushed.
+    flushes: Vec<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// The writer waits for work (a new event must wake it).
+    writer_waiting: bool,
+    /// The trace is gone: the writer writes what is left and goes back to the pool.
+    closed: bool,
+    /// The writer is gone (a sink panicked): nothing more is taken.
+    gone: bool,
+}
+
+/// What a run's trace and its writer share.
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
     /// Ordinary events queued and not yet written.
-    waiting: Arc<AtomicUsize>,
+    waiting: AtomicUsize,
+    /// Work was queued since the writer last looked (read without the lock while it spins).
+    work: AtomicBool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A run, handed to a writer thread.
+struct Job {
+    shared: Arc<Shared>,
+    sinks: Vec<Arc<dyn EventSink>>,
+    run_id: String,
+}
+
+/// Idle writer threads, each waiting on its own channel for the next run.
+static IDLE: Mutex<Vec<mpsc::Sender<Job>>> = Mutex::new(Vec::new());
+
+fn idle() -> MutexGuard<'static, Vec<mpsc::Sender<Job>>> {
+    IDLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The queue to a run's writer thread.
+pub(super) struct Queue {
+    shared: Arc<Shared>,
     capacity: usize,
 }
 
@@ -32,44 +98,203 @@ pub(super) enum Delivery {
 }
 
 impl Queue {
-    /// Starts the writer thread for `sinks`; inline delivery if no thread can be started. The
-    /// thread ends when the trace (every clone) is gone.
-    pub(super) fn start(sinks: Vec<Arc<dyn EventSink>>, capacity: usize) -> Delivery {
-        let (tx, rx) = mpsc::channel::<Message>();
-        let waiting = Arc::new(AtomicUsize::new(0));
-        let thread_sinks = sinks.clone();
-        let thread_waiting = waiting.clone();
+    /// Hands `sinks` to a writer thread of the pool (started when none is idle); inline
+    /// delivery if no thread can be started. The thread goes back to the pool when the trace
+    /// (every clone) is gone and everything queued is written.
+    pub(super) fn start(sinks: Vec<Arc<dyn EventSink>>, capacity: usize, run_id: &str) -> Delivery {
+        if sinks.is_empty() {
+            // Nothing to write to: no thread, nothing to hand over.
+            return Delivery::Inline(sinks);
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            work: AtomicBool::new(false),
+        });
+        let mut job = Job {
+            shared: shared.clone(),
+            sinks,
+            run_id: run_id.to_owned(),
+        };
+        loop {
+            let Some(writer) = idle().pop() else { break };
+            match writer.send(job) {
+                Ok(()) => {
+                    return Delivery::Queued(Queue {
+                        shared,
+                        capacity: capacity.max(1),
+                    });
+                }
+                // That thread is gone: try the next, or start one.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let (tx, rx) = mpsc::channel::<Job>();
+        let sinks = job.sinks.clone();
         let spawned = std::thread::Builder::new()
             .name("orrery-trace".into())
-            .spawn(move || {
-                while let Ok(message) = rx.recv() {
-                    match message {
-                        Message::Event { event, reserved } => {
-                            for sink in &thread_sinks {
-                                sink.emit(&event);
-                            }
-                            if !reserved {
-                                thread_waiting.fetch_sub(1, Ordering::SeqCst);
-                            }
-                        }
-                        Message::Flush(ack) => {
-                            for sink in &thread_sinks {
-                                sink.flush();
-                            }
-                            if let Some(ack) = ack {
-                                let _ = ack.send(());
-                            }
-                        }
-                    }
-                }
-            });
+            .spawn(move || writer(job, rx, tx));
         match spawned {
             Ok(_) => Delivery::Queued(Queue {
-                tx,
-                waiting,
+                shared,
                 capacity: capacity.max(1),
             }),
             Err(_) => Delivery::Inline(sinks),
+        }
+    }
+}
+
+/// A writer thread: serves one run after another, idle in the pool in between.
+fn writer(first: Job, jobs: mpsc::Receiver<Job>, me: mpsc::Sender<Job>) {
+    let mut job = first;
+    loop {
+        serve(&job);
+        drop(job);
+        idle().push(me.clone());
+        // Runs often follow one another (a loop of runs, tests): look for the next one for a
+        // moment before sleeping, so handing it over needs no wake-up.
+        let start = std::time::Instant::now();
+        let next = loop {
+            match jobs.try_recv() {
+                Ok(next) => break Some(next),
+                Err(mpsc::TryRecvError::Disconnected) => return,
+                Err(mpsc::TryRecvError::Empty) if start.elapsed() < WRITER_SPIN => {
+                    std::hint::spin_loop();
+                }
+                Err(mpsc::TryRecvError::Empty) => break None,
+            }
+        };
+        match next {
+            Some(next) => job = next,
+            None => match jobs.recv() {
+                Ok(next) => job = next,
+                Err(_) => return,
+            },
+        }
+    }
+}
+
+/// Marks a run's writer as gone if it unwinds (a sink panicked): the run's drain stops
+/// waiting and nothing more is queued.
+struct GoneOnUnwind<'a>(&'a Shared);
+
+impl Drop for GoneOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut state = self.0.lock();
+            state.gone = true;
+            state.events.clear();
+            // Dropping the senders ends every drain waiting on them.
+            state.flushes.clear();
+            self.0.waiting.store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// How long an idle writer looks for new work before it sleeps.
+const WRITER_SPIN: Duration = Duration::from_micros(20);
+/// How long a drain looks for the writer's acknowledgement before it sleeps.
+const DRAIN_SPIN: Duration = Duration::from_micros(30);
+
+/// Spins for at most [`WRITER_SPIN`] until the run queued something. It keeps the processor
+/// (no `sched_yield`: on a busy machine a yield can lose it for a whole time slice, which
+/// costs milliseconds, not microseconds).
+fn spin_for_work(shared: &Shared) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < WRITER_SPIN {
+        if shared.work.load(Ordering::Acquire) {
+            return;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Writes one run's events until its trace is gone and nothing is left.
+fn serve(job: &Job) {
+    let shared = &*job.shared;
+    let _gone = GoneOnUnwind(shared);
+    let mut events: Vec<Pending> = Vec::new();
+    let mut flushes: Vec<Option<tokio::sync::oneshot::Sender<()>>> = Vec::new();
+    loop {
+        {
+            let mut state = shared.lock();
+            if state.events.is_empty() && state.flushes.is_empty() && !state.closed {
+                // A run emits in bursts: look again for a moment before sleeping, so the
+                // emitter seldom has to wake this thread (a system call on its path).
+                drop(state);
+                spin_for_work(shared);
+                state = shared.lock();
+            }
+            while state.events.is_empty() && state.flushes.is_empty() && !state.closed {
+                state.writer_waiting = true;
+                state = shared.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            state.writer_waiting = false;
+            shared.work.store(false, Ordering::Release);
+            if state.events.is_empty() && state.flushes.is_empty() {
+                // Closed, and everything is written.
+                return;
+            }
+            std::mem::swap(&mut events, &mut state.events);
+            std::mem::swap(&mut flushes, &mut state.flushes);
+        }
+        for pending in events.drain(..) {
+            let reserved = pending.reserved;
+            let event = pending.into_event(&job.run_id);
+            for sink in &job.sinks {
+                sink.emit(&event);
+            }
+            if !reserved {
+                shared.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        if !flushes.is_empty() {
+            for sink in &job.sinks {
+                sink.flush();
+            }
+            for ack in flushes.drain(..).flatten() {
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        self.shared.work.store(true, Ordering::Release);
+        if state.writer_waiting {
+            self.shared.wake.notify_one();
+        }
+    }
+}
+
+impl Queue {
+    /// Queues one event, or a flush; wakes the writer if it waits.
+    fn push(
+        &self,
+        event: Option<Pending>,
+        flush: Option<Option<tokio::sync::oneshot::Sender<()>>>,
+    ) {
+        let mut state = self.shared.lock();
+        if state.gone {
+            return;
+        }
+        if let Some(event) = event {
+            if !event.reserved {
+                self.shared.waiting.fetch_add(1, Ordering::SeqCst);
+            }
+            state.events.push(event);
+        }
+        if let Some(flush) = flush {
+            state.flushes.push(flush);
+        }
+        self.shared.work.store(true, Ordering::Release);
+        if state.writer_waiting {
+            state.writer_waiting = false;
+            self.shared.wake.notify_one();
         }
     }
 }
@@ -79,35 +304,22 @@ impl Delivery {
     pub(super) fn is_full(&self) -> bool {
         match self {
             Delivery::Inline(_) => false,
-            Delivery::Queued(q) => q.waiting.load(Ordering::SeqCst) >= q.capacity,
+            Delivery::Queued(q) => q.shared.waiting.load(Ordering::SeqCst) >= q.capacity,
         }
     }
 
     /// Hands one event over (called under the trace's lock, in `seq` order).
-    pub(super) fn deliver(&self, event: TraceEvent, reserved: bool) {
+    pub(super) fn deliver(&self, pending: Pending, run_id: &str) {
         match self {
             Delivery::Inline(sinks) => {
+                let event = pending.into_event(run_id);
                 for sink in sinks {
                     sink.emit(&event);
                 }
             }
-            Delivery::Queued(q) => {
-                if !reserved {
-                    q.waiting.fetch_add(1, Ordering::SeqCst);
-                }
-                // A writer thread that is gone (a sink panicked) takes nothing more; the run
-                // goes on regardless.
-                if q.tx
-                    .send(Message::Event {
-                        event: Box::new(event),
-                        reserved,
-                    })
-                    .is_err()
-                    && !reserved
-                {
-                    q.waiting.fetch_sub(1, Ordering::SeqCst);
-                }
-            }
+            // A writer that is gone (a sink panicked) takes nothing more; the run goes on
+            // regardless.
+            Delivery::Queued(q) => q.push(Some(pending), None),
         }
     }
 
@@ -119,9 +331,7 @@ impl Delivery {
                     sink.flush();
                 }
             }
-            Delivery::Queued(q) => {
-                let _ = q.tx.send(Message::Flush(None));
-            }
+            Delivery::Queued(q) => q.push(None, Some(None)),
         }
     }
 
@@ -133,9 +343,20 @@ impl Delivery {
                 true
             }
             Delivery::Queued(q) => {
-                let (ack, done) = tokio::sync::oneshot::channel();
-                if q.tx.send(Message::Flush(Some(ack))).is_err() {
-                    return false;
+                let (ack, mut done) = tokio::sync::oneshot::channel();
+                q.push(None, Some(Some(ack)));
+                // The writer usually answers within microseconds (it is awake while the run
+                // emits): look for the answer for a moment before this task sleeps, which
+                // saves waking the runtime's thread again.
+                let start = std::time::Instant::now();
+                while start.elapsed() < DRAIN_SPIN.min(timeout) {
+                    match done.try_recv() {
+                        Ok(()) => return true,
+                        Err(tokio::sync::oneshot::error::TryRecvError::Closed) => return false,
+                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                            std::hint::spin_loop();
+                        }
+                    }
                 }
                 matches!(tokio::time::timeout(timeout, done).await, Ok(Ok(())))
             }

@@ -37,9 +37,9 @@ pub struct ScriptedProvider {
 }
 
 /// The turn chosen for one request, with the call ids reserved for it.
-struct Chosen {
+struct Chosen<'a> {
     /// `None`: echo the input.
-    turn: Option<ScriptedTurn>,
+    turn: Option<&'a ScriptedTurn>,
     /// The first tool call's number for this node.
     first_call: usize,
 }
@@ -54,7 +54,7 @@ impl ScriptedProvider {
     }
 
     /// Takes the next turn of `node_id` (under the lock, so concurrent callers get turns in order).
-    fn take_turn(&self, node_id: &str) -> Chosen {
+    fn take_turn(&self, node_id: &str) -> Chosen<'_> {
         let scripted = self
             .script
             .nodes
@@ -65,13 +65,22 @@ impl ScriptedProvider {
             // A panic elsewhere while holding the lock leaves the counters intact; keep going.
             Err(poisoned) => poisoned.into_inner(),
         };
-        let state = guard.entry(node_id.to_string()).or_default();
+        // The node's counters (its id is copied once, at its first turn).
+        if !guard.contains_key(node_id) {
+            guard.insert(node_id.to_owned(), NodeState::default());
+        }
+        let Some(state) = guard.get_mut(node_id) else {
+            return Chosen {
+                turn: None,
+                first_call: 0,
+            };
+        };
         let turn = match scripted {
             Some(turns) => {
                 let index = state.turns_taken.min(turns.len() - 1);
-                turns.get(index).cloned()
+                turns.get(index)
             }
-            None => self.script.fallback.clone(),
+            None => self.script.fallback.as_ref(),
         };
         state.turns_taken = state.turns_taken.saturating_add(1);
         let first_call = state.calls_made;
@@ -102,6 +111,10 @@ impl ModelProvider for ScriptedProvider {
         let input = latest_user_text(&request.messages);
         let tool_results = tool_results_text(&request.messages);
         let render = |template: &str| {
+            if !template.contains("{{") {
+                // No placeholder: the text as it is.
+                return template.to_owned();
+            }
             render_field_placeholders(template, &request.messages)
                 .replace(TOOL_RESULTS_PLACEHOLDER, &tool_results)
                 .replace(INPUT_PLACEHOLDER, &input)

@@ -1,0 +1,134 @@
+//! Benchmark (not a timed test): the engine alone, per node, on a 10-node Scripted Pipeline,
+//! with its events serialised by the JSON-lines sink into `io::sink()` (as in
+//! `tests/src/bin/bench_run.rs`, whose HTTP measurements need the stub model of the test crate;
+//! this one builds with the runner alone).
+//!
+//! `cargo bench -p orrery-runner --bench engine -- [runs]` (default 2000 runs, after 200).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use orrery_crds::composition::CompositionSpec;
+use orrery_crds::plan::{Plan, plan};
+use orrery_crds::registry::{ModelProvider as ProviderKind, ModelScript, ScriptedTurn};
+use orrery_crds::validate::{DeploymentLimits, EntryView, RegistryView};
+use orrery_runner::approval::Nobody;
+use orrery_runner::engine::{ModelBinding, RunOptions, RunSetup, run};
+use orrery_runner::events::{EventSink, JsonLinesSink, Outcome};
+use orrery_runner::model::{ModelProvider, ScriptedProvider};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const NODES: usize = 10;
+const REPLY: &str = "A short answer of about the size a real node hands to the next one.";
+
+fn pipeline() -> Plan {
+    let nodes: Vec<_> = (0..NODES)
+        .map(|i| {
+            serde_json::json!({"id": format!("n{i}"), "kind": "LLMAgent",
+                "instruction": "Improve the text you are given.", "model": "bench-model"})
+        })
+        .collect();
+    let edges: Vec<_> = (1..NODES)
+        .map(|i| serde_json::json!({"from": format!("n{}", i - 1), "to": format!("n{i}")}))
+        .collect();
+    let spec: CompositionSpec = serde_json::from_value(
+        serde_json::json!({"pattern": "Pipeline", "nodes": nodes, "edges": edges}),
+    )
+    .unwrap();
+    let mut registry = RegistryView::default();
+    registry.entries.insert(
+        "bench-model".to_string(),
+        EntryView::Model {
+            provider: ProviderKind::Scripted,
+        },
+    );
+    plan(&spec, &registry, &DeploymentLimits::default()).unwrap()
+}
+
+async fn one_run(plan: &Plan, provider: &Arc<dyn ModelProvider>, json: bool) {
+    let models = BTreeMap::from([(
+        "bench-model".to_string(),
+        ModelBinding {
+            provider: Arc::clone(provider),
+            model: "scripted-v1".to_string(),
+        },
+    )]);
+    let sinks: Vec<Arc<dyn EventSink>> = if json {
+        vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink())))]
+    } else {
+        Vec::new()
+    };
+    let setup = RunSetup {
+        plan: plan.clone(),
+        composition: "bench".into(),
+        pattern: "Pipeline".into(),
+        models,
+        tools: BTreeMap::new(),
+        decisions: Arc::new(Nobody::quiet()),
+        sinks,
+        options: RunOptions::new("bench"),
+    };
+    let result = run(setup, "Kafka consumer lag".into(), CancellationToken::new()).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{:?}", result.error);
+}
+
+fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn main() {
+    let runs: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map_or(2000, |n| {
+            n.parse().expect("the argument is the number of runs")
+        });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let plan = pipeline();
+    let scripted: Arc<dyn ModelProvider> = Arc::new(ScriptedProvider::new(ModelScript {
+        nodes: BTreeMap::new(),
+        fallback: Some(ScriptedTurn {
+            reply: Some(REPLY.to_string()),
+            ..ScriptedTurn::default()
+        }),
+    }));
+    runtime.block_on(async {
+        for _ in 0..runs / 10 {
+            one_run(&plan, &scripted, true).await;
+            one_run(&plan, &scripted, false).await;
+        }
+        let (mut json, mut none) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..runs {
+            let t = Instant::now();
+            one_run(&plan, &scripted, true).await;
+            json += t.elapsed();
+            let t = Instant::now();
+            one_run(&plan, &scripted, false).await;
+            none += t.elapsed();
+        }
+        let per_node = |d: Duration| d.as_nanos() as f64 / (runs * NODES) as f64;
+        println!("runs: {runs} of {NODES} nodes (Scripted model, no HTTP)");
+        println!(
+            "engine, events as JSON lines, per node: {:>8.0} ns",
+            per_node(json)
+        );
+        println!(
+            "engine, no sink, per node:              {:>8.0} ns",
+            per_node(none)
+        );
+        println!(
+            "peak RSS (VmHWM):                       {:>8} KiB",
+            vm_hwm_kib()
+        );
+    });
+}
