@@ -9,6 +9,23 @@
 //! - peak RSS (`VmHWM` of /proc/self/status) before any run, after one run, after all runs.
 //!
 //! `cargo run --release -p orrery-tests --bin bench_run -- [runs]` (default 300 runs).
+//!
+//! With `--process [runs]` it measures the whole `orrery run` process instead: it writes a
+//! 10-node Scripted Pipeline (a Composition and its RegistryEntry, and the plan document the
+//! operator would write for them) to a temporary folder and runs the built `orrery` binary
+//! (`target/release/orrery`, beside this one, or `--orrery PATH`) on it `runs` times (default
+//! 50, after 5 warm-up runs) in each mode: as a runner pod (`--plan`) and from the manifests
+//! (`-f`, `-o json`), its trace into a pipe. Per run: the time from spawning it to the first
+//! `node.enter` line (its first model turn) and to its exit; the median, minimum and maximum are
+//! printed, and the peak RSS (`ru_maxrss` of the children: the largest run so far).
+//!
+//! `cargo build --release -p orrery-runner --bin orrery -p orrery-tests --bin bench_run &&
+//! target/release/bench_run --process 100`
+//!
+//! For the side-by-side comparison with other frameworks (`tests/bench/compare/`), one stub
+//! serves them all: `--stub` starts the stub on loopback, prints its OpenAI base URL and serves
+//! until standard input closes; `--stub-url URL` (after the other arguments) points the
+//! in-process measurement, or `--process` runs on an OpenAI entry, at that stub instead.
 
 use anyhow::{Context, Result, bail};
 use orrery_crds::composition::CompositionSpec;
@@ -19,8 +36,10 @@ use orrery_runner::approval::Nobody;
 use orrery_runner::engine::{ModelBinding, RunOptions, RunSetup, run};
 use orrery_runner::events::{JsonLinesSink, Outcome};
 use orrery_runner::model::{
-    CallLimits, ChatRequest, Message, ModelProvider, RetryPolicy, ScriptedProvider,
+    CallLimits, ChatRequest, HttpCaller, Message, ModelProvider, OpenAiProvider, RetryPolicy,
+    ScriptedProvider,
 };
+use orrery_runner::secrets::SecretValue;
 use orrery_tests::stub_model::{StubModel, StubReply, Wire, provider_for};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -121,25 +140,72 @@ fn per(total: Duration, n: usize) -> f64 {
     total.as_nanos() as f64 / n as f64
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let runs: usize = match std::env::args().nth(1) {
-        Some(n) => n.parse().context("the argument is the number of runs")?,
-        None => 300,
+fn main() -> Result<()> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let stub_url = match args.iter().position(|a| a == "--stub-url") {
+        Some(i) => {
+            let url = args.get(i + 1).context("--stub-url URL")?.clone();
+            args.drain(i..i + 2);
+            Some(url)
+        }
+        None => None,
     };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match args.first().map(String::as_str) {
+        Some("--process") => process::main(&args[1..], stub_url.as_deref()),
+        Some("--stub") => runtime.block_on(serve_stub()),
+        first => {
+            let runs: usize = match first {
+                Some(n) => n.parse().context("the argument is the number of runs")?,
+                None => 300,
+            };
+            runtime.block_on(in_process(runs, stub_url))
+        }
+    }
+}
+
+/// `--stub`: the stub on loopback until standard input closes.
+async fn serve_stub() -> Result<()> {
+    let stub = StubModel::start().await?;
+    stub.set_recording(false);
+    stub.set_default(StubReply::text(REPLY).usage(40, 16));
+    println!("{}", stub.base_url(Wire::OpenAi));
+    tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    })
+    .await?;
+    eprintln!("stub requests served: {}", stub.request_count());
+    Ok(())
+}
+
+async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
     let warmup = (runs / 10).max(5);
     let plan = pipeline()?;
 
     let stub = StubModel::start().await?;
     stub.set_recording(false);
     stub.set_default(StubReply::text(REPLY).usage(40, 16));
-    let http: Arc<dyn ModelProvider> = provider_for(
-        &stub,
-        Wire::OpenAi,
-        Some("sk-bench"),
-        RetryPolicy::default(),
-        CallLimits::default(),
-    )?;
+    let http: Arc<dyn ModelProvider> = match &stub_url {
+        None => provider_for(
+            &stub,
+            Wire::OpenAi,
+            Some("sk-bench"),
+            RetryPolicy::default(),
+            CallLimits::default(),
+        )?,
+        Some(url) => Arc::new(OpenAiProvider::new(
+            HttpCaller::new(
+                orrery_runner::model::http::build_client()?,
+                RetryPolicy::default(),
+                CallLimits::default(),
+            ),
+            Some(url),
+            Some(SecretValue::new("sk-bench")),
+        )),
+    };
     let scripted: Arc<dyn ModelProvider> = Arc::new(ScriptedProvider::new(ModelScript {
         nodes: BTreeMap::new(),
         fallback: Some(ScriptedTurn {
@@ -178,7 +244,10 @@ async fn main() -> Result<()> {
     let direct_ns = per(direct, runs);
     let scripted_ns = per(engine_scripted, runs);
     println!("runs: {runs} (after {warmup} warm-up runs), nodes per run: {NODES}");
-    println!("stub requests served: {}", stub.request_count());
+    match &stub_url {
+        None => println!("stub requests served: {}", stub.request_count()),
+        Some(url) => println!("stub: {url}"),
+    }
     println!(
         "engine + stub OpenAI, per run:        {:>10.0} ns ({:.0} ns per node)",
         run_ns,
@@ -201,4 +270,225 @@ async fn main() -> Result<()> {
     println!("peak RSS (VmHWM) after one run:       {rss_one:>10} KiB");
     println!("peak RSS (VmHWM) after all runs:      {rss_all:>10} KiB");
     Ok(())
+}
+
+/// `--process`: the whole `orrery run` process, spawned again and again.
+mod process {
+    use super::{INPUT, NODES, REPLY};
+    use anyhow::{Context, Result, bail};
+    use std::io::{BufRead, BufReader, Read};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// The 10-node Pipeline as manifests: on a Scripted model, or on an OpenAI entry at
+    /// `stub_url` (keyless).
+    fn manifests(stub_url: Option<&str>) -> String {
+        let mut out = String::from(
+            "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata:\n  name: bench-scripted\nspec:\n  model:\n",
+        );
+        match stub_url {
+            None => {
+                out.push_str("    provider: Scripted\n    model: scripted-v1\n    script:\n      fallback:\n");
+                out.push_str(&format!("        reply: \"{REPLY}\"\n"));
+            }
+            Some(url) => {
+                out.push_str(&format!(
+                    "    provider: OpenAI\n    model: gpt-bench\n    baseUrl: {url}\n"
+                ));
+            }
+        }
+        out.push_str("---\napiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nmetadata:\n  name: bench-pipeline\nspec:\n  pattern: Pipeline\n  nodes:\n");
+        for i in 0..NODES {
+            out.push_str(&format!(
+                "    - id: n{i}\n      kind: LLMAgent\n      model: bench-scripted\n      instruction: Improve the text you are given.\n"
+            ));
+        }
+        out.push_str("  edges:\n");
+        for i in 1..NODES {
+            out.push_str(&format!("    - from: n{}\n      to: n{i}\n", i - 1));
+        }
+        out
+    }
+
+    struct Sample {
+        first_node: Duration,
+        exit: Duration,
+    }
+
+    /// The plan document a runner pod reads, for the same manifests (what the operator
+    /// writes: the spec planned against the entries).
+    fn plan_document(manifests: &str) -> Result<String> {
+        use orrery_crds::composition::Composition;
+        use orrery_crds::plan_document::{
+            PLAN_DOCUMENT_VERSION, PlanDocument, PlannedEntry, RunIdentity,
+        };
+        use orrery_crds::registry::RegistryEntry;
+        use orrery_crds::run::RanComposition;
+        use orrery_crds::validate::{DeploymentLimits, RegistryView};
+        use serde::Deserialize;
+        let mut entries: Vec<RegistryEntry> = Vec::new();
+        let mut spec = None;
+        for doc in serde_yaml::Deserializer::from_str(manifests) {
+            let value = serde_yaml::Value::deserialize(doc)?;
+            match value.get("kind").and_then(serde_yaml::Value::as_str) {
+                Some("RegistryEntry") => entries.push(serde_yaml::from_value(value)?),
+                Some("Composition") => {
+                    spec = Some(serde_yaml::from_value::<Composition>(value)?.spec);
+                }
+                _ => {}
+            }
+        }
+        let spec = spec.context("no Composition")?;
+        let limits = DeploymentLimits::default();
+        let plan =
+            orrery_crds::plan::plan(&spec, &RegistryView::from_entries(&entries), &limits)
+                .map_err(|v| anyhow::anyhow!("the benchmark composition does not plan: {v:?}"))?;
+        let document = PlanDocument {
+            version: PLAN_DOCUMENT_VERSION,
+            run: RunIdentity {
+                name: "bench-1".into(),
+                namespace: "bench".into(),
+                uid: "uid-bench-1".into(),
+            },
+            composition: RanComposition {
+                name: "bench-pipeline".into(),
+                revision: Some(1),
+                digest: "d".repeat(64),
+            },
+            spec,
+            plan,
+            entries: entries.iter().map(PlannedEntry::from_entry).collect(),
+            limits,
+            capture_content: false,
+            sidecar_url: "http://orrery-sidecar.orrery-system.svc:8080".into(),
+            approval_timeout_seconds: 60,
+        };
+        Ok(serde_json::to_string(&document)?)
+    }
+
+    fn one(orrery: &Path, args: &[std::ffi::OsString]) -> Result<Sample> {
+        let start = Instant::now();
+        let mut child = Command::new(orrery)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", orrery.display()))?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout);
+        let mut first_node = None;
+        let mut line = String::new();
+        let mut last = String::new();
+        loop {
+            line.clear();
+            if lines.read_line(&mut line)? == 0 {
+                break;
+            }
+            if first_node.is_none() && line.contains("\"type\":\"node.enter\"") {
+                first_node = Some(start.elapsed());
+            }
+            last.clone_from(&line);
+        }
+        let status = child.wait()?;
+        let exit = start.elapsed();
+        if !status.success() || !last.contains("\"Succeeded\"") {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                e.read_to_string(&mut err)?;
+            }
+            bail!("the run did not succeed ({status}): {last}{err}");
+        }
+        Ok(Sample {
+            first_node: first_node.context("no node.enter line")?,
+            exit,
+        })
+    }
+
+    fn stats(mut v: Vec<Duration>) -> String {
+        v.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        format!(
+            "median {:.2} ms (min {:.2}, max {:.2})",
+            ms(v[v.len() / 2]),
+            ms(v[0]),
+            ms(v[v.len() - 1])
+        )
+    }
+
+    pub(super) fn main(args: &[String], stub_url: Option<&str>) -> Result<()> {
+        let mut runs = 50usize;
+        let mut orrery: Option<PathBuf> = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--orrery" => orrery = Some(it.next().context("--orrery PATH")?.into()),
+                n => runs = n.parse().context("the argument is the number of runs")?,
+            }
+        }
+        let orrery = match orrery {
+            Some(p) => p,
+            None => std::env::current_exe()?
+                .parent()
+                .context("no folder")?
+                .join("orrery"),
+        };
+        let dir = std::env::temp_dir().join(format!("orrery-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let manifest = dir.join("pipeline.yaml");
+        let text = manifests(stub_url);
+        std::fs::write(&manifest, &text)?;
+        let plan = dir.join("plan.json");
+        std::fs::write(&plan, plan_document(&text)?)?;
+        std::fs::write(dir.join(orrery_crds::plan_document::INPUT_FILE), INPUT)?;
+        let from_files: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            "-o".into(),
+            "json".into(),
+            "--input".into(),
+            INPUT.into(),
+            "-f".into(),
+            manifest.into(),
+        ];
+        let pod: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            "--plan".into(),
+            plan.into(),
+            "--termination-log".into(),
+            dir.join("termination-log").into(),
+        ];
+        println!(
+            "orrery run, 10-node Pipeline on {}: {}",
+            stub_url.unwrap_or("a Scripted model"),
+            orrery.display()
+        );
+        // Each mode in turn, so the children's peak RSS (the largest so far) is each mode's.
+        let result = (|| -> Result<()> {
+            for (name, args) in [
+                ("--plan (a runner pod)", &pod),
+                ("-f manifests", &from_files),
+            ] {
+                for _ in 0..5 {
+                    one(&orrery, args)?;
+                }
+                let mut first = Vec::with_capacity(runs);
+                let mut exit = Vec::with_capacity(runs);
+                for _ in 0..runs.max(1) {
+                    let s = one(&orrery, args)?;
+                    first.push(s.first_node);
+                    exit.push(s.exit);
+                }
+                let usage =
+                    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)?;
+                println!("{name}, {} runs after 5 warm-up runs:", first.len());
+                println!("  spawn -> first node.enter line: {}", stats(first));
+                println!("  spawn -> exit:                  {}", stats(exit));
+                println!("  peak RSS (largest run so far):  {} KiB", usage.max_rss());
+            }
+            Ok(())
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Side by side, in one session against one stub model: the 10-node pipeline of the runner's
+# benchmark run by this project's runner, by LangGraph and by Google ADK. A benchmark for a
+# person to run (it installs the peers from PyPI into a throwaway virtual environment); never
+# run by CI. See docs/benchmarks.md for the figures and how to read them.
+#
+#   tests/bench/compare/run.sh            # RUNS=200 warm runs, PROCS=10 whole processes
+#
+# Prints, for each: the orchestration overhead per LLM node in a warm process (a run minus the
+# same ten calls made straight through its own model client), and a whole process of one run
+# (exec -> exit, peak RSS).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+runs=${RUNS:-200}
+procs=${PROCS:-10}
+tmp=$(mktemp -d)
+venv=${COMPARE_VENV:-$tmp/venv}
+stub_pid=
+cleanup() {
+    if [ -n "$stub_pid" ]; then kill "$stub_pid" 2>/dev/null || true; fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q langgraph==1.2.22 langchain-openai==1.7.4 google-adk==2.13.0 litellm==1.110.2
+fi
+(cd "$root" && cargo build --release -p orrery-runner --bin orrery -p orrery-tests --bin bench_run)
+# No telemetry, and LiteLLM's bundled price table instead of a download at import.
+export LANGSMITH_TRACING=false LITELLM_LOCAL_MODEL_COST_MAP=True
+
+# One stub for everyone, serving until its standard input closes.
+mkfifo "$tmp/stub-in"
+"$root/target/release/bench_run" --stub <"$tmp/stub-in" >"$tmp/stub-url" &
+stub_pid=$!
+exec 3>"$tmp/stub-in"
+for _ in $(seq 100); do [ -s "$tmp/stub-url" ] && break; sleep 0.1; done
+url=$(head -n1 "$tmp/stub-url")
+echo "stub: $url"
+"$venv/bin/pip" list 2>/dev/null | grep -E '^(langgraph|langchain-core|langchain-openai|google-adk|litellm) ' || true
+
+echo "== warm: orchestration overhead per LLM node =="
+"$root/target/release/bench_run" "$runs" --stub-url "$url"
+"$venv/bin/python" "$here/peers.py" langgraph warm "$url" "$runs"
+"$venv/bin/python" "$here/peers.py" adk warm "$url" "$((runs / 4))"
+
+echo "== whole process: one 10-node run =="
+"$root/target/release/bench_run" --process "$procs" --stub-url "$url"
+"$venv/bin/python" "$here/peers.py" langgraph procs "$url" "$procs"
+"$venv/bin/python" "$here/peers.py" adk procs "$url" "$procs"
+exec 3>&-
