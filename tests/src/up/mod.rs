@@ -1,15 +1,15 @@
 //! `orrery up`: the whole system on one machine, for trying it and for development.
 //!
-//! In order: the Debian packages the dev node needs (buildah, runc; installed when missing),
-//! the workspace's binaries (`cargo build`), the local control plane and Helm (built from the Go
-//! module proxy by `tests/testenv/build.sh` and `tests/helm/build.sh` the first time, cached
-//! after), the images (`tests/images/build.sh`); then the control plane is started, a
+//! In order: the Debian packages the dev node needs (buildah, runc, iproute2, nftables; installed
+//! when missing), the workspace's binaries (`cargo build`), the local control plane and Helm (built
+//! from the Go module proxy by `tests/testenv/build.sh` and `tests/helm/build.sh` the first time,
+//! cached after), the images (`tests/images/build.sh`); then the control plane is started, a
 //! development node runs pods as runc containers from those images, the Helm chart is installed
-//! (the operator runs in its own pod, from its image, with its projected ServiceAccount token),
-//! the demo fleet starts in this process and is registered as RegistryEntries, the examples are
-//! applied, and the critic-loop StudioRun is started and followed live through the sidecar.
-//! Then it stays up, printing what to try, until Ctrl-C or SIGTERM (or `orrery up --down`), and
-//! stops everything it started: the pods' containers, the fleet, the control plane.
+//! (the operator runs in its own pod, from its image, with its projected ServiceAccount token), the
+//! demo fleet starts in this process and is registered as RegistryEntries, the examples are
+//! applied, and the critic-loop StudioRun is started and followed live through the sidecar. Then it
+//! stays up, printing what to try, until Ctrl-C or SIGTERM (or `orrery up --down`), and stops
+//! everything it started: the pods' containers, the fleet, the control plane.
 //!
 //! Pod networking: by default ([`PodNetworkChoice::Auto`]) every runner and probe pod gets a
 //! network namespace of its own on the bridge `orrery0` and the NetworkPolicies the operator
