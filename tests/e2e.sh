@@ -77,7 +77,13 @@ stop_control_plane() {
 # Lists the processes of the command's session and of the control plane still running, then
 # kills them; returns 1 if there were any.
 check_leftovers() {
-    local left=() pid
+    local left=() pid waited=0
+    # Helpers that clean up once the tests' end closes their stdin (the throwaway PostgreSQL
+    # server stops and removes its directory) get up to 10 s to finish on their own.
+    while [[ -n "${cmd_pid}" ]] && ((waited < 100)) && [[ -n "$(ps -o pid= -s "${cmd_pid}" 2>/dev/null)" ]]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
     if [[ -n "${cmd_pid}" ]]; then
         while read -r pid; do
             [[ -n "${pid}" ]] && left+=("${pid}")

@@ -12,12 +12,14 @@
 //!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
 //!   optionally the chart's admission policies bound to this namespace alone.
 
+use crate::front::Front;
 use crate::harness::{
     TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
 };
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
-use crate::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
+use crate::pod_executor::net::NetworkConfig;
+use crate::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor, default_bin_dir};
 use crate::testenv::{self, ADMIN, TestEnv};
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Pod;
@@ -47,6 +49,8 @@ pub struct Studio {
     exec: PodExecutor,
     operator: OperatorHandle,
     bindings: Vec<String>,
+    /// Forwards on the pod network's gateway to services of this machine (PostgreSQL).
+    fronts: Vec<Front>,
 }
 
 /// How the operator of a [`Studio`] runs.
@@ -90,6 +94,29 @@ pub async fn container_executor(env: &TestEnv, admin: &Client, ns: &str) -> Resu
     .await?)
 }
 
+/// A pod executor for `ns` in container mode with isolated pod networking on `network` (a
+/// bridge and subnet of the test's own): every runc pod gets its own network namespace and
+/// address, the NetworkPolicies selecting it are enforced, Services are routed, and the API
+/// server is reached through the `kubernetes` Service (the node forwards its gateway's port
+/// 6443 to the control plane). Needs root, `ip` and `nft`.
+pub async fn isolated_executor(
+    env: &TestEnv,
+    admin: &Client,
+    ns: &str,
+    network: NetworkConfig,
+) -> Result<PodExecutor> {
+    let images = tokio::task::spawn_blocking(crate::images::built).await??;
+    Ok(PodExecutor::start_with(
+        admin.clone(),
+        ExecutorConfig::new(format!("node-{ns}"))
+            .namespace(ns)
+            .api_server(&env.server)
+            .images_dir(&images)
+            .pod_network(NetworkMode::Isolated(network)),
+    )
+    .await?)
+}
+
 /// A release name of its own for the test namespace `ns` (the chart's cluster-scoped objects are
 /// named after it): `op-` and a hash of the whole (unique) namespace name, short enough for
 /// every name the chart derives from it.
@@ -128,11 +155,42 @@ impl ChartOperator {
         policies: bool,
         values: &[&str],
     ) -> Result<ChartOperator> {
-        // A release name of its own: the chart's cluster-scoped objects are named after it.
-        let name = release_name(ns);
         let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let mut sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+        let sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+        let operator = ChartOperator::helm_install(
+            env,
+            ns,
+            sets,
+            policies,
+            values,
+            &sidecar_url,
+            sidecar_port,
+        )
+        .await?;
+        wait_sidecar(&operator.sidecar_url, INSTALL_TIMEOUT)
+            .await
+            .context(
+                "the chart's sidecar did not answer (its log: the executor's pod directory)",
+            )?;
+        if policies {
+            wait_policies_act(env, ns).await?;
+        }
+        Ok(operator)
+    }
+
+    /// `helm install` with the dev node's `sets`, the namespace's and `values` on top.
+    async fn helm_install(
+        env: &'static TestEnv,
+        ns: &str,
+        mut sets: Vec<String>,
+        policies: bool,
+        values: &[&str],
+        sidecar_url: &str,
+        sidecar_port: u16,
+    ) -> Result<ChartOperator> {
+        // A release name of its own: the chart's cluster-scoped objects are named after it.
+        let name = release_name(ns);
         sets.extend([
             format!("watchNamespace={ns}"),
             format!("tenantNamespaces={{{ns}}}"),
@@ -152,23 +210,14 @@ impl ChartOperator {
             .await?
             .context("helm install")?
         };
-        let operator = ChartOperator {
+        Ok(ChartOperator {
             release,
             name,
-            sidecar_url,
+            sidecar_url: sidecar_url.to_owned(),
             sidecar_port,
             namespace: ns.to_owned(),
             admin: env.admin().await?,
-        };
-        wait_sidecar(&operator.sidecar_url, INSTALL_TIMEOUT)
-            .await
-            .context(
-                "the chart's sidecar did not answer (its log: the executor's pod directory)",
-            )?;
-        if policies {
-            wait_policies_act(env, ns).await?;
-        }
-        Ok(operator)
+        })
     }
 
     /// `helm uninstall`, then waits until the operator's pod is gone (its containers stopped).
@@ -193,6 +242,147 @@ impl ChartOperator {
         })
         .await
     }
+}
+
+/// What [`Studio::install_replicated`] adds to a chart install.
+pub struct ReplicatedOptions<'a> {
+    /// How many operator pods (`replicaCount`).
+    pub replicas: usize,
+    /// The test's bridge (at most 15 characters; unique among the tests).
+    pub bridge: &'a str,
+    /// Its subnet, e.g. `10.213.131.0/24` (unique among the tests).
+    pub subnet: &'a str,
+    /// The database (`postgres://…@127.0.0.1:PORT/DB`, [`crate::postgres::database`]).
+    pub database: &'a str,
+}
+
+/// The sidecar's and the controller's metrics port in a replicated install (each pod has its
+/// own address, so fixed ports do).
+const SIDECAR_PORT: u16 = 8080;
+const METRICS_PORT: u16 = 8081;
+
+/// PostgreSQL for pods: a front on the gateway forwarding to the server on loopback (which
+/// trusts its superuser from 127.0.0.1, where the front connects from), and a Secret
+/// `orrery-postgres` in `ns` with the URL through it. Returns the front and the Secret's name.
+async fn postgres_front(
+    admin: &Client,
+    ns: &str,
+    gateway: std::net::Ipv4Addr,
+    database: &str,
+) -> Result<(Front, &'static str)> {
+    let mut url = reqwest::Url::parse(database).context("the database URL")?;
+    let host: std::net::IpAddr = url
+        .host_str()
+        .context("the database URL has no host")?
+        .parse()
+        .context("the database URL's host is not an address")?;
+    let port = url.port().context("the database URL has no port")?;
+    let front = Front::tcp((gateway, 0).into(), (host, port).into()).await?;
+    url.set_host(Some(&gateway.to_string()))
+        .context("setting the URL's host")?;
+    url.set_port(Some(front.addr().port()))
+        .map_err(|()| anyhow::anyhow!("setting the URL's port"))?;
+    let name = "orrery-postgres";
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), ns);
+    secrets
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "stringData": {"url": url.as_str()}
+            }))?,
+        )
+        .await
+        .context("creating the PostgreSQL Secret")?;
+    Ok((front, name))
+}
+
+/// The Service `sidecar-front` (see [`Studio::install_replicated`]); its cluster IP.
+async fn sidecar_front(admin: &Client, ns: &str) -> Result<String> {
+    let release = release_name(ns);
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(admin.clone(), ns);
+    let created = services
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "sidecar-front"},
+                "spec": {
+                    "selector": {
+                        "app.kubernetes.io/instance": release,
+                        "app.kubernetes.io/component": "operator",
+                        FRONT_LABEL: "true"
+                    },
+                    "ports": [{"name": "http", "port": SIDECAR_PORT, "targetPort": "http"}]
+                }
+            }))?,
+        )
+        .await
+        .context("creating the Service sidecar-front")?;
+    created
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .context("sidecar-front got no cluster IP")
+}
+
+/// The label that puts an operator pod behind `sidecar-front`.
+const FRONT_LABEL: &str = "test.orrery.dev/front";
+
+/// Waits until `replicas` operator pods of `release` run both containers with an address of
+/// their own; labels the first by name [`FRONT_LABEL`]; returns their sidecars' URLs in name
+/// order.
+async fn wait_replicas(
+    admin: &Client,
+    ns: &str,
+    release: &str,
+    replicas: usize,
+) -> Result<Vec<String>> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
+    let selector =
+        format!("app.kubernetes.io/instance={release},app.kubernetes.io/component=operator");
+    let ready = crate::harness::eventually(INSTALL_TIMEOUT, || async {
+        let mut list = pods
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items;
+        list.sort_by_key(ResourceExt::name_any);
+        let mut found = Vec::new();
+        for pod in &list {
+            let status = pod.status.as_ref();
+            let running = status
+                .and_then(|s| s.container_statuses.as_ref())
+                .map_or(0, |cs| {
+                    cs.iter()
+                        .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+                        .count()
+                });
+            let ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+            ensure!(
+                running == 2 && !ip.is_empty() && !ip.starts_with("127."),
+                "pod {} not running both containers on an address of its own yet",
+                pod.name_any()
+            );
+            found.push((pod.name_any(), ip));
+        }
+        ensure!(
+            found.len() == replicas,
+            "{} of {replicas} operator pods",
+            found.len()
+        );
+        Ok(found)
+    })
+    .await?;
+    let patch = json!({"metadata": {"labels": {FRONT_LABEL: "true"}}});
+    pods.patch(
+        &ready[0].0,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .context("labelling the first replica")?;
+    Ok(ready
+        .iter()
+        .map(|(_, ip)| format!("http://{ip}:{SIDECAR_PORT}"))
+        .collect())
 }
 
 /// What a [`Studio`] starts with.
@@ -257,6 +447,7 @@ impl Studio {
             exec,
             operator: OperatorHandle::InProcess(operator),
             bindings,
+            fronts: Vec::new(),
         })
     }
 
@@ -285,7 +476,14 @@ impl Studio {
             exec,
             operator: OperatorHandle::Chart(Box::new(operator)),
             bindings: Vec::new(),
+            fronts: Vec::new(),
         };
+        studio.prepare(&options).await
+    }
+
+    /// Applies the options' manifests and binds its users; shuts the studio down on an error.
+    async fn prepare(self, options: &ChartStudioOptions<'_>) -> Result<Studio> {
+        let (env, studio) = (self.env, self);
         let ready = async {
             if !options.manifests.trim().is_empty() {
                 apply_yaml(&studio.admin, Some(&studio.ns.name), options.manifests).await?;
@@ -301,6 +499,107 @@ impl Studio {
             return Err(e);
         }
         Ok(studio)
+    }
+
+    /// Installs the chart with `replicated.replicas` operator pods on one PostgreSQL database,
+    /// every pod (the operator's, runners, probes) in its own network namespace on a bridge of
+    /// the test's, so each replica has its own address and the NetworkPolicies are enforced:
+    /// the chart's own policy for the operator's pods (here narrowed to the node's real
+    /// endpoints: the API server's forward on the gateway and PostgreSQL's front) and the
+    /// operator's run policies. The operator's pods reach the API server through the
+    /// `kubernetes` Service, as in a cluster.
+    ///
+    /// Runners reach the sidecar through a Service of the test's, `sidecar-front` (the dev node
+    /// has no cluster DNS, so `sidecar.url` names a cluster IP, which must exist before the
+    /// install), that selects only the pods labelled `test.orrery.dev/front=true`: the first
+    /// replica by name. The returned URLs are every replica's sidecar by pod address, that
+    /// first replica's first ([`Studio::sidecar_url`] is it too).
+    pub async fn install_replicated(
+        options: ChartStudioOptions<'_>,
+        replicated: ReplicatedOptions<'_>,
+    ) -> Result<(Studio, Vec<String>)> {
+        let env = testenv::shared_async().await?;
+        ensure_crds(env).await?;
+        let ns = TestNamespace::create(env, options.prefix).await?;
+        let admin = env.admin().await?;
+        let network = NetworkConfig::named(replicated.bridge, replicated.subnet.parse()?);
+        let gateway = network.gateway()?;
+        let exec = isolated_executor(env, &admin, &ns.name, network).await?;
+        let installed = async {
+            let (front, secret) =
+                postgres_front(&admin, &ns.name, gateway, replicated.database).await?;
+            let cluster_ip = sidecar_front(&admin, &ns.name).await?;
+            let sidecar_url = format!("http://{cluster_ip}:{SIDECAR_PORT}");
+            let mut sets = crate::chart::dev_node_values(&cluster_ip, SIDECAR_PORT, METRICS_PORT);
+            sets.extend([
+                format!("replicaCount={}", replicated.replicas),
+                "controller.leaderElection.enabled=true".to_owned(),
+                "store.type=postgres".to_owned(),
+                format!("store.postgres.urlSecret.name={secret}"),
+                format!("networkPolicy.apiServer.cidrs={{{gateway}/32}}"),
+                format!(
+                    "networkPolicy.apiServer.ports={{{}}}",
+                    crate::pod_executor::API_PORT
+                ),
+                format!("networkPolicy.postgres.cidrs={{{gateway}/32}}"),
+                format!("networkPolicy.postgres.port={}", front.addr().port()),
+            ]);
+            let operator = ChartOperator::helm_install(
+                env,
+                &ns.name,
+                sets,
+                options.policies,
+                options.values,
+                &sidecar_url,
+                SIDECAR_PORT,
+            )
+            .await?;
+            anyhow::Ok((front, operator))
+        }
+        .await;
+        let (front, mut operator) = match installed {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = exec.shutdown().await;
+                return Err(e);
+            }
+        };
+        let replicas = async {
+            let urls = wait_replicas(&admin, &ns.name, &operator.name, replicated.replicas).await?;
+            for url in &urls {
+                wait_sidecar(url, INSTALL_TIMEOUT)
+                    .await
+                    .with_context(|| format!("the replica's sidecar at {url} did not answer"))?;
+            }
+            if options.policies {
+                wait_policies_act(env, &ns.name).await?;
+            }
+            anyhow::Ok(urls)
+        }
+        .await;
+        if let Ok(urls) = &replicas
+            && let Some(first) = urls.first()
+        {
+            first.clone_into(&mut operator.sidecar_url);
+        }
+        let studio = Studio {
+            env,
+            ns,
+            admin,
+            sidecar_url: operator.sidecar_url.clone(),
+            exec,
+            operator: OperatorHandle::Chart(Box::new(operator)),
+            bindings: Vec::new(),
+            fronts: vec![front],
+        };
+        let urls = match replicas {
+            Ok(urls) => urls,
+            Err(e) => {
+                let _ = studio.shutdown().await;
+                return Err(e);
+            }
+        };
+        Ok((studio.prepare(&options).await?, urls))
     }
 
     /// The namespace's runs, as admin.
@@ -362,6 +661,9 @@ impl Studio {
             OperatorHandle::Chart(operator) => operator.stop().await?,
         }
         self.exec.shutdown().await?;
+        for front in self.fronts {
+            front.stop().await;
+        }
         for binding in &self.bindings {
             let _ = kubectl_ok(
                 self.env,

@@ -225,6 +225,7 @@ fn a_runner_pod_reaches_its_endpoint_and_the_sidecar_and_nothing_else() {
     };
     let options = Options {
         node_addresses: vec![gateway.into()],
+        services: vec![],
     };
     let policies = [run_policy(registry.address)];
     let ruleset = netpol::translate(&pod, &policies, &inventory, &options).expect("translates");

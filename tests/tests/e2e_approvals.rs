@@ -8,9 +8,11 @@
 //! is decided by its named approver; a decision that comes after the approval expired is
 //! answered 409.
 //!
-//! One test keeps the in-process operator and two sidecars of its own: two sidecar replicas on
-//! one PostgreSQL database, which the dev node cannot run as two pods of the chart (pods share
-//! the host's network there, so two replicas would need the same port).
+//! Two replicas of the chart's operator on one PostgreSQL database (`Studio::install_replicated`)
+//! run with isolated pod networking, each pod with its own address, the NetworkPolicies
+//! enforced (the chart's for the operator's pods, the operator's for runners) and the API
+//! server reached through the `kubernetes` Service: a run's runner reaches one replica, its
+//! owner the other.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
@@ -20,11 +22,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, ensure};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
-use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::kubectl_ok;
-use orrery_tests::sidecar_fixture::TestSidecar;
 use orrery_tests::studio::{
-    ChartStudioOptions, Studio, StudioOptions, api_call, http_client, token,
+    ChartStudioOptions, ReplicatedOptions, Studio, api_call, http_client, token,
 };
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
@@ -392,32 +392,41 @@ async fn follow(sidecar: &str, ns: &str, name: &str, token: &str) -> Result<Vec<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_person_on_the_other()
 -> Result<()> {
-    let url = orrery_tests::postgres::database("replicas").await?;
-    let mut a = TestSidecar::start(&url, SidecarSettings::default()).await?;
-    let mut b = TestSidecar::start(&url, SidecarSettings::default()).await?;
-    // Runners reach replica A only; alice talks to replica B only.
-    let studio = Studio::start(StudioOptions {
-        prefix: "ap-replicas",
-        sidecar_url: &a.url,
-        manifests: MODELS,
-        users: &[ALICE],
-        policies: true,
-        configure: &|_| {},
-    })
+    let database = orrery_tests::postgres::database("replicas").await?;
+    // Two operator pods of the chart, each with its own address; runners reach replica A only
+    // (the Service they are given selects it alone); alice talks to replica B only.
+    let (studio, replicas) = Studio::install_replicated(
+        ChartStudioOptions {
+            prefix: "ap-replicas",
+            manifests: MODELS,
+            users: &[ALICE],
+            policies: true,
+            values: &[],
+        },
+        ReplicatedOptions {
+            replicas: 2,
+            bridge: "orxap1",
+            subnet: "10.213.131.0/24",
+            database: &database,
+        },
+    )
     .await?;
     let result = async {
+        let [a, b] = replicas.as_slice() else {
+            anyhow::bail!("two replicas: {replicas:?}");
+        };
         let ns = studio.ns.name.clone();
         let alice = token(studio.env, ALICE)?;
-        let name = start(&b.url, &ns, &alice, json!({})).await?;
+        let name = start(b, &ns, &alice, json!({})).await?;
         // B follows the run live while A stores its events (PostgreSQL LISTEN/NOTIFY).
         let stream = tokio::spawn({
-            let (url, ns, name, alice) = (b.url.clone(), ns.clone(), name.clone(), alice.clone());
+            let (url, ns, name, alice) = (b.clone(), ns.clone(), name.clone(), alice.clone());
             async move { follow(&url, &ns, &name, &alice).await }
         });
         let (id, digest) = awaiting(&studio, &name).await?;
         let (status, approvals) = api_call(
             reqwest::Method::GET,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals", b.url),
+            format!("{b}/api/v1/runs/{ns}/{name}/approvals"),
             &alice,
             None,
         )
@@ -428,7 +437,7 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
         );
         let (status, body) = api_call(
             reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}/{name}/approvals/{id}", b.url),
+            format!("{b}/api/v1/runs/{ns}/{name}/approvals/{id}"),
             &alice,
             Some(json!({"decision": "Approve", "digest": digest})),
         )
@@ -452,13 +461,12 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
             frames.last().map(|(_, k)| k.as_str()) == Some("run.end"),
             "{frames:?}"
         );
+        let from_a = follow(a, &ns, &name, &alice).await?;
+        ensure!(from_a == frames, "A serves the same trace: {from_a:?}");
         Ok(())
     }
     .await;
-    let stopped = studio.shutdown().await;
-    a.stop().await?;
-    b.stop().await?;
-    result.and(stopped)
+    result.and(studio.shutdown().await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

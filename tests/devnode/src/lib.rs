@@ -74,6 +74,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 pub use images::{BIN_DIR_ENV, ImageTable, PROJECT_IMAGES, default_bin_dir};
+pub use isolation::services::API_PORT;
 pub use isolation::{IsolationError, NetworkMode};
 pub use launch::MOUNT_ROOT_ENV;
 pub use node::NODE_LABEL;
@@ -306,7 +307,12 @@ impl PodExecutor {
                 return Err(PodExecutorError::IsolationWithoutContainers);
             }
             (NetworkMode::Isolated(net), Some(_)) => Some(Arc::new(
-                isolation::Isolation::start(client.clone(), net.clone()).await?,
+                isolation::Isolation::start(
+                    client.clone(),
+                    net.clone(),
+                    config.api_server.as_deref(),
+                )
+                .await?,
             )),
         };
         node::register(&client, &config.node_name, &config.host_ip).await?;

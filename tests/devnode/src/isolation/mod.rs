@@ -11,6 +11,7 @@
 //! pods in [`NetworkMode::Host`], the default.
 
 mod policies;
+pub mod services;
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -70,6 +71,15 @@ pub enum IsolationError {
         what: &'static str,
         timeout: Duration,
     },
+    #[error(
+        "listening on {address} (the pods' way to the API server): {source}; something else \
+         listens there: stop it, or give this node a network of its own (NetworkConfig::named)"
+    )]
+    ApiForward {
+        address: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the pod network task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -94,13 +104,39 @@ impl std::fmt::Debug for Isolation {
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Isolation {
-    /// Makes the bridge (clearing what an earlier run with the same names left) and starts
-    /// watching NetworkPolicies, pods and namespaces; returns once the first lists are in.
-    pub async fn start(client: Client, config: NetworkConfig) -> Result<Isolation, IsolationError> {
+    /// Makes the bridge (clearing what an earlier run with the same names left), starts the
+    /// forward to the API server at `api_server` (`https://<address>:<port>`; see
+    /// [`services`]) and watching NetworkPolicies, Services, pods and namespaces; returns once
+    /// the first lists are in.
+    pub async fn start(
+        client: Client,
+        config: NetworkConfig,
+        api_server: Option<&str>,
+    ) -> Result<Isolation, IsolationError> {
         let network = tokio::task::spawn_blocking(move || PodNetwork::create(config)).await??;
         let network = Arc::new(network);
         let token = CancellationToken::new();
-        let (policies, tasks) = Policies::start(client, network.gateway(), token.clone());
+        let mut tasks = Vec::new();
+        let mut api = None;
+        if let Some(upstream) = api_server.and_then(services::upstream_of) {
+            match services::ApiForward::start(network.gateway(), upstream, token.clone()).await {
+                Ok((forward, task)) => {
+                    api = Some(forward.endpoint);
+                    tasks.push(task);
+                }
+                Err(e) => {
+                    token.cancel();
+                    let config = network.config().clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        PodNetwork::teardown_leftovers(&config)
+                    })
+                    .await;
+                    return Err(e);
+                }
+            }
+        }
+        let (policies, more) = Policies::start(client, network.gateway(), api, token.clone());
+        tasks.extend(more);
         let isolation = Isolation {
             network,
             policies,
@@ -112,6 +148,12 @@ impl Isolation {
             return Err(e);
         }
         Ok(isolation)
+    }
+
+    /// `KUBERNETES_SERVICE_*` for a pod with its own namespace: the `kubernetes` Service's
+    /// cluster IP, routed to the node's forward to the API server (`None` without one).
+    pub fn service_env(&self) -> Option<Vec<(String, String)>> {
+        self.policies.service_env()
     }
 
     /// The bridge's address: where pods reach the host's services.

@@ -10,6 +10,9 @@
 //! rules than an earlier one); a policy that cannot be translated leaves the pod's last rules
 //! in place and is logged.
 //!
+//! Services are routed in the same ruleset ([`super::services`]); a change of a Service
+//! syncs like any other.
+//!
 //! Peers' addresses: a pod of this node with its own namespace has its bridge address; a pod
 //! whose `status.podIP` is a loopback address (process mode, host network) or that uses the
 //! host network is reached at the gateway, so a policy allowing it allows the gateway; other
@@ -21,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, ListParams};
 use kube::runtime::WatchStreamExt;
@@ -32,6 +35,7 @@ use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::IsolationError;
+use super::services::{self, ApiEndpoint};
 use crate::net::PodNet;
 use crate::netpol::{self, Enforcer, Inventory, NamedPort, Options, Protocol, Ruleset, TargetPod};
 
@@ -55,6 +59,9 @@ pub(crate) struct Policies {
     gateway: Ipv4Addr,
     pods: Store<Pod>,
     namespaces: Store<Namespace>,
+    services: Store<Service>,
+    /// The node's forward to the API server (the `kubernetes` Service's endpoint).
+    api: Option<ApiEndpoint>,
     policies_listed: Arc<Notify>,
     policies_ready: Arc<std::sync::atomic::AtomicBool>,
     /// uid → target; the lock also serialises syncs.
@@ -68,16 +75,20 @@ impl Policies {
     pub fn start(
         client: Client,
         gateway: Ipv4Addr,
+        api: Option<ApiEndpoint>,
         token: CancellationToken,
     ) -> (Arc<Policies>, Vec<tokio::task::JoinHandle<()>>) {
         let changed = Arc::new(Notify::new());
         let (pods, pods_writer) = reflector::store::<Pod>();
         let (namespaces, ns_writer) = reflector::store::<Namespace>();
+        let (services, services_writer) = reflector::store::<Service>();
         let policies = Arc::new(Policies {
             client: client.clone(),
             gateway,
             pods,
             namespaces,
+            services,
+            api,
             policies_listed: Arc::new(Notify::new()),
             policies_ready: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             targets: Mutex::new(BTreeMap::new()),
@@ -108,6 +119,21 @@ impl Policies {
         tasks.push(tokio::spawn(forward(
             "namespaces",
             ns_stream,
+            changed.clone(),
+            None,
+            token.clone(),
+        )));
+        let services_stream = reflector::reflector(
+            services_writer,
+            watcher::watcher(
+                Api::<Service>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
+        tasks.push(tokio::spawn(forward(
+            "services",
+            services_stream,
             changed.clone(),
             None,
             token.clone(),
@@ -145,6 +171,10 @@ impl Policies {
             .await
             .map_err(|_| not_listed("namespaces"))?
             .map_err(|_| not_listed("namespaces"))?;
+        tokio::time::timeout_at(deadline, self.services.wait_until_ready())
+            .await
+            .map_err(|_| not_listed("services"))?
+            .map_err(|_| not_listed("services"))?;
         let listed = self.policies_listed.notified();
         if !self
             .policies_ready
@@ -178,8 +208,9 @@ impl Policies {
         let mut all = targets.clone();
         all.insert(id.to_owned(), target.clone());
         let inventory = self.inventory(&all);
+        let options = self.options();
         let ruleset = self
-            .ruleset(&target, &policies, &inventory)
+            .ruleset(&target, &policies, &inventory, &options)
             .map_err(|source| IsolationError::Translate {
                 pod: format!("{}/{}", target.namespace, target.name),
                 source,
@@ -223,16 +254,39 @@ impl Policies {
         target: &Target,
         policies: &[NetworkPolicy],
         inventory: &Inventory,
+        options: &Options,
     ) -> Result<Ruleset, netpol::TranslateError> {
         let pod = TargetPod {
             namespace: &target.namespace,
             labels: &target.labels,
             ports: &target.ports,
         };
-        let options = Options {
-            node_addresses: vec![IpAddr::V4(self.gateway)],
-        };
-        netpol::translate(&pod, policies, inventory, &options)
+        netpol::translate(&pod, policies, inventory, options)
+    }
+
+    /// The node's choices for every pod's ruleset: the node's address, and the Services as the
+    /// cluster has them now.
+    fn options(&self) -> Options {
+        let pods = self.pods.state();
+        let pods: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+        let services = self.services.state();
+        let gateway = self.gateway;
+        Options {
+            node_addresses: vec![IpAddr::V4(gateway)],
+            services: services::routes(services.iter().map(|s| s.as_ref()), &pods, self.api, |p| {
+                peer_address(p, gateway)
+            }),
+        }
+    }
+
+    /// `KUBERNETES_SERVICE_*` for an isolated pod (the `kubernetes` Service's cluster IP), once
+    /// the node forwards to the API server and the Service is listed.
+    pub fn service_env(&self) -> Option<Vec<(String, String)>> {
+        self.api?;
+        let kubernetes = self
+            .services
+            .get(&reflector::ObjectRef::new("kubernetes").within("default"))?;
+        services::service_env(&kubernetes)
     }
 
     /// The namespaces and pods peers resolve against (see the module docs for addresses).
@@ -282,6 +336,7 @@ impl Policies {
             }
         }
         let inventory = self.inventory(&targets);
+        let options = self.options();
         let mut by_namespace: BTreeMap<String, Option<Vec<NetworkPolicy>>> = BTreeMap::new();
         for target in targets.values() {
             if !by_namespace.contains_key(&target.namespace) {
@@ -298,7 +353,7 @@ impl Policies {
                 continue;
             };
             let pod = format!("{}/{}", target.namespace, target.name);
-            match self.ruleset(target, policies, &inventory) {
+            match self.ruleset(target, policies, &inventory, &options) {
                 Ok(ruleset) => match self.load(&target.netns, &ruleset).await {
                     Ok(true) => eprintln!(
                         "pod-executor: pod {pod}: NetworkPolicy rules reloaded ({})",

@@ -31,6 +31,11 @@
 //!   protocols with an ICMP admin-prohibited, so a blocked connect fails fast instead of timing
 //!   out.
 //!
+//! Services ([`Options::services`]) are routed inside the same table: a `nat` chain on the
+//! output hook sends a connection to a cluster IP on to one ready endpoint (DNAT, so the egress
+//! chain, which runs after it, judges the endpoint's address and port as a cluster's CNI
+//! does), and a connection to a Service without endpoints is refused at once.
+//!
 //! Egress to the node (the gateway) is NOT exempt: on the dev node the sidecar and the
 //! registry fleet listen on the gateway, standing in for pods, so a policy must allow them as
 //! it would those pods. DNS needs nothing special: rules for port 53 work as written.
@@ -136,6 +141,24 @@ where
 pub struct Options {
     /// Ingress from these addresses is always allowed (the node: the kubelet's probes).
     pub node_addresses: Vec<IpAddr>,
+    /// The cluster's Services as this pod reaches them (see [`ServiceRoute`]).
+    pub services: Vec<ServiceRoute>,
+}
+
+/// One port of a Service as the node routes it, the way kube-proxy does: a connection the pod
+/// opens to `cluster_ip:port` is sent (DNAT, in the pod's own namespace, before the egress
+/// policy sees it) to one of `backends`, picked at random per connection; with no backend it is
+/// refused at once. Egress policies therefore judge the endpoint, never the cluster IP, as in a
+/// cluster.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceRoute {
+    /// `namespace/name:port` (a comment on the rules).
+    pub service: String,
+    pub cluster_ip: IpAddr,
+    pub protocol: Protocol,
+    pub port: u16,
+    /// Each ready endpoint's address and port (the other family's are left out).
+    pub backends: Vec<(IpAddr, u16)>,
 }
 
 /// A pod's ruleset.

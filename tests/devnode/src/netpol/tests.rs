@@ -347,6 +347,7 @@ fn rows() -> Vec<Row> {
 fn options() -> Options {
     Options {
         node_addresses: vec![ip("10.213.0.1")],
+        services: vec![],
     }
 }
 
@@ -534,4 +535,119 @@ fn every_generated_ruleset_is_valid_nftables() {
         check_syntax("table inet orrery {\n\tchain c {\n\t\tip daddr 10.0.0.300 accept\n\t}\n}\n")
             .expect_err("a bad address is refused");
     assert!(err.to_string().contains("nft"), "{err}");
+}
+
+fn route(
+    service: &str,
+    cluster: &str,
+    protocol: Protocol,
+    port: u16,
+    backends: &[(&str, u16)],
+) -> ServiceRoute {
+    ServiceRoute {
+        service: service.into(),
+        cluster_ip: ip(cluster),
+        protocol,
+        port,
+        backends: backends.iter().map(|(a, p)| (ip(a), *p)).collect(),
+    }
+}
+
+fn service_routes() -> Vec<ServiceRoute> {
+    vec![
+        route(
+            "default/kubernetes:443",
+            "10.96.0.1",
+            Protocol::Tcp,
+            443,
+            &[("10.213.0.1", 6443)],
+        ),
+        route(
+            "studio/sidecar:8080",
+            "10.96.0.20",
+            Protocol::Tcp,
+            8080,
+            &[
+                ("10.213.0.6", 8080),
+                ("10.213.0.5", 8080),
+                ("fd00::5", 8080),
+            ],
+        ),
+        route("studio/empty:53", "10.96.0.30", Protocol::Udp, 53, &[]),
+    ]
+}
+
+fn translate_with_services(policies: &[NetworkPolicy], services: Vec<ServiceRoute>) -> Ruleset {
+    let labels = runner_labels();
+    let pod = TargetPod {
+        namespace: "studio",
+        labels: &labels,
+        ports: &[],
+    };
+    let options = Options {
+        services,
+        ..options()
+    };
+    translate(&pod, policies, &inventory(), &options).unwrap()
+}
+
+#[test]
+fn a_service_is_sent_to_its_one_endpoint_or_to_one_of_several_at_random_and_refused_without_any() {
+    let rs = translate_with_services(&[], service_routes());
+    let text = &rs.text;
+    for want in [
+        "type nat hook output priority -100; policy accept;",
+        "ip daddr 10.96.0.1 tcp dport 443 dnat ip to 10.213.0.1:6443 comment \"default/kubernetes:443\"",
+        "ip daddr 10.96.0.20 tcp dport 8080 numgen random mod 2 vmap { 0 : goto svc_1_0, 1 : goto svc_1_1 }",
+        "chain svc_1_0 {\n\t\tmeta l4proto tcp dnat ip to 10.213.0.5:8080\n\t}",
+        "chain svc_1_1 {\n\t\tmeta l4proto tcp dnat ip to 10.213.0.6:8080\n\t}",
+        "ip daddr 10.96.0.30 udp dport 53 reject with icmpx type port-unreachable comment \"studio/empty:53: no ready endpoint\"",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    assert!(
+        !text.contains("fd00::5"),
+        "an IPv6 endpoint of an IPv4 service is left out:\n{text}"
+    );
+    assert!(
+        rs.policies.is_empty() && !rs.egress_isolated,
+        "routing restricts nothing"
+    );
+    let mut reversed = service_routes();
+    reversed.reverse();
+    for r in &mut reversed {
+        r.backends.reverse();
+    }
+    assert_eq!(
+        translate_with_services(&[], reversed).text,
+        rs.text,
+        "deterministic"
+    );
+    assert!(
+        !translate_with_services(&[], vec![])
+            .text
+            .contains("chain services"),
+        "no services, no chains"
+    );
+}
+
+#[test]
+fn routed_services_sit_beside_the_policy_chains_and_the_whole_is_valid_nftables() {
+    let policies = [policy(
+        "egress",
+        json!({"podSelector": {}, "policyTypes": ["Egress"],
+               "egress": [{"to": [{"ipBlock": {"cidr": "10.213.0.5/32"}}], "ports": [{"port": 8080}]}]}),
+    )];
+    let rs = translate_with_services(&policies, service_routes());
+    assert!(rs.egress_isolated, "{}", rs.text);
+    assert!(
+        rs.text.contains("chain egress") && rs.text.contains("chain services"),
+        "{}",
+        rs.text
+    );
+    if !nft_installed() {
+        eprintln!("nft is not installed (apt-get install nftables): syntax check skipped");
+        return;
+    }
+    check_syntax(&rs.text).unwrap_or_else(|e| panic!("{e}\n{}", rs.text));
 }

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    NamedPort, Options, PeerPod, PeerQuery, PeerResolver, Protocol, Ruleset, TargetPod,
-    TranslateError, selector,
+    NamedPort, Options, PeerPod, PeerQuery, PeerResolver, Protocol, Ruleset, ServiceRoute,
+    TargetPod, TranslateError, selector,
 };
 
 /// The table every ruleset defines (family inet: IPv4 and IPv6 in one).
@@ -196,6 +196,7 @@ pub fn translate<R: PeerResolver + ?Sized>(
         }
         chains.push_str(&render_chain(dir, lines));
     }
+    chains.push_str(&render_services(&options.services));
     let mut text =
         format!("table {TABLE_DECL}\ndelete table {TABLE_DECL}\ntable {TABLE_DECL} {{\n");
     text.push_str(&chains);
@@ -596,5 +597,98 @@ fn render_chain(dir: Direction, lines: Vec<(String, String)>) -> String {
     out.push_str("\t\tmeta l4proto tcp reject with tcp reset\n");
     out.push_str("\t\treject with icmpx type admin-prohibited\n");
     out.push_str("\t}\n");
+    out
+}
+
+/// The chains that route Services (see [`ServiceRoute`]): `services`, a `nat` chain on the
+/// output hook (before the egress filter), DNATs each routed cluster IP and port to one
+/// backend, at random per connection through a `numgen` verdict map when there are several;
+/// `services_refused`, a filter chain, refuses a connection to a Service without endpoints at
+/// once (TCP reset, else ICMP port unreachable) instead of letting it time out. Empty without
+/// services; deterministic for the same routes in any order.
+fn render_services(routes: &[ServiceRoute]) -> String {
+    let mut routes: Vec<&ServiceRoute> = routes.iter().collect();
+    routes.sort_by(|a, b| {
+        (a.cluster_ip, a.protocol, a.port, &a.service).cmp(&(
+            b.cluster_ip,
+            b.protocol,
+            b.port,
+            &b.service,
+        ))
+    });
+    routes
+        .dedup_by(|a, b| (a.cluster_ip, a.protocol, a.port) == (b.cluster_ip, b.protocol, b.port));
+    let mut nat = String::new();
+    let mut targets = String::new();
+    let mut refused = String::new();
+    for (i, route) in routes.iter().enumerate() {
+        let family = family(route.cluster_ip);
+        let proto = route.protocol.nft();
+        let matches = format!(
+            "{family} daddr {} {proto} dport {}",
+            route.cluster_ip, route.port
+        );
+        let comment = comment_text(&route.service);
+        let backends: Vec<&(IpAddr, u16)> = route
+            .backends
+            .iter()
+            .filter(|(addr, _)| addr.is_ipv4() == route.cluster_ip.is_ipv4())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let to = |(addr, port): &(IpAddr, u16)| match addr {
+            IpAddr::V4(a) => format!("dnat ip to {a}:{port}"),
+            IpAddr::V6(a) => format!("dnat ip6 to [{a}]:{port}"),
+        };
+        match backends.as_slice() {
+            [] => {
+                let reject = match route.protocol {
+                    Protocol::Tcp => "reject with tcp reset",
+                    Protocol::Udp | Protocol::Sctp => "reject with icmpx type port-unreachable",
+                };
+                let _ = writeln!(
+                    refused,
+                    "\t\t{matches} {reject} comment \"{comment}: no ready endpoint\""
+                );
+            }
+            [one] => {
+                let _ = writeln!(nat, "\t\t{matches} {} comment \"{comment}\"", to(one));
+            }
+            many => {
+                let arms: Vec<String> = (0..many.len())
+                    .map(|j| format!("{j} : goto svc_{i}_{j}"))
+                    .collect();
+                let _ = writeln!(
+                    nat,
+                    "\t\t{matches} numgen random mod {} vmap {{ {} }} comment \"{comment}\"",
+                    many.len(),
+                    arms.join(", ")
+                );
+                for (j, backend) in many.iter().enumerate() {
+                    let _ = writeln!(
+                        targets,
+                        "\tchain svc_{i}_{j} {{\n\t\tmeta l4proto {proto} {}\n\t}}",
+                        to(backend)
+                    );
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    if !nat.is_empty() {
+        out.push_str(
+            "\tchain services {\n\t\ttype nat hook output priority -100; policy accept;\n",
+        );
+        out.push_str(&nat);
+        out.push_str("\t}\n");
+        out.push_str(&targets);
+    }
+    if !refused.is_empty() {
+        out.push_str(
+            "\tchain services_refused {\n\t\ttype filter hook output priority filter; policy accept;\n",
+        );
+        out.push_str(&refused);
+        out.push_str("\t}\n");
+    }
     out
 }

@@ -81,7 +81,7 @@ impl Worker {
             c,
             &self.objects,
             &self.addresses(),
-            &self.ctx.service_env,
+            &self.service_env(),
         )?;
         let cdir = self.dir.join("containers").join(&c.name);
         let mounts = MountMap::new(cdir.join("root"), c);
@@ -137,7 +137,7 @@ impl Worker {
             c,
             &self.objects,
             &self.addresses(),
-            &self.ctx.service_env,
+            &self.service_env(),
         )?;
         let archive_path = archive.to_path_buf();
         let rt2 = rt.clone();

@@ -459,6 +459,18 @@ impl Worker {
         }
     }
 
+    /// `KUBERNETES_SERVICE_*` for the pod's containers: with a network namespace of its own, the
+    /// `kubernetes` Service's cluster IP (routed to the node's forward to the API server, as a
+    /// kubelet sets it); else the API server's own address.
+    fn service_env(&self) -> Vec<(String, String)> {
+        if self.attached
+            && let Some(env) = self.ctx.isolation.as_ref().and_then(|i| i.service_env())
+        {
+            return env;
+        }
+        self.ctx.service_env.clone()
+    }
+
     /// Removes the pod's network namespace and rules (isolated mode), once its containers are
     /// gone.
     async fn detach_network(&mut self) {
