@@ -16,7 +16,9 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use orrery_devnode::net::{self, Ipv4Net, NetError, NetworkConfig, PodNet, PodNetwork};
-use orrery_devnode::netpol::{self, Enforcer, Inventory, NamedPort, Options, Protocol, TargetPod};
+use orrery_devnode::netpol::{
+    self, Enforcer, Inventory, NamedPort, Options, Protocol, ServiceRoute, TargetPod,
+};
 use orrery_tests::netcheck::{CountingListener, connect_from, host_has_orrery_table};
 use serde_json::json;
 
@@ -391,4 +393,76 @@ fn a_new_network_clears_what_a_crashed_run_left_and_refuses_an_overlapping_subne
         other => panic!("an overlapping subnet must be refused, got {other:?}"),
     }
     assert_nothing_left(&config);
+}
+
+/// A Service's cluster IP leads a pod to the Service's endpoint (DNAT in the pod's namespace),
+/// the egress policy judges the endpoint, not the cluster IP, and a Service without endpoints
+/// is refused at once.
+#[test]
+fn a_service_ip_leads_to_its_endpoint_and_the_egress_policy_judges_the_endpoint() {
+    let t = TestNet::new(4);
+    let runner = t.add("runner");
+    let registry = t.add("registry");
+    let canary = t.add("canary");
+    let endpoint = CountingListener::start(Some(&registry.netns), registry.address, REGISTRY_PORT)
+        .expect("the listener is up");
+    let canary_pod = CountingListener::start(Some(&canary.netns), canary.address, REGISTRY_PORT)
+        .expect("the listener is up");
+    let route = |name: &str, ip: &str, to: Option<Ipv4Addr>| ServiceRoute {
+        service: format!("{STUDIO}/{name}:80"),
+        cluster_ip: ip.parse().expect("an address"),
+        protocol: Protocol::Tcp,
+        port: 80,
+        backends: to.map(|a| (a.into(), REGISTRY_PORT)).into_iter().collect(),
+    };
+    let services = vec![
+        route("registry", "10.96.50.1", Some(registry.address)),
+        route("canary", "10.96.50.2", Some(canary.address)),
+        route("empty", "10.96.50.3", None),
+    ];
+    let at = |ip: &str| SocketAddr::new(ip.parse().expect("an address"), 80);
+    let inventory = Inventory::new();
+    let labels = runner_labels();
+    let pod = TargetPod {
+        namespace: STUDIO,
+        labels: &labels,
+        ports: &[],
+    };
+    let options = Options {
+        node_addresses: vec![t.net().gateway().into()],
+        services,
+    };
+    let enforcer = Enforcer::new();
+
+    // No policy: both Services lead to their pods; the empty one is refused, not left to time out.
+    let open = netpol::translate(&pod, &[], &inventory, &options).expect("translates");
+    assert!(enforcer.sync(&runner.netns, &open).expect("applied"));
+    assert_eq!(connect(&runner, at("10.96.50.1")), Ok(()));
+    assert_eq!(connect(&runner, at("10.96.50.2")), Ok(()));
+    assert_eq!((endpoint.accepted(), canary_pod.accepted()), (1, 1));
+    let started = std::time::Instant::now();
+    assert_eq!(
+        connect(&runner, at("10.96.50.3")),
+        Err(ErrorKind::ConnectionRefused)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+
+    // The run's policy allows the registry pod's address: its Service works, the canary's not.
+    let policies = [run_policy(registry.address)];
+    let closed = netpol::translate(&pod, &policies, &inventory, &options).expect("translates");
+    assert!(enforcer.sync(&runner.netns, &closed).expect("applied"));
+    assert_eq!(connect(&runner, at("10.96.50.1")), Ok(()));
+    assert_eq!(
+        connect(&runner, at("10.96.50.2")),
+        Err(ErrorKind::ConnectionRefused)
+    );
+    assert_eq!(
+        (endpoint.accepted(), canary_pod.accepted()),
+        (2, 1),
+        "the canary saw no new connection"
+    );
+    assert!(
+        !host_has_orrery_table().expect("nft list tables"),
+        "the rules are in the pod's namespace, not the host's"
+    );
 }
