@@ -509,6 +509,12 @@ pub struct RegistryEntryStatus {
     /// `digest` adopts exactly these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposed_pins: Option<ProposedPins>,
+    /// The value of the `studio.orrery.dev/reprobe` annotation last acted on. Setting that
+    /// annotation to a new value (e.g. `kubectl annotate registryentry NAME
+    /// studio.orrery.dev/reprobe="$(date +%s)" --overwrite`) probes the entry now instead of at
+    /// the next interval; a probe already running finishes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reprobe: Option<String>,
 }
 
 /// Pins a probe found that differ from the pinned ones, waiting for a person to accept them.

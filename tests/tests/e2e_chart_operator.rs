@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, StudioRun};
@@ -37,6 +37,7 @@ use orrery_tests::harness::{
 use orrery_tests::images;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
 use orrery_tests::testenv::{self, ADMIN};
+use serde_json::json;
 
 /// Long enough for the first unpack of the images and the operator's start.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
@@ -148,6 +149,42 @@ async fn the_operator_works(
     apply_yaml(client, Some(&ns.name), &run).await?;
     let runs: Api<StudioRun> = ns.api(client);
     wait_succeeded(&runs, "release-notes-1", START_TIMEOUT).await?;
+
+    // A person asks for a probe now (`studio.orrery.dev/reprobe`): a new probe pod records a
+    // new result well within the hour's interval, and the value is acted on once.
+    let before = entries.get("demo-tools").await?;
+    let last = |e: &RegistryEntry| e.status.as_ref().and_then(|s| s.last_probe_time.clone());
+    let before_time = last(&before).context("demo-tools was probed")?;
+    let value = format!("e2e-{}", std::process::id());
+    let patch = json!({"metadata": {"annotations": {"studio.orrery.dev/reprobe": value}}});
+    entries
+        .patch("demo-tools", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let (want, after) = (value.clone(), before_time.clone());
+    wait_for(
+        &entries,
+        "demo-tools",
+        "probed again for the reprobe annotation",
+        START_TIMEOUT,
+        move |e: Option<&RegistryEntry>| {
+            e.and_then(|e| e.status.as_ref()).is_some_and(|s| {
+                s.last_reprobe.as_deref() == Some(want.as_str())
+                    && s.last_probe_time
+                        .as_deref()
+                        .is_some_and(|t| t > after.as_str())
+            })
+        },
+    )
+    .await
+    .context("the reprobe annotation did not bring a new probe")?;
+    wait_for(
+        &entries,
+        "demo-tools",
+        "Ready=True",
+        START_TIMEOUT,
+        has_condition::<RegistryEntry>("Ready", "True"),
+    )
+    .await?;
     drop(fleet);
 
     // Every pod that ran here (the operator's, the probes', the run's) ran as runc containers.

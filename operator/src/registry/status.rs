@@ -245,6 +245,14 @@ fn probing() -> Health {
 /// `status.proposedPins.digest`.
 pub const ACCEPT_PINS_ANNOTATION: &str = "studio.orrery.dev/accept-pins";
 
+/// The annotation a person sets to a new value (any text, e.g. a timestamp) to probe the entry
+/// now rather than at the next interval; `status.lastReprobe` keeps the value acted on.
+pub const REPROBE_ANNOTATION: &str = "studio.orrery.dev/reprobe";
+
+/// Longest [`REPROBE_ANNOTATION`] value kept in the status (a longer one is acted on once, by
+/// its first bytes).
+const REPROBE_VALUE_MAX: usize = 128;
+
 /// Seconds before a failed probe is tried again (at most the probe interval).
 pub const PROBE_RETRY_SECONDS: u64 = 60;
 
@@ -303,6 +311,25 @@ pub fn observe(state: &PodState) -> ProbeObservation {
                 .unwrap_or_default()
         ))),
     }
+}
+
+/// The entry's [`REPROBE_ANNOTATION`] value (trimmed, at most [`REPROBE_VALUE_MAX`] bytes at a
+/// character boundary), if set and not empty.
+fn reprobe_request(entry: &RegistryEntry) -> Option<String> {
+    let value = entry
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(REPROBE_ANNOTATION)?
+        .trim();
+    if value.is_empty() {
+        return None;
+    }
+    let mut end = value.len().min(REPROBE_VALUE_MAX);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(value[..end].to_owned())
 }
 
 /// The pins the status holds (what runs are checked against).
@@ -595,12 +622,19 @@ pub fn probe_status(
     } else {
         0
     };
+    let reprobe = reprobe_request(entry).filter(|r| status.last_reprobe.as_deref() != Some(r));
     let next = match observation {
         ProbeObservation::Ended(_) if recorded => ProbeNext::DeletePod { due_in: wait },
         // A report of another generation or entry: the pod is obsolete.
         ProbeObservation::Ended(_) => ProbeNext::DeletePod { due_in },
         ProbeObservation::Running => ProbeNext::Wait,
-        ProbeObservation::NoPod if due_in == 0 => ProbeNext::CreatePod,
+        ProbeObservation::NoPod if due_in == 0 || reprobe.is_some() => {
+            // Acted on once: the status (written before the pod is made) keeps the value.
+            if reprobe.is_some() {
+                status.last_reprobe = reprobe;
+            }
+            ProbeNext::CreatePod
+        }
         ProbeObservation::NoPod => ProbeNext::Idle { due_in },
     };
     (status, next)
@@ -1143,6 +1177,64 @@ mod tests {
             assert_eq!(next, ProbeNext::DeletePod { due_in: 0 });
             assert_eq!(stale.card_sha256, Some("c".repeat(64)));
             assert_eq!(stale.probed_generation, Some(4));
+        }
+
+        #[test]
+        fn a_new_reprobe_value_probes_now_once_and_waits_for_a_running_probe() {
+            let first = probe_status(&writer(), &ok(card("c", &["draft"])), 3600, at(0)).0;
+            let annotated = |value: &str, status: RegistryEntryStatus| {
+                let mut e = with(writer(), status);
+                e.metadata.annotations = Some(BTreeMap::from([(
+                    REPROBE_ANNOTATION.to_owned(),
+                    value.to_owned(),
+                )]));
+                e
+            };
+            // Well within the interval, a new value makes the probe pod at once.
+            let (status, next) = probe_status(
+                &annotated(" 1700000000 ", first.clone()),
+                &ProbeObservation::NoPod,
+                3600,
+                at(60),
+            );
+            assert_eq!(next, ProbeNext::CreatePod);
+            assert_eq!(status.last_reprobe.as_deref(), Some("1700000000"));
+            assert_eq!(ready(&status), ready(&first), "Ready stays as it was");
+            // The same value again is done: the interval rules.
+            let (_, next) = probe_status(
+                &annotated("1700000000", status.clone()),
+                &ProbeObservation::NoPod,
+                3600,
+                at(61),
+            );
+            assert_eq!(next, ProbeNext::Idle { due_in: 3539 });
+            // A new value while a probe runs waits for it (and is not marked done).
+            let (running, next) = probe_status(
+                &annotated("1700000100", status.clone()),
+                &ProbeObservation::Running,
+                3600,
+                at(62),
+            );
+            assert_eq!(next, ProbeNext::Wait);
+            assert_eq!(running.last_reprobe.as_deref(), Some("1700000000"));
+            // Empty or blank is no request; a huge value is kept by its first 128 bytes.
+            for blank in ["", "   "] {
+                let (_, next) = probe_status(
+                    &annotated(blank, first.clone()),
+                    &ProbeObservation::NoPod,
+                    3600,
+                    at(60),
+                );
+                assert_eq!(next, ProbeNext::Idle { due_in: 3540 }, "{blank:?}");
+            }
+            let (long, next) = probe_status(
+                &annotated(&"é".repeat(100), first.clone()),
+                &ProbeObservation::NoPod,
+                3600,
+                at(60),
+            );
+            assert_eq!(next, ProbeNext::CreatePod);
+            assert_eq!(long.last_reprobe, Some("é".repeat(64)));
         }
 
         #[test]
