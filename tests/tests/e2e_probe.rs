@@ -1,20 +1,20 @@
 //! RegistryEntry resolution in sandboxed probe pods, on the real kube-apiserver with the pod
 //! executor as kubelet: the demo fleet (in-process on loopback) behind two RegistryEntries;
-//! the controllers (in-process, scoped to the test's namespace, the runner image
-//! `orrery/runner:dev`) create a probe pod per entry, restricted like a runner pod and behind
-//! its own NetworkPolicy; the `orrery probe` it runs reports through its termination message
-//! and the entries become `Ready` with their pins; a card that changes is `PinChanged` with a
-//! message naming the change and the one command that accepts it; that command makes the entry
-//! `Ready` again with the new digest.
+//! the chart's operator (`Studio::install`: its pod and the probe and runner pods run from the
+//! project's images as runc containers) creates a probe pod per entry, restricted like a runner
+//! pod and behind its own NetworkPolicy; the `orrery probe` it runs reports through its
+//! termination message and the entries become `Ready` with their pins; a card that changes is
+//! found by the probe a person asks for (`studio.orrery.dev/reprobe`, rather than an hour's
+//! interval) and is `PinChanged` with a message naming the change and the one command that
+//! accepts it; that command makes the entry `Ready` again with the new digest.
 //!
-//! The `orrery` binary the pod executor runs is built first (`cargo build -p orrery-runner
-//! --bin orrery`), so the probe is the one of this tree.
+//! One test calls the reconciler directly (no controller, no kubelet) to check that a repeat
+//! reconcile writes nothing and starts no second pod.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,55 +32,26 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::RunPhase;
 use orrery_operator::Config;
 use orrery_operator::registry::probe::{ENTRY_UID_LABEL, PROBE_APP, probe_network_policy_name};
-use orrery_operator::registry::status::ACCEPT_PINS_ANNOTATION;
+use orrery_operator::registry::status::{ACCEPT_PINS_ANNOTATION, REPROBE_ANNOTATION};
 use orrery_operator::sandbox;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, wait_for, wait_succeeded, workspace_root,
 };
-use orrery_tests::operator_fixture::Operator;
 use orrery_tests::operator_identity::operator_client;
-use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
+use orrery_tests::studio::{ChartStudioOptions, Studio};
 use orrery_tests::testenv;
 use serde_json::json;
 
 /// Long enough for a probe pod to be created, run and recorded a few times over.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The directory of this package's binaries; `orrery` is built into it.
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_orrery-podtest"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Builds the `orrery` binary of this tree next to this package's binaries (a `cargo test -p
-/// orrery-tests` does not build other packages' binaries).
-async fn build_orrery() -> Result<()> {
-    let status = tokio::task::spawn_blocking(|| {
-        std::process::Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "orrery-runner", "--bin", "orrery"])
-            .current_dir(workspace_root())
-            .status()
-    })
-    .await??;
-    ensure!(status.success(), "cargo build of the orrery binary failed");
-    ensure!(
-        bin_dir().join("orrery").exists(),
-        "no orrery binary in {}",
-        bin_dir().display()
-    );
-    Ok(())
-}
-
+/// The example deployment config, with the local runner image (the direct-reconcile test).
 fn config() -> Result<Config> {
     let path = workspace_root().join("examples/operator/config.yaml");
     let mut config = Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))?;
     config.runner.image = "orrery/runner:dev".into();
     config.runner.image_pull_policy = "Never".into();
-    // Past the config's minimum (60 s), so the test sees the interval's probe find the new card.
-    config.probe_interval_seconds = 3;
     Ok(config)
 }
 
@@ -153,31 +124,37 @@ fn record_pods(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn entries_are_pinned_by_probe_pods_the_critic_loop_runs_on_them_and_a_changed_card_refuses_runs_until_accepted()
 -> Result<()> {
-    build_orrery().await?;
-    let env = testenv::shared_async().await?;
-    ensure_crds(env).await?;
-    let ns = TestNamespace::create(env, "probe").await?;
-    let client = env.admin().await?;
-    let fleet = start_fleet(FleetConfig::ephemeral()).await?;
-    let exec = PodExecutor::start_with(
-        client.clone(),
-        ExecutorConfig::new(format!("node-{}", ns.name))
-            .namespace(&ns.name)
-            .bin_dir(bin_dir())
-            .api_server(&env.server),
-    )
+    let studio = Studio::install(ChartStudioOptions {
+        prefix: "probe",
+        manifests: "",
+        users: &[],
+        policies: false,
+        values: &[],
+    })
     .await?;
-    let operator = Operator::start(operator_client(env, &ns.name).await?, config()?, &ns.name)?;
-    let result = std::panic::AssertUnwindSafe(scenario(&client, &ns, fleet))
-        .catch_unwind()
-        .await;
-    let _ = operator.stop().await;
-    let stopped = exec.shutdown().await;
-    drop(ns);
+    let fleet = start_fleet(FleetConfig::ephemeral()).await;
+    let result = match fleet {
+        Ok(fleet) => {
+            std::panic::AssertUnwindSafe(scenario(&studio.admin, &studio.ns, fleet))
+                .catch_unwind()
+                .await
+        }
+        Err(e) => Ok(Err(anyhow::Error::from(e))),
+    };
+    let stopped = studio.shutdown().await;
     match result {
-        Ok(result) => result.and(stopped.map_err(Into::into)),
+        Ok(result) => result.and(stopped),
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// Asks for a probe of entry `name` now (`studio.orrery.dev/reprobe` set to `value`).
+async fn reprobe(registry: &Api<RegistryEntry>, name: &str, value: &str) -> Result<()> {
+    let patch = json!({"metadata": {"annotations": {REPROBE_ANNOTATION: value}}});
+    registry
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<()> {
@@ -263,8 +240,15 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     // The probe pods: restricted like a runner pod, owned by their entry, running `orrery probe`.
     for entry in [&tools, &writer] {
         let uid = entry.uid().context("uid")?;
-        // The watcher may have started after an entry's first pod was gone; the interval's
-        // next probe pod shows up then.
+        // The watcher may have started after an entry's first pod was gone: a probe asked for
+        // now shows one.
+        let seen_yet = seen.lock().is_ok_and(|s| {
+            s.values()
+                .any(|p| p.labels().get(ENTRY_UID_LABEL) == Some(&uid))
+        });
+        if !seen_yet {
+            reprobe(&registry, &entry.name_any(), "see-a-pod").await?;
+        }
         let pod = eventually(PROBE_TIMEOUT, || {
             let found = seen.lock().ok().and_then(|s| {
                 s.values()
@@ -283,7 +267,11 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
             container.security_context,
             Some(sandbox::container_security_context())
         );
-        assert_eq!(container.image.as_deref(), Some("orrery/runner:dev"));
+        assert_eq!(
+            container.image.as_deref(),
+            Some("localhost/orrery/runner:dev"),
+            "the chart's runner image"
+        );
         assert_eq!(
             container
                 .args
@@ -322,7 +310,8 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
         );
     }
 
-    // The writer comes back with another card (it now asks for a bearer token): PinChanged.
+    // The writer comes back with another card (it now asks for a bearer token); a person asks
+    // for a probe now rather than waiting for the interval's: PinChanged.
     fleet.shutdown().await?;
     let fleet = start_fleet(FleetConfig {
         tools_port,
@@ -331,6 +320,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
         ..FleetConfig::ephemeral()
     })
     .await?;
+    reprobe(&registry, "demo-writer", "after-the-change").await?;
     let changed = wait_for(
         &registry,
         "demo-writer",
@@ -445,7 +435,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     assert_eq!(status.card_sha256.as_deref(), Some(new_digest.as_str()));
     assert!(status.proposed_pins.is_none());
 
-    // Recorded probe pods are deleted: many probes ran (every 3 s), yet each entry has at most
+    // Recorded probe pods are deleted: more probes than entries ran, yet each entry has at most
     // its current pod and one being deleted.
     recorder.abort();
     let probed = seen.lock().map(|s| s.len()).unwrap_or(0);
