@@ -155,12 +155,27 @@ impl ChartOperator {
         policies: bool,
         values: &[&str],
     ) -> Result<ChartOperator> {
+        ChartOperator::install_serving(env, ns, ns, policies, values).await
+    }
+
+    /// Like [`ChartOperator::install`], but the release (and so the operator's pod) lives in
+    /// `release_ns` while it serves `served` (`watchNamespace`, `tenantNamespaces`): a node
+    /// scoped to `release_ns` then runs the operator and never the probe or runner pods it makes
+    /// in `served`.
+    pub async fn install_serving(
+        env: &'static TestEnv,
+        release_ns: &str,
+        served: &str,
+        policies: bool,
+        values: &[&str],
+    ) -> Result<ChartOperator> {
         let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
         let sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
         let operator = ChartOperator::helm_install(
             env,
-            ns,
+            release_ns,
+            served,
             sets,
             policies,
             values,
@@ -174,15 +189,18 @@ impl ChartOperator {
                 "the chart's sidecar did not answer (its log: the executor's pod directory)",
             )?;
         if policies {
-            wait_policies_act(env, ns).await?;
+            wait_policies_act(env, served).await?;
         }
         Ok(operator)
     }
 
-    /// `helm install` with the dev node's `sets`, the namespace's and `values` on top.
+    /// `helm install` into `ns` serving `served`, with the dev node's `sets`, the served
+    /// namespace's and `values` on top.
+    #[allow(clippy::too_many_arguments)]
     async fn helm_install(
         env: &'static TestEnv,
         ns: &str,
+        served: &str,
         mut sets: Vec<String>,
         policies: bool,
         values: &[&str],
@@ -192,8 +210,8 @@ impl ChartOperator {
         // A release name of its own: the chart's cluster-scoped objects are named after it.
         let name = release_name(ns);
         sets.extend([
-            format!("watchNamespace={ns}"),
-            format!("tenantNamespaces={{{ns}}}"),
+            format!("watchNamespace={served}"),
+            format!("tenantNamespaces={{{served}}}"),
             format!("admissionPolicies.enabled={policies}"),
         ]);
         sets.extend(values.iter().map(|v| (*v).to_owned()));
@@ -546,6 +564,7 @@ impl Studio {
             ]);
             let operator = ChartOperator::helm_install(
                 env,
+                &ns.name,
                 &ns.name,
                 sets,
                 options.policies,

@@ -3,15 +3,15 @@
 //! codes, a RegistryEntry change re-validates the Compositions that use it, and a reconcile
 //! that finds nothing to do writes nothing.
 //!
-//! A broken Composition and a deleted model entry run against the chart-installed operator
-//! (`helm install` serving the test's namespace, its pod a runc container on a dev node of the
-//! test's own, with the example config's model rules as values). The examples test runs the
-//! controllers in-process, because it checks the status an entry has before any probe pod runs
-//! (a chart operator needs a node, which would run the probes), and the last two call one
-//! reconcile at a time; in-process, the controllers act as the operator's ServiceAccount with
-//! exactly the rules of the chart's RBAC (the test's namespace bound as a tenant namespace),
-//! never as admin: a rule missing from the manifests fails these tests. The tests' own setup
-//! and assertions use the admin client.
+//! The examples, a broken Composition and a deleted model entry run against the chart-installed
+//! operator (`helm install` serving the test's namespace, its pod a runc container on a dev node
+//! of the test's own, with the example config's model rules as values). The examples test checks
+//! the status an entry has before any probe pod runs, so its release lives in a namespace of its
+//! own and its node runs that namespace's pods only. The last two tests call one reconcile at a
+//! time, without a controller: the reconcilers act as the operator's ServiceAccount with exactly
+//! the rules of the chart's RBAC (the test's namespace bound as a tenant namespace), never as
+//! admin, so a rule missing from the manifests fails them. The tests' own setup and assertions
+//! use the admin client.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -34,7 +34,6 @@ use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
     workspace_root,
 };
-use orrery_tests::operator_fixture::Operator;
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::PodExecutor;
 use orrery_tests::studio::{ChartOperator, container_executor};
@@ -49,12 +48,22 @@ struct Installed {
 
 impl Installed {
     async fn start(env: &'static TestEnv, ns: &str, admin: &Client) -> Result<Installed> {
-        let exec = container_executor(env, admin, ns).await?;
+        Installed::serving(env, ns, ns, admin).await
+    }
+
+    /// The release in `release_ns` serving `served`, its node running `release_ns`'s pods only.
+    async fn serving(
+        env: &'static TestEnv,
+        release_ns: &str,
+        served: &str,
+        admin: &Client,
+    ) -> Result<Installed> {
+        let exec = container_executor(env, admin, release_ns).await?;
         let values = [
             "config.allowedModels={scripted,gpt}",
             "config.defaultModel=scripted",
         ];
-        match ChartOperator::install(env, ns, false, &values).await {
+        match ChartOperator::install_serving(env, release_ns, served, false, &values).await {
             Ok(operator) => Ok(Installed { exec, operator }),
             Err(e) => {
                 let _ = exec.shutdown().await;
@@ -68,12 +77,6 @@ impl Installed {
         self.exec.shutdown().await?;
         uninstalled
     }
-}
-
-/// Starts the controllers, scoped to `namespace`, as the operator's ServiceAccount.
-async fn start_operator(env: &TestEnv, namespace: &str) -> Result<Operator> {
-    let client = operator_client(env, namespace).await?;
-    Operator::start(client, example_config()?, namespace)
 }
 
 /// A reconcilers' context acting as the operator's ServiceAccount, `namespace` bound as a
@@ -154,7 +157,10 @@ async fn wait_valid(api: &Api<Composition>, name: &str, want: &str) -> Result<Co
 async fn every_example_composition_becomes_valid_with_its_revision_and_entries_get_their_static_status()
 -> Result<()> {
     let (env, ns, client) = setup("op-examples").await?;
-    let operator = start_operator(env, &ns.name).await?;
+    // The operator's release in a namespace of its own, on a node that runs that namespace's
+    // pods only: the probe pods it makes here never run, so the entries keep their static status.
+    let home = TestNamespace::create(env, "op-examples-home").await?;
+    let operator = Installed::serving(env, &home.name, &ns.name, &client).await?;
     let entries = apply_examples(&client, &ns.name, "registry").await?;
     let compositions = apply_examples(&client, &ns.name, "compositions").await?;
     ensure!(compositions.len() >= 9, "{compositions:?}");
