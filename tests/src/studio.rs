@@ -65,6 +65,9 @@ enum OperatorHandle {
 pub struct ChartStudioOptions<'a> {
     /// The namespace's name prefix.
     pub prefix: &'a str,
+    /// Manifests applied in the namespace before the install: what the values name (a Secret
+    /// for `runToken.existingSecret`…).
+    pub prelude: &'a str,
     /// Manifests applied in the namespace first (model entries…).
     pub manifests: &'a str,
     /// Users bound to the example `studio-user` Role.
@@ -477,6 +480,9 @@ impl Studio {
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, options.prefix).await?;
         let admin = env.admin().await?;
+        if !options.prelude.trim().is_empty() {
+            apply_yaml(&admin, Some(&ns.name), options.prelude).await?;
+        }
         let exec = container_executor(env, &admin, &ns.name).await?;
         let operator =
             match ChartOperator::install(env, &ns.name, options.policies, options.values).await {
@@ -540,6 +546,9 @@ impl Studio {
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, options.prefix).await?;
         let admin = env.admin().await?;
+        if !options.prelude.trim().is_empty() {
+            apply_yaml(&admin, Some(&ns.name), options.prelude).await?;
+        }
         let network = NetworkConfig::named(replicated.bridge, replicated.subnet.parse()?);
         let gateway = network.gateway()?;
         let exec = isolated_executor(env, &admin, &ns.name, network).await?;

@@ -101,6 +101,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
 -> Result<()> {
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-owner",
+        prelude: "",
         manifests: MODELS,
         users: &[ALICE, BOB],
         policies: true,
@@ -230,6 +231,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
 -> Result<()> {
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-sa",
+        prelude: "",
         manifests: MODELS,
         users: &[ALICE],
         policies: true,
@@ -322,6 +324,7 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
 -> Result<()> {
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-late",
+        prelude: "",
         manifests: MODELS,
         users: &[ALICE],
         policies: true,
@@ -398,6 +401,7 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
     let (studio, replicas) = Studio::install_replicated(
         ChartStudioOptions {
             prefix: "ap-replicas",
+            prelude: "",
             manifests: MODELS,
             users: &[ALICE],
             policies: true,
@@ -507,6 +511,7 @@ spec:
     );
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-input",
+        prelude: "",
         manifests: &manifests,
         users: &[ALICE],
         policies: true,
@@ -632,6 +637,7 @@ async fn the_human_review_example_run_by_alice_is_approved_through_the_api_and_a
     let manifests = example_manifests(&fleet)?;
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-example",
+        prelude: "",
         manifests: &manifests,
         users: &[ALICE],
         policies: true,

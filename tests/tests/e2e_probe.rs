@@ -126,6 +126,7 @@ async fn entries_are_pinned_by_probe_pods_the_critic_loop_runs_on_them_and_a_cha
 -> Result<()> {
     let studio = Studio::install(ChartStudioOptions {
         prefix: "probe",
+        prelude: "",
         manifests: "",
         users: &[],
         policies: false,

@@ -6,9 +6,10 @@
 //!
 //! Reading a run, the run API and a dropped stream's resume run against the chart's operator
 //! (`Studio::install`: its sidecar container, from the operator's image, is what the runners
-//! post to and what people call). The tests that kill, stop or restart the sidecar, read its
-//! store directly, or forge run tokens with the signing key keep a sidecar of their own
-//! (`TestSidecar`) and the controllers in-process.
+//! post to and what people call), and so do run tokens: the release is given the test's own key
+//! pair (`runToken.existingSecret`), so the test signs tokens for runs, expired and for another
+//! audience, and forges one. The tests that kill, stop or restart the sidecar keep a sidecar of
+//! their own (`TestSidecar`) and the controllers in-process.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
@@ -25,7 +26,7 @@ use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
 use orrery_operator::run::token::run_claims;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
-use orrery_tests::operator_fixture::test_signer;
+use orrery_tests::operator_fixture::{TEST_SIGNING_KEY, TEST_VERIFYING_KEY, test_signer};
 use orrery_tests::sidecar_fixture::TestSidecar;
 use orrery_tests::studio::{
     ChartStudioOptions, Studio, StudioOptions, api_call, http_client, token,
@@ -94,6 +95,7 @@ async fn studio(prefix: &str, sidecar_url: &str, delay: u64) -> Result<Studio> {
 async fn chart_studio(prefix: &str, delay: u64, values: &[&str]) -> Result<Studio> {
     Studio::install(ChartStudioOptions {
         prefix,
+        prelude: "",
         manifests: &models(delay),
         users: &[ALICE],
         policies: false,
@@ -336,10 +338,35 @@ async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Resu
     result.and(stopped)
 }
 
+/// The run-token pair the release uses (`runToken.existingSecret`, as a GitOps install makes it):
+/// the test's own key, so the test can sign tokens (and forge them).
+fn run_token_secret() -> String {
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: test-run-token}}\nstringData:\n  key.pem: |\n{}  key.pub.pem: |\n{}",
+        indent(TEST_SIGNING_KEY),
+        indent(TEST_VERIFYING_KEY)
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_refused() -> Result<()>
 {
-    let mut sidecar = TestSidecar::sqlite("sidecar-token", SidecarSettings::default()).await?;
+    let secret = run_token_secret();
+    let f = Studio::install(ChartStudioOptions {
+        prefix: "sc-token",
+        prelude: &secret,
+        manifests: "",
+        users: &[],
+        policies: false,
+        values: &["runToken.existingSecret=test-run-token"],
+    })
+    .await?;
+    let sidecar_url = f.sidecar_url.clone();
     let result = async {
         let signer = test_signer()?;
         let now = std::time::SystemTime::now()
@@ -359,6 +386,14 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
             "uid-a",
             DEFAULT_RUN_TOKEN_AUDIENCE,
             now - 7200,
+            600,
+        ))?;
+        let token_b = signer.sign(&run_claims(
+            "team",
+            "run-b",
+            "uid-b",
+            DEFAULT_RUN_TOKEN_AUDIENCE,
+            now,
             600,
         ))?;
         let elsewhere = signer.sign(&run_claims(
@@ -390,7 +425,7 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
                           batch: &EventBatch|
                -> Result<(StatusCode, String)> {
             let mut request = http_client()?
-                .post(format!("{}{}", sidecar.url, ingest_path(uid)))
+                .post(format!("{sidecar_url}{}", ingest_path(uid)))
                 .json(batch);
             if let Some(t) = token {
                 request = request.bearer_auth(t);
@@ -434,10 +469,6 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
             status == StatusCode::FORBIDDEN && body.contains("its own run"),
             "{status} {body}"
         );
-        ensure!(
-            sidecar.sidecar.store.last_seq("uid-b").await? == 0,
-            "nothing stored for run B"
-        );
         // Events of another run inside run A's batch: 400 at the event.
         let (status, body) = post("uid-a", Some(&token_a), &batch("uid-b", 6..=6)).await?;
         ensure!(status == StatusCode::BAD_REQUEST, "{status} {body}");
@@ -459,15 +490,33 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
             );
             ensure!(!body.contains(&token_a), "no token echoed");
         }
+        // What the refused batches did not store: run B starts at 1 with its own token, and
+        // run A goes on at 6.
+        let (status, body) = post("uid-b", Some(&token_b), &batch("uid-b", 1..=1)).await?;
+        ensure!(status == StatusCode::OK, "{status} {body}");
         ensure!(
-            sidecar.sidecar.store.last_seq("uid-a").await? == 5,
-            "refused batches stored nothing"
+            serde_json::from_str::<IngestReply>(&body)?
+                == IngestReply {
+                    stored: 1,
+                    duplicates: 0,
+                    last_seq: 1
+                },
+            "nothing was stored for run B before: {body}"
+        );
+        let (_, body) = post("uid-a", Some(&token_a), &batch("uid-a", 6..=6)).await?;
+        ensure!(
+            serde_json::from_str::<IngestReply>(&body)?
+                == IngestReply {
+                    stored: 1,
+                    duplicates: 0,
+                    last_seq: 6
+                },
+            "the refused batches stored nothing: {body}"
         );
         Ok(())
     }
     .await;
-    sidecar.stop().await?;
-    result
+    result.and(f.shutdown().await)
 }
 
 fn pipeline() -> serde_json::Value {
