@@ -10,10 +10,11 @@
 //! The operator is the Helm chart's (`helm install` into the test's namespace, serving it
 //! alone), its pod and the runner pods run from the project's images as runc containers on the
 //! dev node, so the chart's args, config, RBAC and sidecar wiring are what these tests exercise.
-//! Three tests keep the controllers in-process (as the operator's ServiceAccount bound to the
+//! Two tests keep the controllers in-process (as the operator's ServiceAccount bound to the
 //! chart's RBAC, never as admin), because they do what a chart install cannot: kill the
-//! operator mid-run and start it again, kill a runner by its process id, and run with no
-//! kubelet at all (so no operator pod could start either).
+//! operator mid-run and start it again (its runners run as processes of the dev node's process
+//! mode, the controllers as a task the test aborts), and run with no kubelet at all (so no
+//! operator pod could start either). A killed runner is killed as its container (`runc kill`).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
@@ -68,8 +69,8 @@ fn bin_dir() -> Result<PathBuf> {
 enum Kubelet {
     /// Nothing: pods stay Pending.
     None,
-    /// The pod executor, running the runner image as the local `orrery` binary (the tests that
-    /// kill a runner by its pid, or run the controllers in-process).
+    /// The pod executor, running the runner image as the local `orrery` binary (the test that
+    /// runs the controllers in-process and kills them mid-run).
     Processes,
     /// The pod executor in container mode: the chart's operator pod and the runner pods as runc
     /// containers from the project's images.
@@ -598,7 +599,8 @@ async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Re
     .await
 }
 
-fn runner_pid(pod: &Pod) -> Result<i32> {
+/// The runc container id of a pod's first container (`runc://<id>`).
+fn runc_id(pod: &Pod) -> Result<String> {
     let id = pod
         .status
         .as_ref()
@@ -607,15 +609,15 @@ fn runner_pid(pod: &Pod) -> Result<i32> {
         .and_then(|c| c.container_id.clone())
         .context("no containerID")?;
     Ok(id
-        .strip_prefix(orrery_tests::pod_executor::CONTAINER_ID_PREFIX)
-        .with_context(|| format!("containerID {id}"))?
-        .parse()?)
+        .strip_prefix("runc://")
+        .with_context(|| format!("containerID {id}: not a runc container"))?
+        .to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
-    run_with("run-kill", Kubelet::Processes, async |f| {
-        let operator = f.operator(f.config()?).await?;
+    run("run-kill", async |f| {
+        let operator = f.chart(&[]).await?;
         f.apply(&inline_run("killed", "slow", "jane@example.com"))
             .await?;
         f.apply(&inline_run("orphaned", "slow", "jane@example.com"))
@@ -623,12 +625,27 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
         f.wait_phase("killed", RunPhase::Running).await?;
         f.wait_phase("orphaned", RunPhase::Running).await?;
 
+        // Killed where it runs (as the kernel's OOM killer would): SIGKILL to its container.
+        f.wait_run_started("killed").await?;
         let pod = f.pods().get("killed-runner").await?;
-        let pid = runner_pid(&pod)?;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )?;
+        let id = runc_id(&pod)?;
+        let state = f
+            .exec
+            .as_ref()
+            .and_then(|e| e.runc_state_dir())
+            .context("container mode has a runc state directory")?
+            .to_path_buf();
+        let out = tokio::process::Command::new("runc")
+            .arg("--root")
+            .arg(&state)
+            .args(["kill", &id, "KILL"])
+            .output()
+            .await?;
+        ensure!(
+            out.status.success(),
+            "runc kill {id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let killed = f.wait_phase("killed", RunPhase::Failed).await?;
         assert_eq!(
             condition_reason(&killed, "Succeeded").as_deref(),
