@@ -10,11 +10,12 @@
 //! The operator is the Helm chart's (`helm install` into the test's namespace, serving it
 //! alone), its pod and the runner pods run from the project's images as runc containers on the
 //! dev node, so the chart's args, config, RBAC and sidecar wiring are what these tests exercise.
-//! Two tests keep the controllers in-process (as the operator's ServiceAccount bound to the
-//! chart's RBAC, never as admin), because they do what a chart install cannot: kill the
-//! operator mid-run and start it again (its runners run as processes of the dev node's process
-//! mode, the controllers as a task the test aborts), and run with no kubelet at all (so no
-//! operator pod could start either). A killed runner is killed as its container (`runc kill`).
+//! One test keeps the controllers in-process (as the operator's ServiceAccount bound to the
+//! chart's RBAC, never as admin), because it does what a chart install cannot: kill the operator
+//! mid-run and start it again (the controllers are a task the test aborts; its runners run as
+//! processes of the dev node's process mode). A killed runner is killed as its container (`runc
+//! kill`); a pod that never starts is one in a namespace no node runs (the release lives in a
+//! namespace of its own).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
@@ -1028,11 +1029,22 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_it_waited_on()
 -> Result<()> {
-    // No kubelet here: the runner pod is never scheduled.
+    // No kubelet for this namespace: the runner pod is never scheduled. The chart's operator
+    // lives in a namespace of its own, whose node runs only that namespace's pods.
     run_with("run-stuck", Kubelet::None, async |f| {
-        let mut config = f.config()?;
-        config.runner.start_timeout_seconds = 3;
-        let operator = f.operator(config).await?;
+        let home = TestNamespace::create(f.env, "run-stuck-home").await?;
+        let exec = container_executor(f.env, &f.admin, &home.name).await?;
+        let values = ["runner.startTimeoutSeconds=10"];
+        let operator =
+            match ChartOperator::install_serving(f.env, &home.name, &f.ns.name, false, &values)
+                .await
+            {
+                Ok(o) => o,
+                Err(e) => {
+                    let _ = exec.shutdown().await;
+                    return Err(e);
+                }
+            };
         f.apply(&inline_run("stuck", "scripted", "jane@example.com"))
             .await?;
         let failed = f.wait_phase("stuck", RunPhase::Failed).await?;
@@ -1048,12 +1060,14 @@ async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_
             .unwrap_or_default();
         assert!(
             message.starts_with(
-                "the runner pod stuck-runner did not start within 3s (runner.startTimeoutSeconds)"
+                "the runner pod stuck-runner did not start within 10s (runner.startTimeoutSeconds)"
             ),
             "{message}"
         );
         wait_deleted(&f.pods(), "stuck-runner", TIMEOUT).await?;
-        operator.stop().await
+        let stopped = operator.stop().await;
+        exec.shutdown().await?;
+        stopped
     })
     .await
 }
