@@ -346,7 +346,7 @@ async fn sidecar_front(admin: &Client, ns: &str) -> Result<String> {
 }
 
 /// The label that puts an operator pod behind `sidecar-front`.
-const FRONT_LABEL: &str = "test.orrery.dev/front";
+pub const FRONT_LABEL: &str = "test.orrery.dev/front";
 
 /// Waits until `replicas` operator pods of `release` run both containers with an address of
 /// their own; labels the first by name [`FRONT_LABEL`]; returns their sidecars' URLs in name

@@ -8,6 +8,11 @@
 //! that namespace, `examples/operator/config.yaml` with a test signing key, a short Lease
 //! (6 s, renewed 2 s before expiry) and `--listen 127.0.0.1:0` (each prints the port it got).
 //!
+//! One test runs the chart with two replicas on PostgreSQL (`Studio::install_replicated`: each
+//! operator pod in its own network namespace on the dev node): one pod holds the Lease and
+//! reconciles; deleting it (a roll, a drain) hands the Lease to a standby, which runs the next
+//! run.
+//!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
 
@@ -558,4 +563,153 @@ async fn without_leader_election_one_process_reconciles_at_once_and_makes_no_lea
     assert!(status.success(), "{status}; log: {:#?}", op.lines());
     assert_drained(&op);
     Ok(())
+}
+
+/// A Scripted model for the chart test's runs.
+const SCRIPTED: &str = r#"
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata: {name: scripted}
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes:
+        draft: [{reply: "draft of: {{input}}"}]
+"#;
+
+/// A one-node run on the Scripted model.
+fn chart_run(name: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {
+            "composition": {
+                "pattern": "Pipeline",
+                "nodes": [{"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."}]
+            },
+            "input": "the notes",
+            "owner": "jane@example.com"
+        }
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_chart_replicas_elect_one_leader_and_a_deleted_leaders_pod_hands_the_lease_to_a_standby()
+-> Result<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::ResourceExt;
+    use kube::api::{DeleteParams, ListParams};
+    use orrery_crds::run::RunPhase;
+    use orrery_tests::studio::{
+        ChartStudioOptions, FRONT_LABEL, ReplicatedOptions, Studio, release_name,
+    };
+    let database = orrery_tests::postgres::database("leader-chart").await?;
+    let (studio, _) = Studio::install_replicated(
+        ChartStudioOptions {
+            prefix: "ld-chart",
+            prelude: "",
+            manifests: SCRIPTED,
+            users: &[],
+            policies: false,
+            values: &[
+                "controller.leaderElection.leaseDurationSeconds=6",
+                "controller.leaderElection.leaseGraceSeconds=2",
+            ],
+        },
+        ReplicatedOptions {
+            replicas: 2,
+            bridge: "orxld1",
+            subnet: "10.213.132.0/24",
+            database: &database,
+        },
+    )
+    .await?;
+    let result = async {
+        let ns = studio.ns.name.clone();
+        let release = release_name(&ns);
+        let leases: Api<Lease> = Api::namespaced(studio.admin.clone(), &ns);
+        let pods: Api<Pod> = Api::namespaced(studio.admin.clone(), &ns);
+        let operator_pods = ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={release},app.kubernetes.io/component=operator"
+        ));
+        let lease_name = format!("{release}-operator");
+        // One of the two pods holds the Lease and reconciles: a run succeeds.
+        let leader = eventually(TAKEOVER_MARGIN, || {
+            chart_holder(&leases, &lease_name, &pods, &operator_pods, None)
+        })
+        .await?;
+        apply_yaml(&studio.admin, Some(&ns), &chart_run("first")).await?;
+        studio.wait_phase("first", RunPhase::Succeeded).await?;
+
+        // The leader's pod is deleted (a roll, a drain): it releases the Lease as it stops and a
+        // standby, never the deleted pod, holds it; the surviving replica serves the runners.
+        pods.delete(&leader, &DeleteParams::default()).await?;
+        let successor = eventually(
+            Duration::from_secs(LEASE_DURATION) + TAKEOVER_MARGIN,
+            || chart_holder(&leases, &lease_name, &pods, &operator_pods, Some(&leader)),
+        )
+        .await?;
+        for pod in pods.list(&operator_pods).await?.items {
+            if pod.metadata.deletion_timestamp.is_none() && pod.name_any() != leader {
+                let patch = serde_json::json!({"metadata": {"labels": {FRONT_LABEL: "true"}}});
+                pods.patch(
+                    &pod.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+            }
+        }
+        apply_yaml(&studio.admin, Some(&ns), &chart_run("second")).await?;
+        studio
+            .wait_phase("second", RunPhase::Succeeded)
+            .await
+            .with_context(|| format!("the second run, under {successor}"))?;
+        Ok(())
+    }
+    .await;
+    result.and(studio.shutdown().await)
+}
+
+/// The holder of Lease `name`, if it is one of the operator pods `params` selects that is not
+/// being deleted and is not `not`.
+async fn chart_holder(
+    leases: &Api<Lease>,
+    name: &str,
+    pods: &Api<k8s_openapi::api::core::v1::Pod>,
+    params: &kube::api::ListParams,
+    not: Option<&str>,
+) -> Result<String> {
+    let names = pods_named(pods, params).await?;
+    let holder = leases
+        .get(name)
+        .await?
+        .spec
+        .and_then(|s| s.holder_identity)
+        .context("no holder yet")?;
+    ensure!(
+        names.contains(&holder) && Some(holder.as_str()) != not,
+        "the Lease is held by {holder:?}; running operator pods: {names:?}"
+    );
+    Ok(holder)
+}
+
+/// The names of the running, not deleted pods `params` selects.
+async fn pods_named(
+    pods: &Api<k8s_openapi::api::core::v1::Pod>,
+    params: &kube::api::ListParams,
+) -> Result<Vec<String>> {
+    use kube::ResourceExt;
+    Ok(pods
+        .list(params)
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| p.name_any())
+        .collect())
 }
