@@ -565,20 +565,6 @@ async fn without_leader_election_one_process_reconciles_at_once_and_makes_no_lea
     Ok(())
 }
 
-/// A Scripted model for the chart test's runs.
-const SCRIPTED: &str = r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: scripted}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{reply: "draft of: {{input}}"}]
-"#;
-
 /// A one-node run on the Scripted model.
 fn chart_run(name: &str) -> String {
     serde_json::json!({
@@ -608,11 +594,14 @@ async fn two_chart_replicas_elect_one_leader_and_a_deleted_leaders_pod_hands_the
         ChartStudioOptions, FRONT_LABEL, ReplicatedOptions, Studio, release_name,
     };
     let database = orrery_tests::postgres::database("leader-chart").await?;
+    // The example Scripted model (a node its script does not name echoes its input).
+    let scripted =
+        std::fs::read_to_string(workspace_root().join("examples/registry/scripted.yaml"))?;
     let (studio, _) = Studio::install_replicated(
         ChartStudioOptions {
             prefix: "ld-chart",
             prelude: "",
-            manifests: SCRIPTED,
+            manifests: &scripted,
             users: &[],
             policies: false,
             values: &[

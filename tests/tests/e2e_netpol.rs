@@ -61,10 +61,9 @@ use orrery_runner::demo::fleet::loopback_hosts;
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_tests::front::{Front, TestCa};
 use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, workspace_root};
-use orrery_tests::images;
 use orrery_tests::netcheck::{self, CountingListener, host_has_orrery_table};
+use orrery_tests::pod_executor::PodExecutor;
 use orrery_tests::pod_executor::net::{self, Ipv4Net, NetworkConfig};
-use orrery_tests::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor};
 use orrery_tests::testenv;
 use serde_json::json;
 
@@ -109,17 +108,8 @@ async fn isolated_executor(
     bridge: &str,
     subnet: &str,
 ) -> Result<PodExecutor> {
-    let images = tokio::task::spawn_blocking(images::built).await??;
-    let subnet: Ipv4Net = subnet.parse()?;
-    Ok(PodExecutor::start_with(
-        client.clone(),
-        ExecutorConfig::new(format!("node-{ns}"))
-            .namespace(ns)
-            .api_server(&env.server)
-            .images_dir(&images)
-            .pod_network(NetworkMode::Isolated(NetworkConfig::named(bridge, subnet))),
-    )
-    .await?)
+    let network = NetworkConfig::named(bridge, subnet.parse::<Ipv4Net>()?);
+    orrery_tests::studio::isolated_executor(env, client, ns, network).await
 }
 
 /// A UDP "DNS server" on the host: counts the datagrams it gets and echoes each back.
