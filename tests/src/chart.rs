@@ -60,10 +60,9 @@ fn find_helm() -> Result<PathBuf> {
 /// The values that run the chart on the development node from the project's local images
 /// (`localhost/orrery/{operator,runner}:dev`, never pulled), with no PVC (the store is SQLite
 /// in the pod), one replica without leader election, and the sidecar and metrics on the given
-/// ports, which must be free on this machine: the operator's pod shares the host's network.
-/// Runners reach the sidecar at `sidecar_host`: 127.0.0.1 when pods share the host's network,
-/// the bridge's gateway when they are isolated (with `hostNetwork=true`, which makes the pod
-/// listen on the node's address).
+/// ports (which must be free on this machine when the operator's pod shares the host's
+/// network). Runners reach the sidecar at `sidecar_host`: 127.0.0.1 when pods share the host's
+/// network; with isolated pods, a cluster IP of a Service in front of the operator's pods.
 pub fn dev_node_values(sidecar_host: &str, sidecar_port: u16, metrics_port: u16) -> Vec<String> {
     vec![
         "image.registry=localhost".to_owned(),

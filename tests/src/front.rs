@@ -84,7 +84,7 @@ impl TestCa {
 /// target. Dropping it stops accepting; [`Front::stop`] also waits for the listener to close.
 pub struct Front {
     addr: SocketAddr,
-    target: SocketAddr,
+    target: Arc<std::sync::RwLock<SocketAddr>>,
     token: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -93,7 +93,7 @@ impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Front")
             .field("addr", &self.addr)
-            .field("target", &self.target)
+            .field("target", &self.target())
             .finish_non_exhaustive()
     }
 }
@@ -127,7 +127,8 @@ impl Front {
             .with_context(|| format!("listening on {bind} (in front of {target})"))?;
         let addr = listener.local_addr()?;
         let token = CancellationToken::new();
-        let task = tokio::spawn(serve(listener, tls, target, token.clone()));
+        let target = Arc::new(std::sync::RwLock::new(target));
+        let task = tokio::spawn(serve(listener, tls, target.clone(), token.clone()));
         Ok(Front {
             addr,
             target,
@@ -141,12 +142,50 @@ impl Front {
         self.addr
     }
 
+    /// Where it forwards new connections to.
+    pub fn target(&self) -> SocketAddr {
+        self.retargeter().get()
+    }
+
+    /// Forwards new connections to `target` from now on (a pod that moved to another address);
+    /// connections under way stay where they are.
+    pub fn retarget(&self, target: SocketAddr) {
+        self.retargeter().set(target);
+    }
+
+    /// A handle that retargets this front from elsewhere (a task following a pod).
+    pub fn retargeter(&self) -> Retargeter {
+        Retargeter(self.target.clone())
+    }
+
     /// Stops accepting and closes the listener (connections under way are dropped).
     pub async fn stop(mut self) {
         self.token.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+    }
+}
+
+/// Changes where a [`Front`] forwards new connections ([`Front::retargeter`]).
+#[derive(Debug, Clone)]
+pub struct Retargeter(Arc<std::sync::RwLock<SocketAddr>>);
+
+impl Retargeter {
+    /// The front's current target.
+    pub fn get(&self) -> SocketAddr {
+        *self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forwards new connections to `target` from now on.
+    pub fn set(&self, target: SocketAddr) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = target;
     }
 }
 
@@ -162,7 +201,7 @@ const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
-    target: SocketAddr,
+    target: Arc<std::sync::RwLock<SocketAddr>>,
     token: CancellationToken,
 ) {
     let mut connections = tokio::task::JoinSet::new();
@@ -178,6 +217,9 @@ async fn serve(
         };
         let tls = tls.clone();
         let token = token.clone();
+        let target = *target
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         connections.spawn(async move {
             let forward = async {
                 match tls {
@@ -284,5 +326,21 @@ mod tests {
         let mut buf = [0u8; 4];
         s.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"pong");
+    }
+
+    #[tokio::test]
+    async fn a_retargeted_front_sends_new_connections_to_the_new_target() {
+        let first = echo_server().await;
+        let second = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let second_addr = second.local_addr().unwrap();
+        let front = Front::tcp("127.0.0.1:0".parse().unwrap(), first)
+            .await
+            .unwrap();
+        front.retarget(second_addr);
+        assert_eq!(front.target(), second_addr);
+        let _client = TcpStream::connect(front.addr()).await.unwrap();
+        let accepted =
+            tokio::time::timeout(std::time::Duration::from_secs(5), second.accept()).await;
+        assert!(accepted.is_ok(), "the new target got the connection");
     }
 }

@@ -215,65 +215,6 @@ fn the_operator_pod_meets_pod_security_restricted_and_splits_the_run_token_keys(
     Ok(())
 }
 
-/// `hostNetwork` (development nodes only): the pod joins the node's network and both containers
-/// listen on the node's address alone (status.podIP), not on every address of the node; by
-/// default neither.
-#[test]
-fn on_the_host_network_both_containers_listen_on_the_nodes_address_only() -> Result<()> {
-    for host in [false, true] {
-        let set = format!("hostNetwork={host}");
-        let docs = documents(&template(RELEASE, NAMESPACE, &["--set", &set])?.ok()?)?;
-        let pod = &find(&docs, "Deployment", "orrery-operator").context("no Deployment")?["spec"]["template"]
-            ["spec"];
-        ensure!(
-            pod["hostNetwork"]
-                == (if host {
-                    serde_json::json!(true)
-                } else {
-                    serde_json::Value::Null
-                }),
-            "{set}: hostNetwork {}",
-            pod["hostNetwork"]
-        );
-        ensure!(
-            (pod["dnsPolicy"] == "ClusterFirstWithHostNet") == host,
-            "{set}: dnsPolicy {}",
-            pod["dnsPolicy"]
-        );
-        for c in pod["containers"].as_array().context("containers")? {
-            let listen: Vec<&str> = c["args"]
-                .as_array()
-                .context("args")?
-                .iter()
-                .filter_map(|a| a.as_str()?.strip_prefix("--listen="))
-                .collect();
-            let host_part = listen
-                .first()
-                .and_then(|l| l.rsplit_once(':'))
-                .map(|(h, _)| h);
-            let want = if host { "$(POD_IP)" } else { "0.0.0.0" };
-            ensure!(
-                listen.len() == 1 && host_part == Some(want),
-                "{set}: {} listens on {listen:?}",
-                c["name"]
-            );
-            let pod_ip = c["env"]
-                .as_array()
-                .context("env")?
-                .iter()
-                .find(|e| e["name"] == "POD_IP");
-            ensure!(
-                pod_ip.is_some() == host
-                    && pod_ip
-                        .is_none_or(|e| e["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"),
-                "{set}: {} POD_IP {pod_ip:?}",
-                c["name"]
-            );
-        }
-    }
-    Ok(())
-}
-
 /// `runner.trustedCertificates` reaches the operator's config as written, and the operator
 /// accepts it.
 #[test]
@@ -360,6 +301,10 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         ),
         (&["--set", "sidecar.url=ftp://x"], &["/sidecar/url"]),
         (
+            &["--set", "service.clusterIP=my-service"],
+            &["/service/clusterIP"],
+        ),
+        (
             &["--set", "replicaCount=2"],
             &["replicaCount", "store.type=postgres"],
         ),
@@ -426,7 +371,7 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
             ],
             &["runner.trustedCertificates", "not a CERTIFICATE"],
         ),
-        (&["--set-string", "hostNetwork=yes"], &["/hostNetwork"]),
+        (&["--set", "hostNetwork=true"], &["hostNetwork"]),
         (
             &[
                 "--set",

@@ -6,8 +6,8 @@
 //! operator, itself running from its image); `--status` shows it with the run; the kubeconfig it
 //! prints works; a second `orrery up` is refused; `--down` stops it and nothing of it is left
 //! running. Detached runs with isolated pod networking (`--pod-network isolated`): the runner
-//! pod has an address of its own on the bridge, the operator's pod is on the host network at
-//! the gateway, the demo fleet's entries are `privateNetwork` https URLs on the gateway (behind
+//! pod has an address of its own on the bridge, and so has the operator's pod (runners reach its
+//! sidecar through the chart's Service at a fixed cluster IP), the demo fleet's entries are `privateNetwork` https URLs on the gateway (behind
 //! TLS fronts whose CA the pods trust through `runner.trustedCertificates`), probed Ready and
 //! used by the run under its NetworkPolicy; after `--down` the bridge is gone. Foreground (pods
 //! on the host's network, `--pod-network host`): Ctrl-C (SIGINT) once it is ready stops
@@ -81,8 +81,8 @@ async fn demo_runner(pods: &Api<Pod>) -> Result<Pod> {
 }
 
 /// Isolated networking as `orrery up` sets it up: the runner had an address of its own on the
-/// bridge (not the host's), the operator's pod is on the host network at the gateway, the
-/// fleet's entries are private https entries on the gateway and Ready (probed from isolated
+/// bridge (not the host's), so did the operator's pod, under the chart's NetworkPolicy, with
+/// the chart's Service at its fixed cluster IP in front of it, the fleet's entries are private https entries on the gateway and Ready (probed from isolated
 /// probe pods through the TLS fronts), and the run had its NetworkPolicy.
 async fn isolated_as_promised(client: &Client, runner_ip: &str) -> Result<()> {
     use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -97,11 +97,40 @@ async fn isolated_as_promised(client: &Client, runner_ip: &str) -> Result<()> {
         .await?
         .items;
     let operator = operator.first().context("no operator pod")?;
+    let operator_ip = operator
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default();
     ensure!(
-        operator.spec.as_ref().and_then(|s| s.host_network) == Some(true)
-            && operator.status.as_ref().and_then(|s| s.pod_ip.as_deref()) == Some("10.213.0.1"),
-        "the operator's pod is not on the host network at the gateway: {:?}",
-        operator.status.as_ref().map(|s| &s.pod_ip)
+        operator.spec.as_ref().and_then(|s| s.host_network) != Some(true)
+            && operator_ip.starts_with(subnet)
+            && operator_ip != "10.213.0.1"
+            && operator_ip != runner_ip,
+        "the operator's pod has no address of its own on the bridge: {operator_ip:?}"
+    );
+    let service = Api::<k8s_openapi::api::core::v1::Service>::namespaced(
+        client.clone(),
+        up::RELEASE_NAMESPACE,
+    )
+    .list(&ListParams::default())
+    .await?
+    .items;
+    ensure!(
+        service
+            .iter()
+            .any(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref())
+                == Some(up::SIDECAR_CLUSTER_IP)),
+        "no Service of the release at {}",
+        up::SIDECAR_CLUSTER_IP
+    );
+    let operator_policies = Api::<NetworkPolicy>::namespaced(client.clone(), up::RELEASE_NAMESPACE)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    ensure!(
+        !operator_policies.is_empty(),
+        "the chart's NetworkPolicy for the operator's pod is missing"
     );
     let entries: Api<RegistryEntry> = Api::namespaced(client.clone(), up::NAMESPACE);
     let tools = entries.get("demo-tools").await?;

@@ -104,8 +104,3 @@ app.kubernetes.io/component: operator
 {{- default "*" .Values.watchNamespace -}}
 {{- end -}}
 
-{{/* Where the containers listen: every address of the pod's own network, or on the node's
-     network (hostNetwork) only the node's address, never every address of the node. */}}
-{{- define "orrery.listenHost" -}}
-{{- if .Values.hostNetwork -}}$(POD_IP){{- else -}}0.0.0.0{{- end -}}
-{{- end -}}

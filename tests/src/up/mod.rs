@@ -14,9 +14,11 @@
 //! Pod networking: by default ([`PodNetworkChoice::Auto`]) every runner and probe pod gets a
 //! network namespace of its own on the bridge `orrery0` and the NetworkPolicies the operator
 //! makes are enforced in it (nftables inside the pod's namespace; the host's tables are never
-//! touched). Then the operator's pod runs on the host network (chart value `hostNetwork`: the
-//! pods cannot reach the control plane on 127.0.0.1) and listens on the bridge's gateway, the
-//! demo fleet is registered as `privateNetwork` entries at `https://<gateway>:<port>` behind TLS
+//! touched). The operator's pod is one of them, under the chart's own NetworkPolicy: it reaches
+//! the control plane through the `kubernetes` Service (the node forwards its gateway's port 6443
+//! to it), runners reach its sidecar through the chart's Service at a fixed cluster IP
+//! ([`SIDECAR_CLUSTER_IP`]: the node routes cluster IPs but has no cluster DNS), and the sidecar
+//! is forwarded to loopback (following the pod if it is replaced). The demo fleet is registered as `privateNetwork` entries at `https://<gateway>:<port>` behind TLS
 //! fronts whose throwaway CA the pods trust (`runner.trustedCertificates`), and the gateway is
 //! on `privateNetworkAllowlist`. Where the bridge cannot be made (no `ip`/`nft`, no
 //! CAP_NET_ADMIN), pods share the host's network, NetworkPolicies are not enforced, and it says
@@ -137,6 +139,9 @@ pub struct Running {
     /// The TLS fronts of the fleet on the gateway and the sidecar's loopback forward
     /// (isolated networking).
     pub fronts: Vec<Front>,
+    /// Tasks that live as long as the system (the loopback forward following the operator's
+    /// pod); aborted by [`Running::stop`].
+    pub tasks: Vec<tokio::task::JoinHandle<()>>,
     pub sidecar_url: Option<String>,
     /// What to try, printed once ready and kept for `--status`.
     pub banner: String,
@@ -417,10 +422,14 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     };
 
     let metrics_port = port_or_free(8081)?;
-    // Isolated pods reach the host at the gateway only: the operator's pod listens there, and
-    // loopback gets a forward (below).
-    let sidecar_host = gateway.map_or_else(|| "127.0.0.1".to_owned(), |g| g.to_string());
-    let sidecar_url = format!("http://{sidecar_host}:{sidecar_port}");
+    // Isolated: the operator's pod has an address of its own like any pod, and runners reach
+    // the sidecar through the chart's Service at a fixed cluster IP (the dev node routes cluster
+    // IPs but has no cluster DNS); loopback gets a forward to the pod (below). On the host's
+    // network, everything is on 127.0.0.1.
+    let sidecar_host = match gateway {
+        Some(_) => SIDECAR_CLUSTER_IP.to_owned(),
+        None => "127.0.0.1".to_owned(),
+    };
     let mut sets = chart::dev_node_values(&sidecar_host, sidecar_port, metrics_port);
     sets.push(format!("tenantNamespaces={{{NAMESPACE}}}"));
     // The CA of the fleet's TLS fronts, trusted by runner and probe pods.
@@ -428,7 +437,8 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     let ca_file = state_dir.join("fleet-ca.crt");
     std::fs::write(&ca_file, ca.pem()).with_context(|| format!("writing {}", ca_file.display()))?;
     if let Some(gateway) = gateway {
-        sets.push("hostNetwork=true".to_owned());
+        sets.push(format!("service.clusterIP={SIDECAR_CLUSTER_IP}"));
+        sets.push(format!("service.port={sidecar_port}"));
         sets.push(format!("config.privateNetworkAllowlist={{{gateway}}}"));
     }
     let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
@@ -459,29 +469,32 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     .await?
     .context("helm install")?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NAMESPACE);
-    let pod = chart::wait_operator_pod(&pods, RELEASE, READY_TIMEOUT)
+    let operator_pod = chart::wait_operator_pod(&pods, RELEASE, READY_TIMEOUT)
         .await
-        .map(|p| p.name_any())
         .with_context(|| {
         format!(
             "the operator's pod did not start both containers (its logs: {}/{RELEASE_NAMESPACE}_*/logs/)",
             work_dir.display()
         )
     })?;
+    let pod = operator_pod.name_any();
+    let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
+    if gateway.is_some() {
+        let address = pod_address(&operator_pod).context("the operator's pod has no address")?;
+        let forward = Front::tcp(
+            (std::net::Ipv4Addr::LOCALHOST, sidecar_port).into(),
+            (address, sidecar_port).into(),
+        )
+        .await
+        .context("forwarding the sidecar to loopback")?;
+        running.tasks.push(tokio::spawn(follow_operator_pod(
+            pods.clone(),
+            forward.retargeter(),
+            sidecar_port,
+        )));
+        running.fronts.push(forward);
+    }
     crate::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
-    let sidecar_url = match gateway {
-        None => sidecar_url,
-        Some(gateway) => {
-            let forward = Front::tcp(
-                (std::net::Ipv4Addr::LOCALHOST, sidecar_port).into(),
-                (gateway, sidecar_port).into(),
-            )
-            .await
-            .context("forwarding the sidecar to loopback")?;
-            running.fronts.push(forward);
-            format!("http://127.0.0.1:{sidecar_port}")
-        }
-    };
     progress.end(
         started,
         &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
@@ -578,8 +591,8 @@ async fn start_node(
             network.bridge, network.subnet
         );
         let mut isolated = config.clone().pod_network(NetworkMode::Isolated(network));
-        // The node's address is where its pods reach it: host-network pods (the operator's)
-        // report it as their podIP and listen on it.
+        // The node's address is where its pods reach it (what host-network pods would report
+        // as their podIP).
         isolated.host_ip = gateway.to_string();
         match PodExecutor::start_with(client.clone(), isolated).await {
             Ok(executor) => return Ok((executor, Some(gateway), describe)),
@@ -725,11 +738,49 @@ Stop: Ctrl-C here (or `orrery up --down` from another terminal); `orrery up --st
     )
 }
 
+/// The fixed cluster IP of the chart's sidecar Service in isolated mode (from the static band of
+/// the test control plane's Service CIDR, `10.96.0.0/16`, which dynamic allocation avoids).
+pub const SIDECAR_CLUSTER_IP: &str = "10.96.0.80";
+
+/// The address of a pod (`status.podIP`).
+fn pod_address(pod: &Pod) -> Option<std::net::IpAddr> {
+    pod.status.as_ref()?.pod_ip.as_deref()?.parse().ok()
+}
+
+/// Keeps the sidecar's loopback forward on the operator's pod: a pod that replaces it (a
+/// deleted pod, a restarted Deployment) has another address.
+async fn follow_operator_pod(pods: Api<Pod>, forward: crate::front::Retargeter, port: u16) {
+    let selector =
+        format!("app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator");
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let Ok(list) = pods
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+        else {
+            continue;
+        };
+        let running = list.items.iter().find(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        });
+        if let Some(address) = running.and_then(pod_address) {
+            let target = std::net::SocketAddr::new(address, port);
+            if forward.get() != target {
+                forward.set(target);
+            }
+        }
+    }
+}
+
 impl Running {
     /// Stops what was started, in reverse: the dev node (its pods' containers; the Node goes),
     /// the fleet, the control plane. Reports what could not be stopped.
     pub async fn stop(&mut self) -> Result<()> {
         let mut problems = Vec::new();
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
         for front in self.fronts.drain(..) {
             front.stop().await;
         }
