@@ -561,6 +561,31 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
             .await
             .context("creating the demo StudioRun")?;
         let outcome = follow::follow(&sidecar_url, NAMESPACE, DEMO_RUN, &admin_token).await?;
+        // The trace ends before the operator records the outcome (once the runner's pod has
+        // ended): what `kubectl get studioruns` shows is waited for too.
+        let recorded = wait_for(
+            &runs,
+            DEMO_RUN,
+            "a final phase",
+            READY_TIMEOUT,
+            |r: Option<&StudioRun>| {
+                r.and_then(|r| r.status.as_ref())
+                    .and_then(|s| s.phase)
+                    .is_some_and(|p| p.is_terminal())
+            },
+        )
+        .await
+        .with_context(|| format!("the operator did not record the end of {DEMO_RUN}"))?;
+        let phase = recorded
+            .and_then(|r| r.status)
+            .and_then(|s| s.phase)
+            .map(|p| format!("{p:?}"))
+            .unwrap_or_default();
+        ensure!(
+            phase == outcome,
+            "the demo run's trace ended {outcome} but the StudioRun says {phase}: kubectl \
+             describe studiorun {DEMO_RUN}"
+        );
         progress.end(
             started,
             &format!("StudioRun {NAMESPACE}/{DEMO_RUN} {outcome}"),
