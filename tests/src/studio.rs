@@ -11,6 +11,8 @@
 //! - [`Studio::start`]: the controllers in-process as the operator's ServiceAccount, with the
 //!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
 //!   optionally the chart's admission policies bound to this namespace alone.
+//! - [`Studio::install_replicated`]: the chart with several operator replicas on PostgreSQL,
+//!   every pod in its own network namespace (NetworkPolicies enforced, Services routed).
 
 use crate::front::Front;
 use crate::harness::{
@@ -139,7 +141,8 @@ pub struct ChartOperator {
     pub release: crate::chart::Release,
     /// The release's name.
     pub name: String,
-    /// The chart's sidecar on loopback (the pod shares the host's network on the dev node).
+    /// The chart's sidecar: on loopback when the pod shares the host's network, else a
+    /// replica's pod address ([`Studio::install_replicated`]).
     pub sidecar_url: String,
     /// Its port (the pod's and the host's).
     pub sidecar_port: u16,

@@ -10,7 +10,8 @@
 //!
 //! One test runs the chart with two replicas on PostgreSQL (`Studio::install_replicated`: each
 //! operator pod in its own network namespace on the dev node): one pod holds the Lease and
-//! reconciles; deleting it (a roll, a drain) hands the Lease to a standby, which runs the next
+//! reconciles; deleting it (a roll, a drain) hands the Lease to another pod (the other replica
+//! or the Deployment's replacement, never the deleted one), which runs the next
 //! run.
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
@@ -584,7 +585,7 @@ fn chart_run(name: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_chart_replicas_elect_one_leader_and_a_deleted_leaders_pod_hands_the_lease_to_a_standby()
+async fn two_chart_replicas_elect_one_leader_and_a_deleted_leaders_pod_hands_the_lease_to_another_pod()
 -> Result<()> {
     use k8s_openapi::api::core::v1::Pod;
     use kube::ResourceExt;

@@ -152,7 +152,15 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
         ctx.config.probe_interval_seconds,
         Timestamp::now(),
     );
-    write_status(&ctx, &api, &stored, &status).await?;
+    // A reprobe request counts as acted on once its pod exists: the status without it is written
+    // first, so a failed create leaves the request pending for the retry.
+    let stored_reprobe = stored.status.as_ref().and_then(|s| s.last_reprobe.clone());
+    let reprobed = status.last_reprobe != stored_reprobe;
+    let mut first = status.clone();
+    if reprobed {
+        first.last_reprobe = stored_reprobe;
+    }
+    write_status(&ctx, &api, &stored, &first).await?;
     Ok(match next {
         ProbeNext::CreatePod => {
             let policy = probe_network_policy(&stored, &ctx.config)?;
@@ -169,6 +177,9 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
                 Err(e) => return Err(e.into()),
+            }
+            if reprobed {
+                apply_status(&api, &name, &status).await?;
             }
             Action::requeue(PROBE_WAIT)
         }

@@ -413,9 +413,8 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     } else {
         ensure!(
             std::net::TcpListener::bind(("0.0.0.0", options.sidecar_port)).is_ok(),
-            "--sidecar-port {}: the port is taken on this machine (the sidecar shares the \
-             host's network on the dev node): choose another, or leave it out for 8080 or a free \
-             one",
+            "--sidecar-port {}: the port is taken on this machine (the sidecar is served on it, \
+             on loopback): choose another, or leave it out for 8080 or a free one",
             options.sidecar_port
         );
         options.sidecar_port

@@ -64,8 +64,8 @@ pub enum IsolationError {
     },
     #[error(
         "watching {what} for NetworkPolicy enforcement: no list within {timeout:?}; the \
-         executor's credentials must list and watch pods, namespaces and networkpolicies in \
-         every namespace"
+         executor's credentials must list and watch pods, namespaces, services and \
+         networkpolicies in every namespace"
     )]
     NotListed {
         what: &'static str,
@@ -118,8 +118,24 @@ impl Isolation {
         let token = CancellationToken::new();
         let mut tasks = Vec::new();
         let mut api = None;
-        if let Some(upstream) = api_server.and_then(services::upstream_of) {
-            match services::ApiForward::start(network.gateway(), upstream, token.clone()).await {
+        let upstream = match api_server {
+            Some(url) => {
+                let found = services::upstream_of(url).await;
+                if found.is_none() {
+                    eprintln!(
+                        "pod-executor: the API server {url} is not an https://host:port that \
+                         resolves: isolated pods get no `kubernetes` Service"
+                    );
+                }
+                found
+            }
+            None => None,
+        };
+        if let Some(upstream) = upstream {
+            let subnet = network.subnet();
+            match services::ApiForward::start(network.gateway(), subnet, upstream, token.clone())
+                .await
+            {
                 Ok((forward, task)) => {
                     api = Some(forward.endpoint);
                     tasks.push(task);

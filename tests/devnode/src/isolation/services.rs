@@ -181,10 +181,13 @@ pub struct ApiForward {
 }
 
 impl ApiForward {
-    /// Listens on `gateway:`[`API_PORT`] and copies each connection to `upstream` (the API
-    /// server's `host:port`) until `token` is cancelled.
+    /// Listens on `gateway:`[`API_PORT`] and copies each connection from an address of
+    /// `subnet` (the pods') to `upstream` (the API server's `host:port`) until `token` is
+    /// cancelled; a connection from anywhere else is closed at once (the API server still
+    /// authenticates every request; this keeps other bridges and other machines off it).
     pub async fn start(
         gateway: Ipv4Addr,
+        subnet: ipnet::Ipv4Net,
         upstream: SocketAddr,
         token: CancellationToken,
     ) -> Result<(ApiForward, tokio::task::JoinHandle<()>), IsolationError> {
@@ -200,13 +203,32 @@ impl ApiForward {
                     _ = token.cancelled() => return,
                     accepted = listener.accept() => accepted,
                 };
-                let Ok((mut inbound, _)) = accepted else {
-                    continue;
+                let (mut inbound, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // A lasting error (too many open files) must not spin.
+                        eprintln!("pod-executor: the API server forward: accepting: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        continue;
+                    }
                 };
+                let from_pod = match peer.ip() {
+                    IpAddr::V4(ip) => subnet.contains(&ip),
+                    IpAddr::V6(_) => false,
+                };
+                if !from_pod {
+                    continue; // dropped: closes the connection
+                }
                 let token = token.clone();
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(upstream).await else {
-                        return;
+                    let mut outbound = match TcpStream::connect(upstream).await {
+                        Ok(outbound) => outbound,
+                        Err(e) => {
+                            eprintln!(
+                                "pod-executor: the API server forward: connecting to {upstream}: {e}"
+                            );
+                            return;
+                        }
                     };
                     tokio::select! {
                         _ = token.cancelled() => {}
@@ -227,11 +249,19 @@ impl ApiForward {
     }
 }
 
-/// `host:port` of an `https://host:port` URL whose host is an address (the test control plane
-/// listens on 127.0.0.1); `None` otherwise.
-pub fn upstream_of(url: &str) -> Option<SocketAddr> {
+/// `host:port` of an `https://host:port` URL (a name is resolved, e.g. `localhost`); `None`
+/// when it is not such a URL or the name does not resolve.
+pub async fn upstream_of(url: &str) -> Option<SocketAddr> {
     let rest = url.strip_prefix("https://")?.trim_end_matches('/');
-    rest.parse().ok()
+    if let Ok(addr) = rest.parse() {
+        return Some(addr);
+    }
+    let (host, port) = rest.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
+        .await
+        .ok()?
+        .next()
 }
 
 #[cfg(test)]
@@ -341,18 +371,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_api_servers_address_is_read_from_its_url() {
+    #[tokio::test]
+    async fn the_api_servers_address_is_read_from_its_url_and_a_name_is_resolved() {
         assert_eq!(
-            upstream_of("https://127.0.0.1:34567/"),
+            upstream_of("https://127.0.0.1:34567/").await,
             Some("127.0.0.1:34567".parse().unwrap())
         );
         assert_eq!(
-            upstream_of("https://[::1]:6443"),
+            upstream_of("https://[::1]:6443").await,
             Some("[::1]:6443".parse().unwrap())
         );
-        assert_eq!(upstream_of("https://apiserver.example:6443"), None);
-        assert_eq!(upstream_of("http://127.0.0.1:8080"), None);
+        let local = upstream_of("https://localhost:6443")
+            .await
+            .expect("localhost resolves");
+        assert!(local.ip().is_loopback() && local.port() == 6443, "{local}");
+        assert_eq!(upstream_of("https://no-such-host.invalid:6443").await, None);
+        assert_eq!(upstream_of("http://127.0.0.1:8080").await, None);
     }
 
     #[tokio::test]
@@ -370,7 +404,9 @@ mod tests {
         // Loopback stands in for the gateway: 127.0.0.2 is ours on Linux.
         let token = CancellationToken::new();
         let gateway = Ipv4Addr::new(127, 0, 0, 2);
-        let Ok((forward, task)) = ApiForward::start(gateway, upstream_addr, token.clone()).await
+        let subnet = "127.0.0.0/8".parse().unwrap();
+        let Ok((forward, task)) =
+            ApiForward::start(gateway, subnet, upstream_addr, token.clone()).await
         else {
             eprintln!("127.0.0.2:{API_PORT} is taken here: forward test skipped");
             return;
@@ -382,6 +418,37 @@ mod tests {
         let mut back = [0u8; 5];
         c.read_exact(&mut back).await.unwrap();
         assert_eq!(&back, b"HELLO");
+        token.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_api_forward_closes_a_connection_from_outside_the_pods_subnet() {
+        use tokio::io::AsyncReadExt;
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream_addr = upstream.local_addr().unwrap();
+        let token = CancellationToken::new();
+        // Loopback stands in for the gateway; the pods' subnet is elsewhere.
+        let gateway = Ipv4Addr::new(127, 0, 0, 3);
+        let subnet = "10.213.0.0/24".parse().unwrap();
+        let Ok((forward, task)) =
+            ApiForward::start(gateway, subnet, upstream_addr, token.clone()).await
+        else {
+            eprintln!("127.0.0.3:{API_PORT} is taken here: forward test skipped");
+            return;
+        };
+        let mut c = TcpStream::connect((forward.endpoint.address, forward.endpoint.port))
+            .await
+            .unwrap();
+        let mut buf = [0u8; 1];
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), c.read(&mut buf)).await;
+        assert!(
+            matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+            "the connection is closed at once: {read:?}"
+        );
+        let upstream_got =
+            tokio::time::timeout(std::time::Duration::from_millis(200), upstream.accept()).await;
+        assert!(upstream_got.is_err(), "nothing reached the API server");
         token.cancel();
         task.await.unwrap();
     }

@@ -651,3 +651,33 @@ fn routed_services_sit_beside_the_policy_chains_and_the_whole_is_valid_nftables(
     }
     check_syntax(&rs.text).unwrap_or_else(|e| panic!("{e}\n{}", rs.text));
 }
+
+#[test]
+fn a_service_with_the_longest_names_still_makes_a_valid_ruleset() {
+    let long = format!("{}/{}:65535", "n".repeat(63), "s".repeat(63));
+    let rs = translate_with_services(
+        &[],
+        vec![
+            route(&long, "10.96.0.40", Protocol::Tcp, 65535, &[]),
+            route(
+                &long,
+                "10.96.0.41",
+                Protocol::Tcp,
+                65535,
+                &[("10.213.0.5", 80)],
+            ),
+        ],
+    );
+    for line in rs.text.lines().filter(|l| l.contains("comment \"")) {
+        let comment = line.split("comment \"").nth(1).unwrap_or_default();
+        assert!(
+            comment.len() <= 121,
+            "nft takes comments of at most 128 bytes: {line}"
+        );
+    }
+    if !nft_installed() {
+        eprintln!("nft is not installed (apt-get install nftables): syntax check skipped");
+        return;
+    }
+    check_syntax(&rs.text).unwrap_or_else(|e| panic!("{e}\n{}", rs.text));
+}

@@ -629,6 +629,7 @@ fn render_services(routes: &[ServiceRoute]) -> String {
             route.cluster_ip, route.port
         );
         let comment = comment_text(&route.service);
+        let refused_comment = comment_text(&format!("{}: no ready endpoint", route.service));
         let backends: Vec<&(IpAddr, u16)> = route
             .backends
             .iter()
@@ -648,7 +649,7 @@ fn render_services(routes: &[ServiceRoute]) -> String {
                 };
                 let _ = writeln!(
                     refused,
-                    "\t\t{matches} {reject} comment \"{comment}: no ready endpoint\""
+                    "\t\t{matches} {reject} comment \"{refused_comment}\""
                 );
             }
             [one] => {
