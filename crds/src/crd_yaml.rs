@@ -56,6 +56,73 @@ pub fn all_crds() -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The folder, beside `crds/yaml/`, of the checked-in validation schemas (see
+/// [`validation_schemas`]).
+pub const SCHEMA_DIR: &str = "schema";
+
+/// The command that rewrites the checked-in CRD YAML and validation schemas from the types (the
+/// drift tests write them when `ORRERY_UPDATE_CRDS=1`).
+pub const UPDATE_ALL_COMMAND: &str = "ORRERY_UPDATE_CRDS=1 cargo test -p orrery-crds";
+
+/// One kind's `openAPIV3Schema` as the offline validator checks manifests against it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidationSchema {
+    /// The kind, e.g. `Composition`.
+    pub kind: String,
+    /// The file name in `crds/schema/`, e.g. `compositions.json` (the CRD's plural name).
+    pub file_name: String,
+    /// The schema.
+    pub schema: serde_json::Value,
+}
+
+impl ValidationSchema {
+    /// The schema as the checked-in file holds it: pretty JSON and a final line break.
+    pub fn json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.schema).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// Each kind's `openAPIV3Schema` from [`all_crds`] without its `description`s (they check
+/// nothing), in the order of [`all_crds`]. The validator (`manifest::schema`) reads the
+/// checked-in copies in `crds/schema/` instead of generating them at every start; a drift test
+/// keeps those equal to these.
+pub fn validation_schemas() -> Vec<ValidationSchema> {
+    all_crds()
+        .into_iter()
+        .filter_map(|mut crd| {
+            let kind = crd["spec"]["names"]["kind"].as_str()?.to_owned();
+            let plural = crd["spec"]["names"]["plural"].as_str()?.to_owned();
+            let mut schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].take();
+            drop_descriptions(&mut schema);
+            Some(ValidationSchema {
+                kind,
+                file_name: format!("{plural}.json"),
+                schema,
+            })
+        })
+        .collect()
+}
+
+/// Removes every `description` text of a schema. Only string values go: a property that happens
+/// to be named `description` is a schema (an object) and stays.
+fn drop_descriptions(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map
+                .get("description")
+                .is_some_and(serde_json::Value::is_string)
+            {
+                map.remove("description");
+            }
+            map.values_mut().for_each(drop_descriptions);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_descriptions),
+        _ => {}
+    }
+}
+
 /// Rewrites `format` values Kubernetes does not know into the ones it does, everywhere in a
 /// schema.
 fn normalize_formats(value: &mut serde_json::Value) {
@@ -234,6 +301,21 @@ mod tests {
             }
             _ => {}
         }
+    }
+
+    #[test]
+    fn validation_schemas_drop_descriptions_but_keep_a_property_named_description() {
+        let mut schema = serde_json::json!({
+            "description": "The spec.",
+            "properties": {"description": {"type": "string", "description": "Free text."}}
+        });
+        drop_descriptions(&mut schema);
+        assert_eq!(
+            schema,
+            serde_json::json!({"properties": {"description": {"type": "string"}}})
+        );
+        let kinds: Vec<String> = validation_schemas().into_iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, ["Composition", "RegistryEntry", "StudioRun"]);
     }
 
     #[test]

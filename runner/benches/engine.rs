@@ -1,76 +1,30 @@
 //! Benchmark (not a timed test): the engine alone, per node, on a 10-node Scripted Pipeline,
-//! with its events serialised by the JSON-lines sink into `io::sink()` (as in
-//! `tests/src/bin/bench_run.rs`, whose HTTP measurements need the stub model of the test crate;
-//! this one builds with the runner alone).
+//! with its events serialised by the JSON-lines sink into `io::sink()`: the run of
+//! `orrery_runner::bench`, as `tests/src/bin/bench_run.rs` measures it too (whose HTTP
+//! measurements need the stub model of the test crate; this one builds with the runner alone).
 //!
 //! `cargo bench -p orrery-runner --bench engine -- [runs]` (default 2000 runs, after 200).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use orrery_crds::composition::CompositionSpec;
-use orrery_crds::plan::{Plan, plan};
-use orrery_crds::registry::{ModelProvider as ProviderKind, ModelScript, ScriptedTurn};
-use orrery_crds::validate::{DeploymentLimits, EntryView, RegistryView};
-use orrery_runner::approval::Nobody;
-use orrery_runner::engine::{ModelBinding, RunOptions, RunSetup, run};
+use orrery_crds::plan::Plan;
+use orrery_crds::registry::ModelProvider as ProviderKind;
+use orrery_runner::bench::{INPUT, NODES, pipeline, scripted_provider, setup};
+use orrery_runner::engine::run;
 use orrery_runner::events::{EventSink, JsonLinesSink, Outcome};
-use orrery_runner::model::{ModelProvider, ScriptedProvider};
-use std::collections::BTreeMap;
+use orrery_runner::model::ModelProvider;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-const NODES: usize = 10;
-const REPLY: &str = "A short answer of about the size a real node hands to the next one.";
-
-fn pipeline() -> Plan {
-    let nodes: Vec<_> = (0..NODES)
-        .map(|i| {
-            serde_json::json!({"id": format!("n{i}"), "kind": "LLMAgent",
-                "instruction": "Improve the text you are given.", "model": "bench-model"})
-        })
-        .collect();
-    let edges: Vec<_> = (1..NODES)
-        .map(|i| serde_json::json!({"from": format!("n{}", i - 1), "to": format!("n{i}")}))
-        .collect();
-    let spec: CompositionSpec = serde_json::from_value(
-        serde_json::json!({"pattern": "Pipeline", "nodes": nodes, "edges": edges}),
-    )
-    .unwrap();
-    let mut registry = RegistryView::default();
-    registry.entries.insert(
-        "bench-model".to_string(),
-        EntryView::Model {
-            provider: ProviderKind::Scripted,
-        },
-    );
-    plan(&spec, &registry, &DeploymentLimits::default()).unwrap()
-}
-
 async fn one_run(plan: &Plan, provider: &Arc<dyn ModelProvider>, json: bool) {
-    let models = BTreeMap::from([(
-        "bench-model".to_string(),
-        ModelBinding {
-            provider: Arc::clone(provider),
-            model: "scripted-v1".to_string(),
-        },
-    )]);
     let sinks: Vec<Arc<dyn EventSink>> = if json {
         vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink())))]
     } else {
         Vec::new()
     };
-    let setup = RunSetup {
-        plan: plan.clone(),
-        composition: "bench".into(),
-        pattern: "Pipeline".into(),
-        models,
-        tools: BTreeMap::new(),
-        decisions: Arc::new(Nobody::quiet()),
-        sinks,
-        options: RunOptions::new("bench"),
-    };
-    let result = run(setup, "Kafka consumer lag".into(), CancellationToken::new()).await;
+    let setup = setup(plan, provider, "scripted-v1", sinks, "bench".into());
+    let result = run(setup, INPUT.into(), CancellationToken::new()).await;
     assert_eq!(result.outcome, Outcome::Succeeded, "{:?}", result.error);
 }
 
@@ -94,14 +48,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let plan = pipeline();
-    let scripted: Arc<dyn ModelProvider> = Arc::new(ScriptedProvider::new(ModelScript {
-        nodes: BTreeMap::new(),
-        fallback: Some(ScriptedTurn {
-            reply: Some(REPLY.to_string()),
-            ..ScriptedTurn::default()
-        }),
-    }));
+    let plan = pipeline(ProviderKind::Scripted).unwrap();
+    let scripted = scripted_provider();
     runtime.block_on(async {
         for _ in 0..runs / 10 {
             one_run(&plan, &scripted, true).await;

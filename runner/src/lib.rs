@@ -3,6 +3,7 @@
 
 pub mod a2a;
 pub mod approval;
+pub mod bench;
 pub mod demo;
 pub mod engine;
 pub mod events;

@@ -1,59 +1,72 @@
 //! The CRDs' own OpenAPI schema applied offline, so that `orrery validate` refuses what the
 //! apiserver's schema refuses: lengths (in Unicode code points, as Kubernetes counts them),
 //! ranges, item counts, patterns, enums, required fields and the keys of map-type lists. The
-//! schema is the one generated from the types ([`crate::crd_yaml::all_crds`]), so it cannot
-//! drift from what is installed. CEL rules stay the apiserver's (the one-of and URL rules are
-//! mirrored in `entries.rs` and `check.rs`).
+//! schema is the one generated from the types ([`crate::crd_yaml::validation_schemas`]), read
+//! from its checked-in copy in `crds/schema/` (compiled into the binary; a test fails when it
+//! drifts from the types), so a run does not generate schemas at start: only the kinds present
+//! are parsed, and only the patterns met are compiled. CEL rules stay the apiserver's (the
+//! one-of and URL rules are mirrored in `entries.rs` and `check.rs`).
 
 use super::codes;
 use super::issue;
 use crate::common::{Loc, PathSegment, ValidationIssue};
 use regex::Regex;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
 
-/// The `openAPIV3Schema` of each kind.
-static SCHEMAS: LazyLock<BTreeMap<String, Value>> = LazyLock::new(|| {
-    crate::crd_yaml::all_crds()
-        .into_iter()
-        .filter_map(|crd| {
-            let kind = crd["spec"]["names"]["kind"].as_str()?.to_owned();
-            let schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
-            Some((kind, schema))
+/// Each kind's checked-in validation schema, in the order of
+/// [`crate::crd_yaml::validation_schemas`].
+const CHECKED_IN: [(&str, &str); 3] = [
+    (
+        "Composition",
+        include_str!("../../schema/compositions.json"),
+    ),
+    (
+        "RegistryEntry",
+        include_str!("../../schema/registryentries.json"),
+    ),
+    ("StudioRun", include_str!("../../schema/studioruns.json")),
+];
+
+/// The parsed schema of each kind of [`CHECKED_IN`], parsed the first time a manifest of that
+/// kind is checked.
+static SCHEMAS: [OnceLock<Value>; CHECKED_IN.len()] = [const { OnceLock::new() }; CHECKED_IN.len()];
+
+/// The `openAPIV3Schema` of `kind`, or `None` for a kind that has none.
+fn schema_of(kind: &str) -> Option<&'static Value> {
+    let index = CHECKED_IN.iter().position(|(k, _)| *k == kind)?;
+    let (_, text) = CHECKED_IN[index];
+    Some(SCHEMAS[index].get_or_init(|| {
+        // The drift test keeps the copy parseable and current; should it ever not parse, the
+        // schema is generated rather than left unchecked.
+        serde_json::from_str(text).unwrap_or_else(|_| {
+            crate::crd_yaml::validation_schemas()
+                .into_iter()
+                .find(|s| s.kind == kind)
+                .map_or(Value::Null, |s| s.schema)
         })
-        .collect()
-});
+    }))
+}
 
-/// Every `pattern` of the schemas, compiled once.
-static PATTERNS: LazyLock<HashMap<String, Regex>> = LazyLock::new(|| {
-    let mut found = Vec::new();
-    SCHEMAS
-        .values()
-        .for_each(|s| collect_patterns(s, &mut found));
-    found
-        .into_iter()
-        .filter_map(|p| Regex::new(&p).ok().map(|re| (p, re)))
-        .collect()
-});
+/// Every `pattern` met so far, compiled the first time it is met (`None`: not a regex this
+/// engine compiles, and so not checked).
+static PATTERNS: LazyLock<Mutex<HashMap<String, Option<Regex>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
-fn collect_patterns(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(p)) = map.get("pattern") {
-                out.push(p.clone());
-            }
-            map.values().for_each(|v| collect_patterns(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_patterns(v, out)),
-        _ => {}
-    }
+/// Whether `text` is refused by `pattern`.
+fn refused_by_pattern(pattern: &str, text: &str) -> bool {
+    let mut compiled = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let re = compiled
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok());
+    re.as_ref().is_some_and(|re| !re.is_match(text))
 }
 
 /// Everything the CRD schema of `kind` refuses in `document`, each at its field path.
 pub(super) fn schema_problems(kind: &str, document: &Value) -> Vec<ValidationIssue> {
     let mut out = Vec::new();
-    if let Some(schema) = SCHEMAS.get(kind) {
+    if let Some(schema) = schema_of(kind) {
         check(schema, document, &mut Vec::new(), &mut out);
     }
     out
@@ -136,7 +149,7 @@ fn check_string(
         out.push(violation(loc, message));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-        && PATTERNS.get(pattern).is_some_and(|re| !re.is_match(text))
+        && refused_by_pattern(pattern, text)
     {
         out.push(violation(
             loc,
@@ -435,6 +448,73 @@ mod tests {
         assert_eq!(got[1].0, "spec.mcp.transport");
         let run = "apiVersion: studio.orrery.dev/v1alpha1\nkind: StudioRun\nmetadata: {name: r}\nspec: {owner: o}\n";
         assert_eq!(fields("StudioRun", run), ["spec.input"]);
+    }
+
+    #[test]
+    fn the_checked_in_validation_schemas_equal_the_generated_ones() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::crd_yaml::SCHEMA_DIR);
+        let generated = crate::crd_yaml::validation_schemas();
+        if std::env::var_os("ORRERY_UPDATE_CRDS").is_some_and(|v| v == "1") {
+            std::fs::create_dir_all(&dir).unwrap();
+            for schema in &generated {
+                std::fs::write(dir.join(&schema.file_name), schema.json()).unwrap();
+            }
+        }
+        let command = crate::crd_yaml::UPDATE_ALL_COMMAND;
+        // The table compiled in names every kind, in order, each by its file.
+        let table: Vec<(String, String)> = CHECKED_IN
+            .iter()
+            .map(|(kind, text)| ((*kind).to_owned(), (*text).to_owned()))
+            .collect();
+        let kinds: Vec<&str> = generated.iter().map(|s| s.kind.as_str()).collect();
+        let table_kinds: Vec<&str> = table.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            table_kinds, kinds,
+            "CHECKED_IN in crds/src/manifest/schema.rs must name every kind of crd_yaml::all_crds, \
+             each with include_str!(\"../../schema/<plural>.json\"); regenerate the files with:\n  {command}"
+        );
+        let mut drifted = Vec::new();
+        for (schema, (_, compiled_in)) in generated.iter().zip(&table) {
+            let path = dir.join(&schema.file_name);
+            let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+            // Compared as JSON values: key order does not matter, content does. The copy compiled
+            // into this test binary must be the file on disk too.
+            let parsed: Option<Value> = serde_json::from_str(compiled_in).ok();
+            if parsed.as_ref() != Some(&schema.schema) || on_disk != *compiled_in {
+                drifted.push(format!(
+                    "{} differs from crd_yaml::validation_schemas() (kind {})",
+                    path.display(),
+                    schema.kind
+                ));
+            }
+        }
+        assert!(
+            drifted.is_empty(),
+            "the validation schemas in crds/schema/ are out of date:\n  {}\nRegenerate them (and the \
+             CRD YAML) with:\n  {command}",
+            drifted.join("\n  ")
+        );
+        let mut stale = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if !generated.iter().any(|s| s.file_name == name) {
+                stale.push(name);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "crds/schema/ holds files no type generates: {stale:?}; delete them"
+        );
+    }
+
+    #[test]
+    fn a_pattern_is_compiled_once_and_one_that_does_not_compile_refuses_nothing() {
+        assert!(refused_by_pattern("^[a-z]+$", "A"));
+        assert!(!refused_by_pattern("^[a-z]+$", "a"));
+        assert!(!refused_by_pattern("(unclosed", "anything"));
+        let compiled = PATTERNS.lock().unwrap();
+        assert!(compiled.get("(unclosed").is_some_and(Option::is_none));
     }
 
     #[test]

@@ -15,11 +15,13 @@ use std::sync::Arc;
 /// explicit egress proxy, for public https), `Accept-Encoding: identity` on every request,
 /// automatic decompression off, the policy's timeouts, the guard's resolver (every address of a
 /// name checked at every connect) and the guard's connector layer (IP literals checked before
-/// connecting, the peer address checked after).
+/// connecting, the peer address checked after). TLS trusts the system's roots (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`) and the policy's extra roots, read at the first certificate to check.
 #[derive(Clone)]
 pub struct GuardedClient {
     client: Client,
     policy: Arc<GuardPolicy>,
+    verifier: Arc<super::tls::LazyVerifier>,
 }
 
 impl std::fmt::Debug for GuardedClient {
@@ -68,11 +70,10 @@ impl GuardedClient {
         if let Some(t) = limits.read_timeout {
             builder = builder.read_timeout(t);
         }
-        for pem in &policy.extra_roots_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| GuardError::Config(format!("CA certificates: {e}")))?;
-            builder = builder.tls_certs_merge(certs);
-        }
+        // The system's roots and the policy's extra roots, loaded at the first certificate to
+        // check (never for plain http) and once per process (see `tls`).
+        let (tls, verifier) = super::tls::client_config(&policy.extra_roots_pem)?;
+        builder = builder.tls_backend_preconfigured(tls);
         if let Some(proxy_url) = policy.egress_proxy.clone() {
             let routing = policy.clone();
             builder = builder.proxy(Proxy::custom(move |url: &Url| {
@@ -82,7 +83,11 @@ impl GuardedClient {
         let client = builder
             .build()
             .map_err(|e| GuardError::Config(format!("could not build the HTTP client: {e}")))?;
-        Ok(Self { client, policy })
+        Ok(Self {
+            client,
+            policy,
+            verifier,
+        })
     }
 
     /// The underlying reqwest client, for libraries that take one (rmcp, model SDKs). Its
@@ -90,6 +95,12 @@ impl GuardedClient {
     /// so prefer [`GuardedClient::send`] where the caller builds the request.
     pub fn reqwest(&self) -> &Client {
         &self.client
+    }
+
+    /// Whether this client has loaded the trusted roots yet (it does at its first certificate
+    /// check: never for plain http).
+    pub fn roots_loaded(&self) -> bool {
+        self.verifier.roots_loaded()
     }
 
     /// The policy this client enforces.

@@ -22,6 +22,7 @@ mod error;
 mod policy;
 mod resolve;
 mod sse;
+mod tls;
 
 pub use classify::{
     AddrClass, Classified, classify, classify_v4, embedded_ipv4, is_loopback_host,

@@ -28,79 +28,25 @@
 //! in-process measurement, or `--process` runs on an OpenAI entry, at that stub instead.
 
 use anyhow::{Context, Result, bail};
-use orrery_crds::composition::CompositionSpec;
-use orrery_crds::plan::{Plan, plan};
-use orrery_crds::registry::{ModelProvider as ProviderKind, ModelScript, ScriptedTurn};
-use orrery_crds::validate::{DeploymentLimits, EntryView, RegistryView};
-use orrery_runner::approval::Nobody;
-use orrery_runner::engine::{ModelBinding, RunOptions, RunSetup, run};
+use orrery_crds::plan::Plan;
+use orrery_crds::registry::ModelProvider as ProviderKind;
+use orrery_runner::bench::{INPUT, NODES, REPLY, pipeline, scripted_provider, setup};
+use orrery_runner::engine::run;
 use orrery_runner::events::{JsonLinesSink, Outcome};
 use orrery_runner::model::{
     CallLimits, ChatRequest, HttpCaller, Message, ModelProvider, OpenAiProvider, RetryPolicy,
-    ScriptedProvider,
 };
 use orrery_runner::secrets::SecretValue;
 use orrery_tests::stub_model::{StubModel, StubReply, Wire, provider_for};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-const NODES: usize = 10;
-const ENTRY: &str = "bench-model";
 const MODEL: &str = "gpt-bench";
-const REPLY: &str = "A short answer of about the size a real node hands to the next one.";
-const INPUT: &str = "Kafka consumer lag";
-
-fn pipeline() -> Result<Plan> {
-    let nodes: Vec<_> = (0..NODES)
-        .map(|i| {
-            serde_json::json!({
-                "id": format!("n{i}"),
-                "kind": "LLMAgent",
-                "instruction": "Improve the text you are given.",
-                "model": ENTRY,
-            })
-        })
-        .collect();
-    let edges: Vec<_> = (1..NODES)
-        .map(|i| serde_json::json!({"from": format!("n{}", i - 1), "to": format!("n{i}")}))
-        .collect();
-    let spec: CompositionSpec = serde_json::from_value(serde_json::json!({
-        "pattern": "Pipeline",
-        "nodes": nodes,
-        "edges": edges,
-    }))
-    .context("the benchmark composition does not parse")?;
-    let mut registry = RegistryView::default();
-    registry.entries.insert(
-        ENTRY.to_string(),
-        EntryView::Model {
-            provider: ProviderKind::OpenAi,
-        },
-    );
-    plan(&spec, &registry, &DeploymentLimits::default())
-        .map_err(|v| anyhow::anyhow!("the benchmark composition does not validate: {v:?}"))
-}
 
 async fn one_run(plan: &Plan, provider: &Arc<dyn ModelProvider>, id: usize) -> Result<()> {
-    let models = BTreeMap::from([(
-        ENTRY.to_string(),
-        ModelBinding {
-            provider: Arc::clone(provider),
-            model: MODEL.to_string(),
-        },
-    )]);
-    let setup = RunSetup {
-        plan: plan.clone(),
-        composition: "bench".into(),
-        pattern: "Pipeline".into(),
-        models,
-        tools: BTreeMap::new(),
-        decisions: Arc::new(Nobody::quiet()),
-        sinks: vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink())))],
-        options: RunOptions::new(format!("bench-{id}")),
-    };
+    let sinks = vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink()))) as _];
+    let setup = setup(plan, provider, MODEL, sinks, format!("bench-{id}"));
     let result = run(setup, INPUT.to_string(), CancellationToken::new()).await;
     if result.outcome != Outcome::Succeeded {
         bail!("run {id} ended {:?}: {:?}", result.outcome, result.error);
@@ -115,7 +61,7 @@ async fn direct_calls(provider: &Arc<dyn ModelProvider>) -> Result<()> {
         let request = ChatRequest {
             node_id: format!("n{i}"),
             model: MODEL.to_string(),
-            system: Some("Improve the text you are given.".to_string()),
+            system: Some(orrery_runner::bench::INSTRUCTION.to_string()),
             messages: vec![Message::User { text: input }],
             tools: Vec::new(),
             labels: None,
@@ -183,7 +129,7 @@ async fn serve_stub() -> Result<()> {
 
 async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
     let warmup = (runs / 10).max(5);
-    let plan = pipeline()?;
+    let plan = pipeline(ProviderKind::OpenAi)?;
 
     let stub = StubModel::start().await?;
     stub.set_recording(false);
@@ -206,13 +152,7 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
             Some(SecretValue::new("sk-bench")),
         )),
     };
-    let scripted: Arc<dyn ModelProvider> = Arc::new(ScriptedProvider::new(ModelScript {
-        nodes: BTreeMap::new(),
-        fallback: Some(ScriptedTurn {
-            reply: Some(REPLY.to_string()),
-            ..ScriptedTurn::default()
-        }),
-    }));
+    let scripted = scripted_provider();
 
     let rss_start = vm_hwm_kib()?;
     one_run(&plan, &http, 0).await?;
