@@ -155,13 +155,16 @@ async fn the_operator_works(
     let before = entries.get("demo-tools").await?;
     let last = |e: &RegistryEntry| e.status.as_ref().and_then(|s| s.last_probe_time.clone());
     let before_time = last(&before).context("demo-tools was probed")?;
+    // lastProbeTime has whole seconds: a probe recorded within the same second as the last one
+    // could not be told from it.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let value = format!("e2e-{}", std::process::id());
     let patch = json!({"metadata": {"annotations": {"studio.orrery.dev/reprobe": value}}});
     entries
         .patch("demo-tools", &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     let (want, after) = (value.clone(), before_time.clone());
-    wait_for(
+    let reprobed = wait_for(
         &entries,
         "demo-tools",
         "probed again for the reprobe annotation",
@@ -175,8 +178,29 @@ async fn the_operator_works(
             })
         },
     )
-    .await
-    .context("the reprobe annotation did not bring a new probe")?;
+    .await;
+    if let Err(e) = reprobed {
+        // What the probe pods said, for the failure's message.
+        let probes: Vec<String> = pods
+            .list(&ListParams::default().labels("app.kubernetes.io/name=orrery-probe"))
+            .await?
+            .items
+            .iter()
+            .map(|p| {
+                let status = p.status.as_ref();
+                format!(
+                    "{} phase {:?} deleting {} containers {:?}",
+                    p.name_any(),
+                    status.and_then(|s| s.phase.clone()),
+                    p.metadata.deletion_timestamp.is_some(),
+                    status.and_then(|s| s.container_statuses.clone())
+                )
+            })
+            .collect();
+        return Err(e.context(format!(
+            "the reprobe annotation did not bring a new probe; probe pods: {probes:#?}"
+        )));
+    }
     wait_for(
         &entries,
         "demo-tools",

@@ -14,7 +14,7 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Node, Pod, PodCondition, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use orrery_tests::harness::{TIMEOUT, TestNamespace, wait_deleted, wait_for};
+use orrery_tests::harness::{TIMEOUT, TestNamespace, eventually, wait_deleted, wait_for};
 use orrery_tests::pod_executor::{
     CONTAINER_ID_PREFIX, ExecutorConfig, MOUNT_ROOT_ENV, PodExecutor,
 };
@@ -340,11 +340,29 @@ async fn a_lowered_active_deadline_stops_a_running_pod_and_keeps_it_with_its_mes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_ignoring_sigterm_is_killed_after_the_grace_period() -> Result<()> {
     run("pe-kill", async |f| {
-        let mut pod = podtest("stubborn", &["--ignore-sigterm", "--sleep", "600"]);
+        let mut pod = podtest(
+            "stubborn",
+            &[
+                "--ignore-sigterm",
+                "--message",
+                "ignoring",
+                "--sleep",
+                "600",
+            ],
+        );
         pod["spec"]["terminationGracePeriodSeconds"] = json!(2);
         f.create(pod).await?;
         let pod = f.wait_phase("stubborn", "Running").await?;
         let pid = pid_of(&pod)?;
+        // Running is the process started; it ignores SIGTERM once it says so (a SIGTERM before
+        // its handler exists would end it at once).
+        let log = f.exec.pod_dir(&pod).join("logs/main.log");
+        eventually(TIMEOUT, || async {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            ensure!(text.contains("ignoring"), "not ready yet: {text:?}");
+            Ok(())
+        })
+        .await?;
         let pods = f.pods();
         let started = Instant::now();
         pods.delete("stubborn", &DeleteParams::default()).await?;

@@ -98,8 +98,9 @@ fn report(lines: &[String]) -> Result<()> {
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mut opts = parse(&args)?;
-    report(&opts.lines)?;
+    // The handler first: once the lines are out, a SIGTERM is handled (or ignored) as asked.
     let mut sigterm = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
+    report(&opts.lines)?;
     let parent = std::os::unix::process::parent_id();
     let sleep = tokio::time::sleep(opts.sleep.unwrap_or_default());
     tokio::pin!(sleep);
