@@ -79,6 +79,12 @@ pub fn dev_node_values(sidecar_host: &str, sidecar_port: u16, metrics_port: u16)
     ]
 }
 
+/// The label selector of release `release`'s operator pods (the chart's selector labels and
+/// its component).
+pub fn operator_selector(release: &str) -> String {
+    format!("app.kubernetes.io/instance={release},app.kubernetes.io/component=operator")
+}
+
 /// What a `helm` run printed.
 #[derive(Debug)]
 pub struct HelmOutput {

@@ -361,8 +361,7 @@ async fn wait_replicas(
     replicas: usize,
 ) -> Result<Vec<String>> {
     let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
-    let selector =
-        format!("app.kubernetes.io/instance={release},app.kubernetes.io/component=operator");
+    let selector = crate::chart::operator_selector(release);
     let ready = crate::harness::eventually(INSTALL_TIMEOUT, || async {
         let mut list = pods
             .list(&ListParams::default().labels(&selector))
@@ -495,7 +494,20 @@ impl Studio {
                     return Err(e);
                 }
             };
-        let studio = Studio {
+        let studio = Studio::of_chart(env, ns, admin, exec, operator, Vec::new());
+        studio.prepare(&options).await
+    }
+
+    /// A studio whose operator is the chart's `operator` (its sidecar is the studio's).
+    fn of_chart(
+        env: &'static TestEnv,
+        ns: TestNamespace,
+        admin: Client,
+        exec: PodExecutor,
+        operator: ChartOperator,
+        fronts: Vec<Front>,
+    ) -> Studio {
+        Studio {
             env,
             ns,
             admin,
@@ -503,9 +515,8 @@ impl Studio {
             exec,
             operator: OperatorHandle::Chart(Box::new(operator)),
             bindings: Vec::new(),
-            fronts: Vec::new(),
-        };
-        studio.prepare(&options).await
+            fronts,
+        }
     }
 
     /// Applies the options' manifests and binds its users; shuts the studio down on an error.
@@ -613,16 +624,7 @@ impl Studio {
         {
             first.clone_into(&mut operator.sidecar_url);
         }
-        let studio = Studio {
-            env,
-            ns,
-            admin,
-            sidecar_url: operator.sidecar_url.clone(),
-            exec,
-            operator: OperatorHandle::Chart(Box::new(operator)),
-            bindings: Vec::new(),
-            fronts: vec![front],
-        };
+        let studio = Studio::of_chart(env, ns, admin, exec, operator, vec![front]);
         let urls = match replicas {
             Ok(urls) => urls,
             Err(e) => {

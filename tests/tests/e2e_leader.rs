@@ -623,9 +623,8 @@ async fn two_chart_replicas_elect_one_leader_and_a_deleted_leaders_pod_hands_the
         let release = release_name(&ns);
         let leases: Api<Lease> = Api::namespaced(studio.admin.clone(), &ns);
         let pods: Api<Pod> = Api::namespaced(studio.admin.clone(), &ns);
-        let operator_pods = ListParams::default().labels(&format!(
-            "app.kubernetes.io/instance={release},app.kubernetes.io/component=operator"
-        ));
+        let operator_pods =
+            ListParams::default().labels(&orrery_tests::chart::operator_selector(&release));
         let lease_name = format!("{release}-operator");
         // One of the two pods holds the Lease and reconciles: a run succeeds.
         let leader = eventually(TAKEOVER_MARGIN, || {

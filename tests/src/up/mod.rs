@@ -774,8 +774,7 @@ fn pod_address(pod: &Pod) -> Option<std::net::IpAddr> {
 /// Keeps the sidecar's loopback forward on the operator's pod: a pod that replaces it (a
 /// deleted pod, a restarted Deployment) has another address.
 async fn follow_operator_pod(pods: Api<Pod>, forward: crate::front::Retargeter, port: u16) {
-    let selector =
-        format!("app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator");
+    let selector = chart::operator_selector(RELEASE);
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let Ok(list) = pods
