@@ -24,6 +24,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use kube::api::ListParams;
 use kube::{Api, Client};
 use orrery_operator::Config;
+use orrery_operator::controller::Stopped;
 use orrery_operator::http::Health;
 use orrery_operator::leader::{self, Elector, LeaseSettings, Role};
 use orrery_operator::metrics::Metrics;
@@ -402,14 +403,6 @@ async fn lead(
         Some(e) => futures::future::Either::Left(leader::lost(e.role())),
         None => futures::future::Either::Right(std::future::pending::<String>()),
     };
-    let controllers = orrery_operator::controller::run(
-        client.clone(),
-        Arc::new(config),
-        metrics.clone(),
-        Arc::new(signer),
-        args.namespace.clone(),
-        stopping(stop.clone()),
-    );
     let ready = async {
         tokio::select! {
             () = listable(&client, args.namespace.as_deref(), health) => {
@@ -419,32 +412,30 @@ async fn lead(
         }
         std::future::pending::<()>().await
     };
-    // After the signal the controllers take no new work and finish the reconciles in flight.
-    // kube-runtime's graceful shutdown also waits for the controllers' caches, so one stopped
-    // before its first list completed would wait for ever: once no reconcile has been in
-    // flight for a moment after the signal, the controllers are dropped. Past
-    // --shutdown-timeout they are dropped in any case (a reconcile still running is abandoned
-    // at its next await; reconciles are idempotent, so the next leader redoes it).
+    // After the signal the controllers take no new work and finish the reconciles in flight,
+    // for at most --shutdown-timeout (a reconcile still running then is abandoned at its next
+    // await; reconciles are idempotent, so the next leader redoes it).
     let drain = Duration::from_secs(args.shutdown_timeout);
-    let overdue = async {
-        stopping(stop.clone()).await;
-        tokio::time::sleep(drain).await;
-    };
-    let idle = async {
-        stopping(stop.clone()).await;
-        idle_after_stop(metrics).await;
-    };
+    let controllers = orrery_operator::controller::run(
+        client.clone(),
+        Arc::new(config),
+        metrics.clone(),
+        Arc::new(signer),
+        args.namespace.clone(),
+        stopping(stop.clone()),
+        drain,
+    );
     tokio::select! {
-        () = controllers => {}
-        () = idle => {
-            eprintln!("orrery-operator: no reconcile in flight: the controllers are stopped");
-        }
-        () = overdue => {
-            eprintln!(
+        stopped = controllers => match stopped {
+            Stopped::Drained => {}
+            Stopped::Idle => {
+                eprintln!("orrery-operator: no reconcile in flight: the controllers are stopped");
+            }
+            Stopped::Overdue => eprintln!(
                 "orrery-operator: the controllers did not stop within {drain:?} of the signal \
                  (--shutdown-timeout); stopping them now"
-            );
-        }
+            ),
+        },
         reason = lost => {
             // Stop at once: dropping the controllers abandons the reconciles in flight at their
             // next await; they are idempotent, so the new leader redoes them.
@@ -475,25 +466,6 @@ async fn lead(
     }
     eprintln!("orrery-operator: stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves once no reconcile has been in flight for half a second, checked from one second
-/// after it is called (the controllers first get the time to see the signal and drain).
-async fn idle_after_stop(metrics: &Metrics) {
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let mut idle_since: Option<tokio::time::Instant> = None;
-    loop {
-        if metrics.in_flight() > 0 {
-            idle_since = None;
-        } else if idle_since
-            .get_or_insert_with(tokio::time::Instant::now)
-            .elapsed()
-            >= Duration::from_millis(500)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Waits until the apiserver answers (retrying every 2 s, reporting the error on /readyz);

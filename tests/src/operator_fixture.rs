@@ -4,10 +4,12 @@
 //! task scoped to one namespace until [`Operator::stop`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use kube::Client;
 use orrery_operator::Config;
+use orrery_operator::controller::Stopped;
 use orrery_operator::run::token::RunTokenSigner;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -49,10 +51,13 @@ pub fn test_config() -> Result<Config> {
     Ok(config)
 }
 
+/// How long [`Operator::stop`] lets the reconciles in flight finish.
+pub const DRAIN: Duration = Duration::from_secs(20);
+
 /// The controllers of one test, stopped (gracefully) by [`Operator::stop`].
 pub struct Operator {
     stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Stopped>,
 }
 
 impl Operator {
@@ -68,17 +73,23 @@ impl Operator {
             async move {
                 let _ = stopped.await;
             },
+            DRAIN,
         ));
         Ok(Operator { stop, task })
     }
 
-    /// Stops the controllers and waits until the reconciles in flight have finished.
+    /// Stops the controllers and waits until the reconciles in flight have finished; an
+    /// error if one was still running [`DRAIN`] after the signal.
     pub async fn stop(self) -> Result<()> {
         let _ = self.stop.send(());
-        tokio::time::timeout(TIMEOUT, self.task)
+        let stopped = tokio::time::timeout(TIMEOUT, self.task)
             .await
             .context("the controllers did not stop after the shutdown signal")?
             .context("the controllers' task")?;
+        anyhow::ensure!(
+            stopped != Stopped::Overdue,
+            "a reconcile was still running {DRAIN:?} after the shutdown signal"
+        );
         Ok(())
     }
 
