@@ -51,6 +51,35 @@ fn every_event_has_type_seq_run_id_and_a_millisecond_rfc3339_timestamp() {
 }
 
 #[test]
+fn timestamps_are_written_as_jiffs_format_string_writes_them_over_every_kind_of_date() {
+    let jiff_text = |ts: jiff::Timestamp| ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let mut seconds: Vec<i64> = vec![
+        0,
+        59,
+        86_399,
+        86_400,
+        951_782_400,   // 2000-02-29 (a leap day of a year divisible by 400)
+        951_868_800,   // 2000-03-01
+        1_709_164_800, // 2024-02-29
+        1_798_761_599, // 2026-12-31T23:59:59
+        4_107_542_400, // 2100-03-01 (2100 is not a leap year)
+        jiff::Timestamp::MAX.as_second(), // in 9999, the last time jiff has
+        -1,            // 1969-12-31T23:59:59: through jiff
+    ];
+    // A day of every month over four centuries, at a varying time of day.
+    seconds.extend((0..4800).map(|i| i * 2_629_746 + (i * 7919) % 86_400));
+    for s in seconds {
+        for nanos in [0, 1, 999_999, 1_000_000, 345_678_901, 999_999_999] {
+            // jiff wants the seconds and the nanoseconds of the same sign.
+            let Ok(ts) = jiff::Timestamp::new(s, if s < 0 { -nanos } else { nanos }) else {
+                continue; // past jiff's last nanosecond
+            };
+            assert_eq!(super::format_rfc3339(ts), jiff_text(ts), "{s}s {nanos}ns");
+        }
+    }
+}
+
+#[test]
 fn past_the_cap_ordinary_events_are_dropped_but_reserved_slots_remain() {
     let (t, sink) = trace(false, MAX_EVENTS, 1024);
     for i in 0..2500 {

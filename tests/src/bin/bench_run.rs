@@ -4,11 +4,16 @@
 //! (zero delay), and measures:
 //! - the mean wall time of one run, and of the same 10 model calls made directly through the
 //!   provider (no engine); the difference over 10 is the engine's overhead per LLM node;
+//! - the same HTTP run with no event sink (no writer thread), which splits that overhead into
+//!   the trace's hand-off to its writer and the rest;
 //! - the same run with the in-process Scripted provider (no HTTP at all), whose time over 10 is
 //!   the engine's overhead per node with nothing else in it;
 //! - peak RSS (`VmHWM` of /proc/self/status) before any run, after one run, after all runs.
 //!
 //! `cargo run --release -p orrery-tests --bin bench_run -- [runs]` (default 300 runs).
+//!
+//! `--only PHASE [runs]` runs one of those measurements alone (`http`, `quiet` for the run with
+//! no sink, `direct`, `scripted`), for a profiler.
 //!
 //! With `--process [runs]` it measures the whole `orrery run` process instead: it writes a
 //! 10-node Scripted Pipeline (a Composition and its RegistryEntry, and the plan document the
@@ -44,8 +49,18 @@ use tokio_util::sync::CancellationToken;
 
 const MODEL: &str = "gpt-bench";
 
-async fn one_run(plan: &Plan, provider: &Arc<dyn ModelProvider>, id: usize) -> Result<()> {
-    let sinks = vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink()))) as _];
+/// One run; its events as JSON lines into `io::sink()`, or to no sink at all (`json` false).
+async fn one_run(
+    plan: &Plan,
+    provider: &Arc<dyn ModelProvider>,
+    id: usize,
+    json: bool,
+) -> Result<()> {
+    let sinks = if json {
+        vec![Arc::new(JsonLinesSink::new(Box::new(std::io::sink()))) as _]
+    } else {
+        Vec::new()
+    };
     let setup = setup(plan, provider, MODEL, sinks, format!("bench-{id}"));
     let result = run(setup, INPUT.to_string(), CancellationToken::new()).await;
     if result.outcome != Outcome::Succeeded {
@@ -102,6 +117,14 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("--process") => process::main(&args[1..], stub_url.as_deref()),
         Some("--stub") => runtime.block_on(serve_stub()),
+        Some("--only") => {
+            let phase = args.get(1).context("--only PHASE [runs]")?.clone();
+            let runs = match args.get(2) {
+                Some(n) => n.parse().context("the runs after --only PHASE")?,
+                None => 1000,
+            };
+            runtime.block_on(only(&phase, runs))
+        }
         first => {
             let runs: usize = match first {
                 Some(n) => n.parse().context("the argument is the number of runs")?,
@@ -155,32 +178,41 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
     let scripted = scripted_provider();
 
     let rss_start = vm_hwm_kib()?;
-    one_run(&plan, &http, 0).await?;
+    one_run(&plan, &http, 0, true).await?;
     let rss_one = vm_hwm_kib()?;
 
     for i in 0..warmup {
-        one_run(&plan, &http, i).await?;
+        one_run(&plan, &http, i, true).await?;
+        one_run(&plan, &http, i, false).await?;
         direct_calls(&http).await?;
-        one_run(&plan, &scripted, i).await?;
+        one_run(&plan, &scripted, i, true).await?;
     }
 
-    // Interleave the three measurements so drift affects them alike.
-    let (mut engine_http, mut direct, mut engine_scripted) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    // Interleave the four measurements so drift affects them alike.
+    let (mut engine_http, mut engine_http_quiet, mut direct, mut engine_scripted) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
     for i in 0..runs {
         let t = Instant::now();
-        one_run(&plan, &http, i).await?;
+        one_run(&plan, &http, i, true).await?;
         engine_http += t.elapsed();
+        let t = Instant::now();
+        one_run(&plan, &http, i, false).await?;
+        engine_http_quiet += t.elapsed();
         let t = Instant::now();
         direct_calls(&http).await?;
         direct += t.elapsed();
         let t = Instant::now();
-        one_run(&plan, &scripted, i).await?;
+        one_run(&plan, &scripted, i, true).await?;
         engine_scripted += t.elapsed();
     }
     let rss_all = vm_hwm_kib()?;
 
     let run_ns = per(engine_http, runs);
+    let quiet_ns = per(engine_http_quiet, runs);
     let direct_ns = per(direct, runs);
     let scripted_ns = per(engine_scripted, runs);
     println!("runs: {runs} (after {warmup} warm-up runs), nodes per run: {NODES}");
@@ -203,12 +235,54 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
         (run_ns - direct_ns) / NODES as f64
     );
     println!(
+        "the same with no event sink, per run: {:>10.0} ns ({:.0} ns per node)",
+        quiet_ns,
+        quiet_ns / NODES as f64
+    );
+    println!(
+        "engine overhead per LLM node, no sink:{:>10.0} ns",
+        (quiet_ns - direct_ns) / NODES as f64
+    );
+    println!(
         "engine + Scripted (no HTTP), per node:{:>10.0} ns",
         scripted_ns / NODES as f64
     );
     println!("peak RSS (VmHWM) before any run:      {rss_start:>10} KiB");
     println!("peak RSS (VmHWM) after one run:       {rss_one:>10} KiB");
     println!("peak RSS (VmHWM) after all runs:      {rss_all:>10} KiB");
+    Ok(())
+}
+
+/// `--only PHASE [runs]`: one of the in-process measurements alone (`http`, `quiet`,
+/// `direct`, `scripted`), for a profiler to attribute its time (`perf record -g --
+/// bench_run --only quiet 3000`); prints its time per node.
+async fn only(phase: &str, runs: usize) -> Result<()> {
+    let plan = pipeline(ProviderKind::OpenAi)?;
+    let stub = StubModel::start().await?;
+    stub.set_recording(false);
+    stub.set_default(StubReply::text(REPLY).usage(40, 16));
+    let http = provider_for(
+        &stub,
+        Wire::OpenAi,
+        Some("sk-bench"),
+        RetryPolicy::default(),
+        CallLimits::default(),
+    )?;
+    let scripted = scripted_provider();
+    let start = Instant::now();
+    for i in 0..runs {
+        match phase {
+            "http" => one_run(&plan, &http, i, true).await?,
+            "quiet" => one_run(&plan, &http, i, false).await?,
+            "direct" => direct_calls(&http).await?,
+            "scripted" => one_run(&plan, &scripted, i, true).await?,
+            other => bail!("unknown phase {other:?}: http, quiet, direct or scripted"),
+        }
+    }
+    println!(
+        "{phase}: {:.0} ns per node over {runs} runs",
+        per(start.elapsed(), runs * NODES)
+    );
     Ok(())
 }
 
