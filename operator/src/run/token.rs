@@ -162,8 +162,8 @@ pub(crate) mod tests {
     #![allow(clippy::expect_used)]
     use super::*;
 
-    /// A key made for these tests only (`openssl genpkey -algorithm ed25519`).
-    /// A key made for these tests only; other modules' tests sign with it too.
+    /// A key made for these tests only (`openssl genpkey -algorithm ed25519`); other modules'
+    /// tests sign with it too.
     pub(crate) const PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
 MC4CAQAwBQYDK2VwBCIEIJFsMCDY7n2ZvsfrK8nmpZUA0JQnU0Q3YI6biGiPXvhi
 -----END PRIVATE KEY-----

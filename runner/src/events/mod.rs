@@ -39,8 +39,9 @@ pub fn now_rfc3339() -> String {
 /// millisecond: `2026-11-29T23:01:02.345Z`.
 ///
 /// Every trace event carries one, so it is written digit by digit (the civil date from the
-/// day number, Howard Hinnant's `civil_from_days`) rather than through a format string, which
-/// cost about ten times as much. Times before 1970 go through jiff.
+/// day number, Howard Hinnant's `civil_from_days`) rather than through jiff's format string,
+/// which cost about eight times as much in a profile (`docs/benchmarks.md`, section 7). Times
+/// before 1970 go through jiff.
 pub fn format_rfc3339(ts: jiff::Timestamp) -> String {
     const MS_PER_DAY: i64 = 86_400_000;
     let ms = ts.as_millisecond();

@@ -30,7 +30,8 @@
 //! For the side-by-side comparison with other frameworks (`tests/bench/compare/`), one stub
 //! serves them all: `--stub` starts the stub on loopback, prints its OpenAI base URL and serves
 //! until standard input closes; `--stub-url URL` (after the other arguments) points the
-//! in-process measurement, or `--process` runs on an OpenAI entry, at that stub instead.
+//! in-process measurement (also `--only`), or `--process` runs on an OpenAI entry, at that stub
+//! instead.
 
 use anyhow::{Context, Result, bail};
 use orrery_crds::plan::Plan;
@@ -123,7 +124,7 @@ fn main() -> Result<()> {
                 Some(n) => n.parse().context("the runs after --only PHASE")?,
                 None => 1000,
             };
-            runtime.block_on(only(&phase, runs))
+            runtime.block_on(only(&phase, runs, stub_url.as_deref()))
         }
         first => {
             let runs: usize = match first {
@@ -135,31 +136,20 @@ fn main() -> Result<()> {
     }
 }
 
-/// `--stub`: the stub on loopback until standard input closes.
-async fn serve_stub() -> Result<()> {
+/// The stub model on loopback, answering every request at once with [`REPLY`] and its usage,
+/// recording nothing.
+async fn bench_stub() -> Result<StubModel> {
     let stub = StubModel::start().await?;
     stub.set_recording(false);
     stub.set_default(StubReply::text(REPLY).usage(40, 16));
-    println!("{}", stub.base_url(Wire::OpenAi));
-    tokio::task::spawn_blocking(|| {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-    })
-    .await?;
-    eprintln!("stub requests served: {}", stub.request_count());
-    Ok(())
+    Ok(stub)
 }
 
-async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
-    let warmup = (runs / 10).max(5);
-    let plan = pipeline(ProviderKind::OpenAi)?;
-
-    let stub = StubModel::start().await?;
-    stub.set_recording(false);
-    stub.set_default(StubReply::text(REPLY).usage(40, 16));
-    let http: Arc<dyn ModelProvider> = match &stub_url {
+/// The OpenAI provider the HTTP measurements call: at `stub`, or at `stub_url` (`--stub-url`).
+fn http_provider(stub: &StubModel, stub_url: Option<&str>) -> Result<Arc<dyn ModelProvider>> {
+    Ok(match stub_url {
         None => provider_for(
-            &stub,
+            stub,
             Wire::OpenAi,
             Some("sk-bench"),
             RetryPolicy::default(),
@@ -174,7 +164,27 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
             Some(url),
             Some(SecretValue::new("sk-bench")),
         )),
-    };
+    })
+}
+
+/// `--stub`: the stub on loopback until standard input closes.
+async fn serve_stub() -> Result<()> {
+    let stub = bench_stub().await?;
+    println!("{}", stub.base_url(Wire::OpenAi));
+    tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    })
+    .await?;
+    eprintln!("stub requests served: {}", stub.request_count());
+    Ok(())
+}
+
+async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
+    let warmup = (runs / 10).max(5);
+    let plan = pipeline(ProviderKind::OpenAi)?;
+    let stub = bench_stub().await?;
+    let http = http_provider(&stub, stub_url.as_deref())?;
     let scripted = scripted_provider();
 
     let rss_start = vm_hwm_kib()?;
@@ -256,18 +266,14 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
 /// `--only PHASE [runs]`: one of the in-process measurements alone (`http`, `quiet`,
 /// `direct`, `scripted`), for a profiler to attribute its time (`perf record -g --
 /// bench_run --only quiet 3000`); prints its time per node.
-async fn only(phase: &str, runs: usize) -> Result<()> {
+async fn only(phase: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
+    const PHASES: &str = "http, quiet, direct or scripted";
+    if !["http", "quiet", "direct", "scripted"].contains(&phase) {
+        bail!("unknown phase {phase:?} after --only: {PHASES}");
+    }
     let plan = pipeline(ProviderKind::OpenAi)?;
-    let stub = StubModel::start().await?;
-    stub.set_recording(false);
-    stub.set_default(StubReply::text(REPLY).usage(40, 16));
-    let http = provider_for(
-        &stub,
-        Wire::OpenAi,
-        Some("sk-bench"),
-        RetryPolicy::default(),
-        CallLimits::default(),
-    )?;
+    let stub = bench_stub().await?;
+    let http = http_provider(&stub, stub_url)?;
     let scripted = scripted_provider();
     let start = Instant::now();
     for i in 0..runs {
@@ -276,7 +282,7 @@ async fn only(phase: &str, runs: usize) -> Result<()> {
             "quiet" => one_run(&plan, &http, i, false).await?,
             "direct" => direct_calls(&http).await?,
             "scripted" => one_run(&plan, &scripted, i, true).await?,
-            other => bail!("unknown phase {other:?}: http, quiet, direct or scripted"),
+            other => bail!("unknown phase {other:?} after --only: {PHASES}"),
         }
     }
     println!(
