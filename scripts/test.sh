@@ -79,6 +79,9 @@ install_packages() {
 
 step "format" cargo fmt --all --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+# The runner image's binary (operator/Dockerfile) is built without the `cli` feature; nothing else
+# builds it that way, so check it here or it rots.
+step "clippy, runner pod binary" cargo clippy -p orrery-runner --bin orrery --no-default-features --locked -- -D warnings
 step "interop peers" install_peers
 step "control plane" build_control_plane
 step "helm" build_helm
