@@ -205,6 +205,42 @@ async fn a_blocked_sink_never_holds_up_the_emitter_and_reserved_events_still_arr
     }
 }
 
+/// A sink that panics at its first event.
+struct PanickingSink;
+
+impl EventSink for PanickingSink {
+    fn emit(&self, _event: &TraceEvent) {
+        panic!("a sink that panics (this panic is the test's)");
+    }
+}
+
+#[tokio::test]
+async fn a_sink_that_panics_ends_its_own_writer_only_and_the_run_goes_on() {
+    let t = Trace::buffered(TraceOptions::new("run-1"), vec![Arc::new(PanickingSink)], 3);
+    assert!(t.emit(route(0)));
+    // The drain ends as soon as the writer is gone (its acknowledgement is dropped), not at
+    // its timeout; its answer is that the sinks do not have everything.
+    let waited = std::time::Instant::now();
+    assert!(!t.drain(std::time::Duration::from_secs(30)).await);
+    assert!(waited.elapsed() < std::time::Duration::from_secs(20));
+    // A gone writer never fills: the run's events are taken (and written nowhere), not
+    // counted as dropped, well past the queue's capacity of 3.
+    for i in 1..20 {
+        assert!(t.emit(route(i)), "event {i}");
+    }
+    assert!(t.emit(run_end(t.dropped())));
+    assert_eq!(t.dropped(), 0);
+    assert_eq!(t.emitted(), 21);
+
+    // The next trace of the process gets a writer that works.
+    let sink = Arc::new(MemorySink::new());
+    let next = Trace::buffered(TraceOptions::new("run-2"), vec![sink.clone()], 3);
+    assert!(next.emit(route(0)));
+    assert!(next.emit(run_end(0)));
+    assert!(next.drain(std::time::Duration::from_secs(30)).await);
+    assert_eq!(sink.events().len(), 2);
+}
+
 #[test]
 fn without_capture_no_content_is_recorded() {
     let (t, _) = trace(false, MAX_EVENTS, 1024);
