@@ -8,12 +8,15 @@
 //!   the trace's hand-off to its writer and the rest;
 //! - the same run with the in-process Scripted provider (no HTTP at all), whose time over 10 is
 //!   the engine's overhead per node with nothing else in it;
+//! - a parked thread woken and answering through a tokio oneshot, right after an HTTP run: what
+//!   a run with a sink pays at its end when its writer thread sleeps (the writer's
+//!   acknowledgement), measured with nothing of the engine in it;
 //! - peak RSS (`VmHWM` of /proc/self/status) before any run, after one run, after all runs.
 //!
 //! `cargo run --release -p orrery-tests --bin bench_run -- [runs]` (default 300 runs).
 //!
 //! `--only PHASE [runs]` runs one of those measurements alone (`http`, `quiet` for the run with
-//! no sink, `direct`, `scripted`), for a profiler.
+//! no sink, `direct`, `scripted`, `wake`), for a profiler.
 //!
 //! With `--process [runs]` it measures the whole `orrery run` process instead: it writes a
 //! 10-node Scripted Pipeline (a Composition and its RegistryEntry, and the plan document the
@@ -87,6 +90,63 @@ async fn direct_calls(provider: &Arc<dyn ModelProvider>) -> Result<()> {
         input = response.text.unwrap_or_default();
     }
     Ok(())
+}
+
+/// A thread parked on a condition variable, as a run's writer is while the run waits for its
+/// model: each [`Sleeper::round_trip`] wakes it and waits for its answer on a tokio oneshot, as
+/// a run's end-of-run drain waits for its writer's acknowledgement.
+struct Sleeper {
+    shared: Arc<(std::sync::Mutex<SleeperState>, std::sync::Condvar)>,
+}
+
+#[derive(Default)]
+struct SleeperState {
+    ask: Option<tokio::sync::oneshot::Sender<()>>,
+    stop: bool,
+}
+
+impl Sleeper {
+    fn start() -> Result<Sleeper> {
+        let shared: Arc<(std::sync::Mutex<SleeperState>, std::sync::Condvar)> = Arc::default();
+        let theirs = shared.clone();
+        std::thread::Builder::new()
+            .name("bench-sleeper".into())
+            .spawn(move || {
+                let (lock, wake) = &*theirs;
+                let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if let Some(ask) = state.ask.take() {
+                        let _ = ask.send(());
+                    }
+                    if state.stop {
+                        return;
+                    }
+                    state = wake.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+            })?;
+        Ok(Sleeper { shared })
+    }
+
+    /// Wakes the thread and waits for its answer; returns how long that took.
+    async fn round_trip(&self) -> Result<Duration> {
+        let (ask, answer) = tokio::sync::oneshot::channel();
+        let start = Instant::now();
+        {
+            let (lock, wake) = &*self.shared;
+            lock.lock().unwrap_or_else(|e| e.into_inner()).ask = Some(ask);
+            wake.notify_one();
+        }
+        answer.await.context("the sleeper thread is gone")?;
+        Ok(start.elapsed())
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let (lock, wake) = &*self.shared;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
+        wake.notify_one();
+    }
 }
 
 fn vm_hwm_kib() -> Result<u64> {
@@ -186,6 +246,7 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
     let stub = bench_stub().await?;
     let http = http_provider(&stub, stub_url.as_deref())?;
     let scripted = scripted_provider();
+    let sleeper = Sleeper::start()?;
 
     let rss_start = vm_hwm_kib()?;
     one_run(&plan, &http, 0, true).await?;
@@ -196,19 +257,23 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
         one_run(&plan, &http, i, false).await?;
         direct_calls(&http).await?;
         one_run(&plan, &scripted, i, true).await?;
+        sleeper.round_trip().await?;
     }
 
-    // Interleave the four measurements so drift affects them alike.
+    // Interleave the measurements so drift affects them alike. The wake-up is measured right
+    // after an HTTP run, where a run's end-of-run drain meets its writer.
     let (mut engine_http, mut engine_http_quiet, mut direct, mut engine_scripted) = (
         Duration::ZERO,
         Duration::ZERO,
         Duration::ZERO,
         Duration::ZERO,
     );
+    let mut wakes = Vec::with_capacity(runs);
     for i in 0..runs {
         let t = Instant::now();
         one_run(&plan, &http, i, true).await?;
         engine_http += t.elapsed();
+        wakes.push(sleeper.round_trip().await?);
         let t = Instant::now();
         one_run(&plan, &http, i, false).await?;
         engine_http_quiet += t.elapsed();
@@ -257,6 +322,15 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
         "engine + Scripted (no HTTP), per node:{:>10.0} ns",
         scripted_ns / NODES as f64
     );
+    wakes.sort();
+    let wake_ns = per(wakes.iter().sum(), runs);
+    println!(
+        "a parked thread woken and answering:  {:>10.0} ns mean, {} ns median ({:.0} ns per node \
+         if once a run)",
+        wake_ns,
+        wakes.get(runs / 2).map_or(0, Duration::as_nanos),
+        wake_ns / NODES as f64
+    );
     println!("peak RSS (VmHWM) before any run:      {rss_start:>10} KiB");
     println!("peak RSS (VmHWM) after one run:       {rss_one:>10} KiB");
     println!("peak RSS (VmHWM) after all runs:      {rss_all:>10} KiB");
@@ -264,17 +338,28 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
 }
 
 /// `--only PHASE [runs]`: one of the in-process measurements alone (`http`, `quiet`,
-/// `direct`, `scripted`), for a profiler to attribute its time (`perf record -g --
-/// bench_run --only quiet 3000`); prints its time per node.
+/// `direct`, `scripted`, `wake`), for a profiler to attribute its time (`perf record -g --
+/// bench_run --only quiet 3000`); prints its time per node (for `wake`, per wake-up).
 async fn only(phase: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
-    const PHASES: &str = "http, quiet, direct or scripted";
-    if !["http", "quiet", "direct", "scripted"].contains(&phase) {
+    const PHASES: &str = "http, quiet, direct, scripted or wake";
+    if !["http", "quiet", "direct", "scripted", "wake"].contains(&phase) {
         bail!("unknown phase {phase:?} after --only: {PHASES}");
     }
     let plan = pipeline(ProviderKind::OpenAi)?;
     let stub = bench_stub().await?;
     let http = http_provider(&stub, stub_url)?;
     let scripted = scripted_provider();
+    if phase == "wake" {
+        let sleeper = Sleeper::start()?;
+        let mut total = Duration::ZERO;
+        for _ in 0..runs {
+            // Long enough for the thread to be parked again, as a writer is during a model call.
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            total += sleeper.round_trip().await?;
+        }
+        println!("wake: {:.0} ns per wake-up over {runs}", per(total, runs));
+        return Ok(());
+    }
     let start = Instant::now();
     for i in 0..runs {
         match phase {
