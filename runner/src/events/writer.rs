@@ -54,42 +54,13 @@ struct State {
 }
 
 /// What a run's trace and its writer share.
-///
-/// The emitter and the writer run on different processors. A cache line written by one and
-/// read by the other moves between them at every write, which costs more than an event's own
-/// work when it happens at every event (docs/benchmarks.md, issue 8). So what the writer reads
-/// while it spins (`work`), what the emitter reads at every event (`written`) and the lock
-/// the emitter takes at every event each have a line of their own, and each is written once a
-/// batch, not once an event, except the lock.
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
+    /// Ordinary events queued and not yet written.
+    waiting: AtomicUsize,
     /// Work was queued since the writer last looked (read without the lock while it spins).
-    /// The emitter sets it at the first event of a batch only; the writer clears it when it
-    /// takes the batch.
-    work: Line<AtomicBool>,
-    /// What the writer tells the emitter.
-    progress: Line<Progress>,
-}
-
-/// The writer's side of [`Shared`], read by the emitter at every event.
-struct Progress {
-    /// Ordinary events written so far, added once a batch ([`Queue::queued`] less this is
-    /// how many wait).
-    written: AtomicUsize,
-    /// The writer is gone (a sink panicked): nothing is full any more, nothing more is taken.
-    gone: AtomicBool,
-}
-
-/// A value alone on its cache line (two lines: x86 processors fetch lines in pairs).
-#[repr(align(128))]
-struct Line<T>(T);
-
-impl<T> std::ops::Deref for Line<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
+    work: AtomicBool,
 }
 
 impl Shared {
@@ -116,9 +87,6 @@ fn idle() -> MutexGuard<'static, Vec<mpsc::Sender<Job>>> {
 pub(super) struct Queue {
     shared: Arc<Shared>,
     capacity: usize,
-    /// Ordinary events queued so far. Only emitters touch it, under the trace's lock; the
-    /// writer never reads it, so it lives here rather than in [`Shared`].
-    queued: AtomicUsize,
 }
 
 /// Where emitted events go.
@@ -141,11 +109,8 @@ impl Queue {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
-            work: Line(AtomicBool::new(false)),
-            progress: Line(Progress {
-                written: AtomicUsize::new(0),
-                gone: AtomicBool::new(false),
-            }),
+            waiting: AtomicUsize::new(0),
+            work: AtomicBool::new(false),
         });
         let mut job = Job {
             shared: shared.clone(),
@@ -159,7 +124,6 @@ impl Queue {
                     return Delivery::Queued(Queue {
                         shared,
                         capacity: capacity.max(1),
-                        queued: AtomicUsize::new(0),
                     });
                 }
                 // That thread is gone: try the next, or start one.
@@ -175,7 +139,6 @@ impl Queue {
             Ok(_) => Delivery::Queued(Queue {
                 shared,
                 capacity: capacity.max(1),
-                queued: AtomicUsize::new(0),
             }),
             Err(_) => Delivery::Inline(sinks),
         }
@@ -224,7 +187,7 @@ impl Drop for GoneOnUnwind<'_> {
             state.events.clear();
             // Dropping the senders ends every drain waiting on them.
             state.flushes.clear();
-            self.0.progress.gone.store(true, Ordering::Release);
+            self.0.waiting.store(0, Ordering::SeqCst);
         }
     }
 }
@@ -276,19 +239,15 @@ fn serve(job: &Job) {
             std::mem::swap(&mut events, &mut state.events);
             std::mem::swap(&mut flushes, &mut state.flushes);
         }
-        let mut ordinary = 0;
         for pending in events.drain(..) {
-            ordinary += usize::from(!pending.reserved);
+            let reserved = pending.reserved;
             let event = pending.into_event(&job.run_id);
             for sink in &job.sinks {
                 sink.emit(&event);
             }
-        }
-        if ordinary > 0 {
-            shared
-                .progress
-                .written
-                .fetch_add(ordinary, Ordering::Release);
+            if !reserved {
+                shared.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         if !flushes.is_empty() {
             for sink in &job.sinks {
@@ -325,20 +284,14 @@ impl Queue {
         }
         if let Some(event) = event {
             if !event.reserved {
-                // Emitters take turns under the trace's lock: no read-modify-write needed.
-                let queued = self.queued.load(Ordering::Relaxed);
-                self.queued.store(queued + 1, Ordering::Relaxed);
+                self.shared.waiting.fetch_add(1, Ordering::SeqCst);
             }
             state.events.push(event);
         }
         if let Some(flush) = flush {
             state.flushes.push(flush);
         }
-        // Set once a batch: a store at every event would pull the line away from the spinning
-        // writer each time.
-        if !self.shared.work.load(Ordering::Relaxed) {
-            self.shared.work.store(true, Ordering::Release);
-        }
+        self.shared.work.store(true, Ordering::Release);
         if state.writer_waiting {
             state.writer_waiting = false;
             self.shared.wake.notify_one();
@@ -351,15 +304,7 @@ impl Delivery {
     pub(super) fn is_full(&self) -> bool {
         match self {
             Delivery::Inline(_) => false,
-            Delivery::Queued(q) => {
-                let progress = &q.shared.progress;
-                // `written` never passes `queued`: the writer counts only what was queued.
-                let waiting = q
-                    .queued
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(progress.written.load(Ordering::Acquire));
-                waiting >= q.capacity && !progress.gone.load(Ordering::Acquire)
-            }
+            Delivery::Queued(q) => q.shared.waiting.load(Ordering::SeqCst) >= q.capacity,
         }
     }
 
