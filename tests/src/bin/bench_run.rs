@@ -337,19 +337,37 @@ async fn in_process(runs: usize, stub_url: Option<String>) -> Result<()> {
     Ok(())
 }
 
+/// A measurement `--only` runs alone.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Http,
+    Quiet,
+    Direct,
+    Scripted,
+    Wake,
+}
+
+impl Phase {
+    const NAMES: &str = "http, quiet, direct, scripted or wake";
+
+    fn parse(name: &str) -> Result<Phase> {
+        Ok(match name {
+            "http" => Phase::Http,
+            "quiet" => Phase::Quiet,
+            "direct" => Phase::Direct,
+            "scripted" => Phase::Scripted,
+            "wake" => Phase::Wake,
+            other => bail!("unknown phase {other:?} after --only: {}", Phase::NAMES),
+        })
+    }
+}
+
 /// `--only PHASE [runs]`: one of the in-process measurements alone (`http`, `quiet`,
 /// `direct`, `scripted`, `wake`), for a profiler to attribute its time (`perf record -g --
 /// bench_run --only quiet 3000`); prints its time per node (for `wake`, per wake-up).
-async fn only(phase: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
-    const PHASES: &str = "http, quiet, direct, scripted or wake";
-    if !["http", "quiet", "direct", "scripted", "wake"].contains(&phase) {
-        bail!("unknown phase {phase:?} after --only: {PHASES}");
-    }
-    let plan = pipeline(ProviderKind::OpenAi)?;
-    let stub = bench_stub().await?;
-    let http = http_provider(&stub, stub_url)?;
-    let scripted = scripted_provider();
-    if phase == "wake" {
+async fn only(name: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
+    let phase = Phase::parse(name)?;
+    if phase == Phase::Wake {
         let sleeper = Sleeper::start()?;
         let mut total = Duration::ZERO;
         for _ in 0..runs {
@@ -360,18 +378,23 @@ async fn only(phase: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
         println!("wake: {:.0} ns per wake-up over {runs}", per(total, runs));
         return Ok(());
     }
+    let plan = pipeline(ProviderKind::OpenAi)?;
+    let stub = bench_stub().await?;
+    let http = http_provider(&stub, stub_url)?;
+    let scripted = scripted_provider();
     let start = Instant::now();
     for i in 0..runs {
         match phase {
-            "http" => one_run(&plan, &http, i, true).await?,
-            "quiet" => one_run(&plan, &http, i, false).await?,
-            "direct" => direct_calls(&http).await?,
-            "scripted" => one_run(&plan, &scripted, i, true).await?,
-            other => bail!("unknown phase {other:?} after --only: {PHASES}"),
+            Phase::Http => one_run(&plan, &http, i, true).await?,
+            Phase::Quiet => one_run(&plan, &http, i, false).await?,
+            Phase::Direct => direct_calls(&http).await?,
+            Phase::Scripted => one_run(&plan, &scripted, i, true).await?,
+            // Measured on its own above: it needs neither the stub nor a plan.
+            Phase::Wake => {}
         }
     }
     println!(
-        "{phase}: {:.0} ns per node over {runs} runs",
+        "{name}: {:.0} ns per node over {runs} runs",
         per(start.elapsed(), runs * NODES)
     );
     Ok(())
