@@ -213,9 +213,13 @@ fn spin_for_work(shared: &Shared) {
 /// Writes one run's events until its trace is gone and nothing is left.
 fn serve(job: &Job) {
     let shared = &*job.shared;
-    let _gone = GoneOnUnwind(shared);
     let mut events: Vec<Pending> = Vec::new();
     let mut flushes: Vec<Option<tokio::sync::oneshot::Sender<()>>> = Vec::new();
+    // Declared after the batch in hand, so on unwind it is dropped first: the writer is marked
+    // gone before a drain's acknowledgement held in `flushes` is dropped. The other order let
+    // a drain return and the run emit into a queue that was not yet marked gone, where its
+    // events counted as waiting and filled it.
+    let _gone = GoneOnUnwind(shared);
     loop {
         {
             let mut state = shared.lock();
