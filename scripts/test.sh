@@ -77,11 +77,19 @@ install_packages() {
     echo "PostgreSQL binaries: ${bin}"
 }
 
+# The runner image's binary (operator/Dockerfile) is built without the `cli` feature; nothing else
+# builds it that way, so lint it and run its command-line tests here (they check its command set)
+# or it rots.
+runner_pod_binary() {
+    local pod=(-p orrery-runner --bin orrery --no-default-features --locked)
+    cargo clippy "${pod[@]}" -- -D warnings \
+        && cargo clippy "${pod[@]}" --profile test -- -D warnings \
+        && cargo test "${pod[@]}"
+}
+
 step "format" cargo fmt --all --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
-# The runner image's binary (operator/Dockerfile) is built without the `cli` feature; nothing else
-# builds it that way, so check it here or it rots.
-step "clippy, runner pod binary" cargo clippy -p orrery-runner --bin orrery --no-default-features --locked -- -D warnings
+step "runner pod binary" runner_pod_binary
 step "interop peers" install_peers
 step "control plane" build_control_plane
 step "helm" build_helm

@@ -81,6 +81,36 @@ pub enum Command {
     /// missing).
     #[cfg(feature = "cli")]
     Up(up::UpArgs),
+    /// Any other word, in a build without the `cli` feature: a command of the full CLI gets an
+    /// answer naming the build it is in (see [`missing_command`]), not clap's bare refusal.
+    #[cfg(not(feature = "cli"))]
+    #[command(external_subcommand)]
+    Other(Vec<String>),
+}
+
+/// The commands only the full CLI (the `cli` feature) has; the runner image's binary is built
+/// without them.
+#[cfg(any(test, not(feature = "cli")))]
+pub const FULL_CLI_ONLY: [&str; 6] = ["import", "crds", "demo", "pins", "schema", "up"];
+
+/// What a build without the `cli` feature says of a command it does not have: for a command
+/// of the full CLI, that it is not in this build and where it is; otherwise the usual refusal.
+#[cfg(any(test, not(feature = "cli")))]
+pub fn missing_command(name: &str) -> String {
+    if FULL_CLI_ONLY.contains(&name) {
+        format!(
+            "error: `orrery {name}` is not in this build: this is the runner image's orrery, \
+             built without the `cli` feature, with the commands run, probe and validate only. \
+             The full command line has {}: install it with `cargo install --path runner` from a \
+             checkout",
+            FULL_CLI_ONLY.join(", ")
+        )
+    } else {
+        format!(
+            "error: unrecognized subcommand '{name}' (the commands are run, probe and validate; \
+             `orrery --help` for more)"
+        )
+    }
 }
 
 /// Runs the parsed command line.
@@ -101,6 +131,86 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Schema(args) => schema::run(&args),
         #[cfg(feature = "cli")]
         Command::Up(args) => up::run(&args),
+        #[cfg(not(feature = "cli"))]
+        Command::Other(words) => {
+            let name = words.first().map_or("", String::as_str);
+            eprintln!("{}", missing_command(name));
+            EXIT_UNREADABLE
+        }
     };
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn command_names() -> Vec<String> {
+        Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect()
+    }
+
+    #[cfg(feature = "cli")]
+    #[test]
+    fn the_full_cli_has_the_pod_commands_and_every_full_cli_only_command() {
+        let names = command_names();
+        for name in ["run", "probe", "validate"]
+            .iter()
+            .chain(FULL_CLI_ONLY.iter())
+        {
+            assert!(
+                names.iter().any(|n| n == name),
+                "{name} missing from {names:?}"
+            );
+        }
+        assert_eq!(names.len(), 3 + FULL_CLI_ONLY.len(), "{names:?}");
+    }
+
+    #[cfg(not(feature = "cli"))]
+    #[test]
+    fn the_runner_image_build_has_run_probe_and_validate_only() {
+        let mut names = command_names();
+        names.sort();
+        assert_eq!(names, ["probe", "run", "validate"]);
+    }
+
+    #[cfg(not(feature = "cli"))]
+    #[test]
+    fn the_runner_image_build_takes_a_full_cli_command_as_another_word() {
+        let cli = Cli::try_parse_from(["orrery", "demo", "--fleet-only"]).expect("parses");
+        match cli.command {
+            Command::Other(words) => assert_eq!(words, ["demo", "--fleet-only"]),
+            other => panic!("demo parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_full_cli_command_missing_from_a_build_is_named_with_where_to_find_it() {
+        for name in FULL_CLI_ONLY {
+            let message = missing_command(name);
+            assert!(
+                message.contains(&format!("`orrery {name}` is not in this build")),
+                "{message}"
+            );
+            assert!(
+                message.contains("run, probe and validate only"),
+                "{message}"
+            );
+            assert!(message.contains("cargo install --path runner"), "{message}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_word_is_refused_as_an_unrecognized_subcommand() {
+        let message = missing_command("frobnicate");
+        assert!(
+            message.contains("unrecognized subcommand 'frobnicate'"),
+            "{message}"
+        );
+        assert!(!message.contains("not in this build"), "{message}");
+    }
 }
