@@ -77,14 +77,21 @@ install_packages() {
     echo "PostgreSQL binaries: ${bin}"
 }
 
-# The runner image's binary (operator/Dockerfile) is built without the `cli` feature; nothing else
-# builds it that way, so lint it and run its command-line tests here (they check its command set)
-# or it rots.
+# The runner image's binary (operator/Dockerfile) is built without the `cli` feature and linked
+# statically; nothing else builds it that way, so lint it and run its command-line tests here
+# (they check its command set) or it rots. Then build it as the Dockerfile does (in the debug
+# profile) for e2e_runs, which runs a run with it as the runner image: built here, before the
+# tests start, rather than by that test while others run beside it. The flags must stay the
+# Dockerfile's (a test of tests/src/images.rs checks both files name POD_BUILD_RUSTFLAGS).
 runner_pod_binary() {
     local pod=(-p orrery-runner --bin orrery --no-default-features --locked)
+    local host
+    host="$(rustc -vV | sed -n 's/^host: //p')"
     cargo clippy "${pod[@]}" -- -D warnings \
         && cargo clippy "${pod[@]}" --profile test -- -D warnings \
-        && cargo test "${pod[@]}"
+        && cargo test "${pod[@]}" \
+        && RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" \
+            cargo build "${pod[@]}" --target "${host}"
 }
 
 step "format" cargo fmt --all --check

@@ -9,6 +9,9 @@
 #            default ${CARGO_TARGET_DIR:-<repo>/target}/debug
 #   OUT_DIR  (or ORRERY_IMAGES_OUT_DIR) where the OCI archives go (runner.tar, operator.tar);
 #            default ${XDG_CACHE_HOME:-$HOME/.cache}/orrery/images
+#   ORRERY_IMAGES_RUNNER_BIN  the runner image's binary when it is not BIN_DIR/orrery: e.g. the
+#            build operator/Dockerfile ships (static, without the `cli` feature; the tests build
+#            it with tests/src/images.rs `pod_build_binary`)
 # The last line on standard output is OUT_DIR; everything else goes to standard error.
 #
 # Each image is `FROM scratch` with the binary at /usr/local/bin/, exactly the shared libraries
@@ -28,6 +31,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 bin_dir="${1:-${ORRERY_IMAGES_BIN_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}}"
 out_dir="${2:-${ORRERY_IMAGES_OUT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/orrery/images}}"
+runner_bin="${ORRERY_IMAGES_RUNNER_BIN:-$bin_dir/orrery}"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)"
 
 log() { echo "images: $*" >&2; }
@@ -70,10 +74,9 @@ shared_libraries() {
     awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$out" | sort -u
 }
 
-# Lays out the build context of one image under $work/<name>/.
+# Lays out the build context of one image under $work/<name>/, its binary taken from $3.
 stage() {
-    local name="$1" binary="$2" ctx="$work/$1"
-    local src="$bin_dir/$binary"
+    local name="$1" binary="$2" src="$3" ctx="$work/$1"
     [ -x "$src" ] || die "$src not found: cargo build -p orrery-runner --bin orrery -p orrery-operator (or pass the binaries' directory: $0 BIN_DIR)"
     mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp" \
         "$ctx/rootfs/home" "$ctx/home/nonroot"
@@ -105,10 +108,10 @@ EOF
 }
 
 build() {
-    local name="$1" binary="$2" title="$3" description="$4"
+    local name="$1" binary="$2" src="$3" title="$4" description="$5"
     local image="localhost/orrery/$name:dev" ctx="$work/$name"
-    stage "$name" "$binary"
-    log "building $image from $bin_dir/$binary"
+    stage "$name" "$binary" "$src"
+    log "building $image from $src"
     # --timestamp 0: the same binaries give the same image; --identity-label=false: no buildah
     # version label; --layers=false: one layer, nothing cached in the private storage.
     "${bah[@]}" bud --quiet --layers=false --identity-label=false --timestamp 0 \
@@ -127,7 +130,8 @@ build() {
 }
 
 "${bah[@]}" rm --all >/dev/null 2>&1 || true
-build runner orrery "orrery-runner" \
+build runner orrery "$runner_bin" "orrery-runner" \
     "Orrery Studio runner: executes one composition run; the orrery CLI"
-build operator orrery-operator "orrery-operator" "Orrery Studio operator and sidecar"
+build operator orrery-operator "$bin_dir/orrery-operator" "orrery-operator" \
+    "Orrery Studio operator and sidecar"
 echo "$out_dir"

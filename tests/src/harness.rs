@@ -418,51 +418,87 @@ pub fn workspace_binary(bin: &str) -> Result<std::path::PathBuf> {
     if let Some(path) = std::env::var_os(binary_override_env(bin)).filter(|p| !p.is_empty()) {
         return Ok(path.into());
     }
-    let exe = std::env::current_exe().context("locating the running test binary")?;
-    // <target>/<profile>/deps/<test binary>, or <target>/<profile>/<binary> (`orrery-up`).
-    let profile_dir = exe
-        .parent()
-        .map(|d| {
-            if d.file_name().is_some_and(|n| n == "deps") {
-                d.parent().unwrap_or(d)
-            } else {
-                d
-            }
-        })
-        .with_context(|| format!("{} is not in <target>/<profile>/", exe.display()))?;
-    let target_dir = profile_dir
-        .parent()
-        .with_context(|| format!("{} has no parent", profile_dir.display()))?;
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("debug");
-    let mut cargo = std::process::Command::new(env!("CARGO"));
-    cargo
-        .args(["build", "--quiet", "--workspace", "--bin", bin])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(workspace_root())
-        .stdin(std::process::Stdio::null());
-    match profile {
-        "debug" => {}
-        "release" => {
-            cargo.arg("--release");
-        }
-        other => {
-            cargo.args(["--profile", other]);
-        }
-    }
+    let build = TestBuild::current()?;
+    let mut cargo = build.cargo();
+    cargo.args(["build", "--quiet", "--workspace", "--bin", bin]);
+    build.profile_args(&mut cargo);
     let what = format!("cargo build --workspace --bin {bin}");
     let status = cargo.status().with_context(|| format!("running {what}"))?;
     if !status.success() {
         bail!("{what} failed ({status})");
     }
-    let path = profile_dir.join(bin);
+    let path = build.profile_dir.join(bin);
     if !path.is_file() {
         bail!("{what} left no {}", path.display());
     }
     Ok(path)
+}
+
+/// Where the running test binary was built: `<target>/<profile>/deps/<test binary>`, or
+/// `<target>/<profile>/<binary>` (`orrery-up`). Binaries a test builds go to the same place.
+#[derive(Debug, Clone)]
+pub struct TestBuild {
+    /// The target directory.
+    pub target_dir: std::path::PathBuf,
+    /// `<target>/<profile>`.
+    pub profile_dir: std::path::PathBuf,
+    /// The profile's directory name: `debug`, `release`, or a custom profile's name.
+    pub profile: String,
+}
+
+impl TestBuild {
+    /// The build of the running test binary.
+    pub fn current() -> Result<TestBuild> {
+        let exe = std::env::current_exe().context("locating the running test binary")?;
+        let profile_dir = exe
+            .parent()
+            .map(|d| {
+                if d.file_name().is_some_and(|n| n == "deps") {
+                    d.parent().unwrap_or(d)
+                } else {
+                    d
+                }
+            })
+            .with_context(|| format!("{} is not in <target>/<profile>/", exe.display()))?
+            .to_path_buf();
+        let target_dir = profile_dir
+            .parent()
+            .with_context(|| format!("{} has no parent", profile_dir.display()))?
+            .to_path_buf();
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
+        Ok(TestBuild {
+            target_dir,
+            profile_dir,
+            profile,
+        })
+    }
+
+    /// `cargo` at the workspace root with this build's target directory, and no standard input.
+    pub fn cargo(&self) -> std::process::Command {
+        let mut cargo = std::process::Command::new(env!("CARGO"));
+        cargo
+            .env("CARGO_TARGET_DIR", &self.target_dir)
+            .current_dir(workspace_root())
+            .stdin(std::process::Stdio::null());
+        cargo
+    }
+
+    /// Adds the flag that selects this build's profile (none for `debug`).
+    pub fn profile_args(&self, cargo: &mut std::process::Command) {
+        match self.profile.as_str() {
+            "debug" => {}
+            "release" => {
+                cargo.arg("--release");
+            }
+            other => {
+                cargo.args(["--profile", other]);
+            }
+        }
+    }
 }
 
 /// What a `kubectl` run printed.

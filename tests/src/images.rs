@@ -2,19 +2,33 @@
 //! binaries (built first when missing or stale), its OCI archives written beside the binaries
 //! (`<target>/<profile>/orrery-images/`), at most once per test binary and only when a binary
 //! or the script is newer than the archives. Needs root, buildah and runc.
+//!
+//! [`built_with_pod_build`] is the same pair of images with the runner image's binary built the
+//! way `operator/Dockerfile` ships it: statically linked, without the `cli` feature
+//! ([`pod_build_binary`]).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
-use crate::harness::{workspace_binary, workspace_root};
+use crate::harness::{TestBuild, workspace_binary, workspace_root};
+
+/// The flags `operator/Dockerfile` links the runner image's binary with: static glibc, no
+/// position-independent code (so no loader and no relocations at start).
+pub const POD_BUILD_RUSTFLAGS: &str = "-C target-feature=+crt-static -C relocation-model=static";
 
 /// Runs `tests/images/build.sh <directory of the workspace's binaries> <out>`; returns the
 /// directory it printed last (where `runner.tar` and `operator.tar` are).
 pub fn build(out: &Path) -> Result<PathBuf> {
+    build_with(out, None)
+}
+
+/// [`build`], with the runner image's binary taken from `runner` when given
+/// (`ORRERY_IMAGES_RUNNER_BIN`) instead of the workspace's `orrery`.
+fn build_with(out: &Path, runner: Option<&Path>) -> Result<PathBuf> {
     let mut bins = None;
     // `cargo test` builds only a package's own binaries: build these when missing or stale.
     for binary in ["orrery", "orrery-operator"] {
@@ -36,10 +50,13 @@ pub fn build(out: &Path) -> Result<PathBuf> {
         "building and running images needs root (buildah vfs, runc); this runs as uid {euid}"
     );
     let script = workspace_root().join("tests/images/build.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .arg(&bins)
-        .arg(out)
+    let mut command = Command::new("bash");
+    command.arg(&script).arg(&bins).arg(out);
+    match runner {
+        Some(runner) => command.env("ORRERY_IMAGES_RUNNER_BIN", runner),
+        None => command.env_remove("ORRERY_IMAGES_RUNNER_BIN"),
+    };
+    let output = command
         .output()
         .with_context(|| format!("starting {}", script.display()))?;
     ensure!(
@@ -80,8 +97,12 @@ pub fn built() -> Result<PathBuf> {
 /// builds them: the build is reproducible, so a rebuild would write the same archives. The
 /// binaries are built first when stale (as [`build`] does).
 pub fn fresh(out: &Path) -> Option<PathBuf> {
+    fresh_with(out, workspace_binary("orrery").ok()?)
+}
+
+/// [`fresh`], for images whose runner binary is `runner`.
+fn fresh_with(out: &Path, runner: PathBuf) -> Option<PathBuf> {
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let runner = workspace_binary("orrery").ok()?;
     let operator = workspace_binary("orrery-operator").ok()?;
     let inputs = [
         runner,
@@ -101,4 +122,110 @@ pub fn fresh(out: &Path) -> Option<PathBuf> {
         .into_iter()
         .min()?;
     (oldest_archive > newest_input).then(|| out.to_path_buf())
+}
+
+/// The images with the runner image's binary as `operator/Dockerfile` builds it
+/// ([`pod_build_binary`]), built once for this test binary beside the workspace's binaries
+/// (`<target>/<profile>/orrery-images-pod/`).
+pub fn built_with_pod_build() -> Result<PathBuf> {
+    static BUILT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(dir) = built.as_ref() {
+        return Ok(dir.clone());
+    }
+    let runner = pod_build_binary()?;
+    let bins = workspace_binary("orrery")?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let out = bins.join("orrery-images-pod");
+    let dir = match fresh_with(&out, runner.clone()) {
+        Some(dir) => dir,
+        None => build_with(&out, Some(&runner))?,
+    };
+    *built = Some(dir.clone());
+    Ok(dir)
+}
+
+/// The runner image's binary as `operator/Dockerfile` builds it, in this build's profile:
+/// `orrery` without the `cli` feature (run, probe and validate only), linked with
+/// [`POD_BUILD_RUSTFLAGS`] for the host's target (`--target`, so build scripts and proc macros
+/// are built as usual and share the workspace's). Built when missing or stale, into
+/// `<target>/<host triple>/<profile>/orrery`.
+pub fn pod_build_binary() -> Result<PathBuf> {
+    let build = TestBuild::current()?;
+    let host = host_triple()?;
+    let mut cargo = build.cargo();
+    cargo
+        .args(["build", "--quiet", "--locked", "-p", "orrery-runner"])
+        .args([
+            "--bin",
+            "orrery",
+            "--no-default-features",
+            "--target",
+            &host,
+        ])
+        .env("RUSTFLAGS", POD_BUILD_RUSTFLAGS)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    build.profile_args(&mut cargo);
+    let what = format!(
+        "RUSTFLAGS='{POD_BUILD_RUSTFLAGS}' cargo build -p orrery-runner --bin orrery \
+         --no-default-features --target {host}"
+    );
+    let status = cargo.status().with_context(|| format!("running {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    let path = build
+        .target_dir
+        .join(&host)
+        .join(&build.profile)
+        .join("orrery");
+    if !path.is_file() {
+        bail!("{what} left no {}", path.display());
+    }
+    Ok(path)
+}
+
+/// The host's target triple, as `rustc -vV` names it.
+fn host_triple() -> Result<String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .context("running rustc -vV")?;
+    ensure!(
+        output.status.success(),
+        "rustc -vV failed ({})",
+        output.status
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(|host| host.trim().to_owned())
+        .context("rustc -vV named no host triple")
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dockerfile_and_the_test_script_link_the_runner_binary_with_the_tests_flags() {
+        for file in ["operator/Dockerfile", "scripts/test.sh"] {
+            let text = std::fs::read_to_string(workspace_root().join(file)).expect(file);
+            assert!(
+                text.contains(&format!("RUSTFLAGS=\"{POD_BUILD_RUSTFLAGS}\"")),
+                "{file} builds the runner image's binary with RUSTFLAGS=\"{POD_BUILD_RUSTFLAGS}\""
+            );
+            assert!(
+                text.contains("--no-default-features") && text.contains("--target"),
+                "{file} builds it without the cli feature, for the host's --target"
+            );
+        }
+    }
 }

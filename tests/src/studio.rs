@@ -88,7 +88,18 @@ const INSTALL_TIMEOUT: Duration = Duration::from_secs(180);
 /// A pod executor for `ns` in container mode: images whose archive exists (the operator's, the
 /// runner's) run as runc containers (host network).
 pub async fn container_executor(env: &TestEnv, admin: &Client, ns: &str) -> Result<PodExecutor> {
-    let images = tokio::task::spawn_blocking(crate::images::built).await??;
+    container_executor_from(env, admin, ns, crate::images::built).await
+}
+
+/// [`container_executor`] with the images `images` builds (e.g.
+/// [`crate::images::built_with_pod_build`]: the runner image's binary as the Dockerfile ships it).
+pub async fn container_executor_from(
+    env: &TestEnv,
+    admin: &Client,
+    ns: &str,
+    images: fn() -> Result<std::path::PathBuf>,
+) -> Result<PodExecutor> {
+    let images = tokio::task::spawn_blocking(images).await??;
     Ok(PodExecutor::start_with(
         admin.clone(),
         ExecutorConfig::new(format!("node-{ns}"))

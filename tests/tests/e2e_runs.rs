@@ -3,7 +3,9 @@
 //! `Succeeded` with its totals; a revision is run as recorded; a run waits for a Composition
 //! that does not exist yet; cancel, a killed runner and a deleted pod end the run as they
 //! should; an operator restarted mid-run creates no second pod; a concurrency limit queues a
-//! run until a slot frees; a finished run is deleted with its children after its TTL.
+//! run until a slot frees; a finished run is deleted with its children after its TTL; and a run
+//! succeeds with the runner image's binary built as `operator/Dockerfile` ships it (static,
+//! without the full CLI).
 //!
 //! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed.
 //!
@@ -38,10 +40,11 @@ use orrery_tests::harness::{
     GC_TIMEOUT, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition,
     kubectl, wait_deleted, wait_for,
 };
+use orrery_tests::images;
 use orrery_tests::operator_fixture::{Operator, test_config};
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
-use orrery_tests::studio::{ChartOperator, container_executor};
+use orrery_tests::studio::{ChartOperator, container_executor, container_executor_from};
 use orrery_tests::testenv::{self, ADMIN, TestEnv};
 use serde_json::json;
 
@@ -76,6 +79,9 @@ enum Kubelet {
     /// The pod executor in container mode: the chart's operator pod and the runner pods as runc
     /// containers from the project's images.
     Containers,
+    /// [`Kubelet::Containers`], with the runner image's binary built as `operator/Dockerfile`
+    /// ships it: static, without the `cli` feature.
+    ContainersAsShipped,
 }
 
 impl Fixture {
@@ -95,6 +101,10 @@ impl Fixture {
                 Some(PodExecutor::start_with(admin.clone(), config).await?)
             }
             Kubelet::Containers => Some(container_executor(env, &admin, &ns.name).await?),
+            Kubelet::ContainersAsShipped => Some(
+                container_executor_from(env, &admin, &ns.name, images::built_with_pod_build)
+                    .await?,
+            ),
         };
         let f = Fixture {
             env,
@@ -471,6 +481,62 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
             !reasons.contains(&"PodSecurityNotEnforced"),
             "the namespace enforces restricted: {events:?}"
         );
+        operator.stop().await
+    })
+    .await
+}
+
+/// The runner image as `operator/Dockerfile` builds it (statically linked, without the full
+/// CLI's commands) runs a run to the end: no test elsewhere runs that build, and a static
+/// binary has no loader, no libc files and no NSS modules in its image to lean on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_succeeds_with_the_runner_image_built_as_shipped_static_and_without_the_full_cli()
+-> Result<()> {
+    let binary = tokio::task::spawn_blocking(images::pod_build_binary).await??;
+    let ldd = std::process::Command::new("ldd").arg(&binary).output()?;
+    let said = String::from_utf8_lossy(&ldd.stdout) + String::from_utf8_lossy(&ldd.stderr);
+    ensure!(
+        !ldd.status.success() && said.contains("not a dynamic executable"),
+        "{} is linked statically, ldd said: {said}",
+        binary.display()
+    );
+    let demo = std::process::Command::new(&binary).arg("demo").output()?;
+    let stderr = String::from_utf8_lossy(&demo.stderr);
+    ensure!(
+        demo.status.code() == Some(2) && stderr.contains("`orrery demo` is not in this build"),
+        "the shipped build has no demo: {} {stderr}",
+        demo.status
+    );
+    run_with("run-shipped", Kubelet::ContainersAsShipped, async |f| {
+        let operator = f.chart(&[]).await?;
+        f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
+            .await?;
+        wait_for(
+            &f.runs(),
+            "notes-1",
+            "an end",
+            RUN_TIMEOUT,
+            |run: Option<&StudioRun>| phase_of(run).is_some_and(RunPhase::is_terminal),
+        )
+        .await?;
+        let done = f.runs().get("notes-1").await?;
+        let status = done.status.clone().context("status")?;
+        assert_eq!(status.phase, Some(RunPhase::Succeeded), "{status:#?}");
+        assert_eq!(status.events_dropped, Some(0), "{status:#?}");
+        // The trace reached the sidecar through the runner's HTTP sink: the sidecar writes how
+        // many events it holds (from run.start to run.end) once it has them.
+        wait_for(
+            &f.runs(),
+            "notes-1",
+            "the sidecar's event count",
+            RUN_TIMEOUT,
+            |run: Option<&StudioRun>| {
+                run.and_then(|r| r.status.as_ref())
+                    .and_then(|s| s.event_count)
+                    .is_some_and(|n| n >= 4)
+            },
+        )
+        .await?;
         operator.stop().await
     })
     .await
