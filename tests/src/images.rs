@@ -72,22 +72,40 @@ fn build_with(out: &Path, runner: Option<&Path>) -> Result<PathBuf> {
 
 /// The images, built once for this test binary, beside the workspace's binaries.
 pub fn built() -> Result<PathBuf> {
-    static BUILT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
-    let mut built = BUILT
+    static BUILT: Built = OnceLock::new();
+    built_once(&BUILT, "orrery-images", || Ok(None))
+}
+
+/// Where a test binary keeps the images it built.
+type Built = OnceLock<Mutex<Option<PathBuf>>>;
+
+/// The images in `<target>/<profile>/<name>/`, built there unless fresh, once for this test
+/// binary (`slot`), with the runner binary `runner` gives (`None`: the workspace's `orrery`).
+fn built_once(
+    slot: &Built,
+    name: &str,
+    runner: impl FnOnce() -> Result<Option<PathBuf>>,
+) -> Result<PathBuf> {
+    let mut built = slot
         .get_or_init(|| Mutex::new(None))
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if let Some(dir) = built.as_ref() {
         return Ok(dir.clone());
     }
+    let runner = runner()?;
     let bins = workspace_binary("orrery")?
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let out = bins.join("orrery-images");
-    let dir = match fresh(&out) {
+    let out = bins.join(name);
+    let fresh = match &runner {
+        Some(runner) => fresh_with(&out, runner.clone()),
+        None => fresh(&out),
+    };
+    let dir = match fresh {
         Some(dir) => dir,
-        None => build(&out)?,
+        None => build_with(&out, runner.as_deref())?,
     };
     *built = Some(dir.clone());
     Ok(dir)
@@ -128,26 +146,8 @@ fn fresh_with(out: &Path, runner: PathBuf) -> Option<PathBuf> {
 /// ([`pod_build_binary`]), built once for this test binary beside the workspace's binaries
 /// (`<target>/<profile>/orrery-images-pod/`).
 pub fn built_with_pod_build() -> Result<PathBuf> {
-    static BUILT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
-    let mut built = BUILT
-        .get_or_init(|| Mutex::new(None))
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(dir) = built.as_ref() {
-        return Ok(dir.clone());
-    }
-    let runner = pod_build_binary()?;
-    let bins = workspace_binary("orrery")?
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let out = bins.join("orrery-images-pod");
-    let dir = match fresh_with(&out, runner.clone()) {
-        Some(dir) => dir,
-        None => build_with(&out, Some(&runner))?,
-    };
-    *built = Some(dir.clone());
-    Ok(dir)
+    static BUILT: Built = OnceLock::new();
+    built_once(&BUILT, "orrery-images-pod", || pod_build_binary().map(Some))
 }
 
 /// The runner image's binary as `operator/Dockerfile` builds it, in this build's profile:
