@@ -215,8 +215,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_dockerfile_and_the_test_script_link_the_runner_binary_with_the_tests_flags() {
-        for file in ["operator/Dockerfile", "scripts/test.sh"] {
+    fn every_build_of_the_runner_image_binary_links_it_with_the_tests_flags() {
+        for file in [
+            "operator/Dockerfile",
+            "scripts/test.sh",
+            "tests/bench/compare/run.sh",
+        ] {
             let text = std::fs::read_to_string(workspace_root().join(file)).expect(file);
             assert!(
                 text.contains(&format!("RUSTFLAGS=\"{POD_BUILD_RUSTFLAGS}\"")),

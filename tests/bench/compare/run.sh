@@ -27,9 +27,18 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q langgraph==1.2.22 langchain-openai==1.7.4 google-adk==2.13.0 litellm==1.110.2
 fi
-(cd "$root" && cargo build --release -p orrery-runner --bin orrery -p orrery-tests --bin bench_run)
-# No telemetry, and LiteLLM's bundled price table instead of a download at import.
+(cd "$root" && cargo build --release -p orrery-tests --bin bench_run)
+# The whole-process figure is the runner pod's: `orrery` built as operator/Dockerfile builds the
+# runner image's binary (profile dist, without the cli feature, linked statically).
+host="$(rustc -vV | sed -n 's/^host: //p')"
+(cd "$root" && RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" \
+    cargo build --profile dist --locked --no-default-features --target "$host" \
+    -p orrery-runner --bin orrery)
+pod_orrery="$root/target/$host/dist/orrery"
+# No telemetry, LiteLLM's bundled price table instead of a download at import, and no
+# deprecation warnings from ADK's SequentialAgent in every process's output.
 export LANGSMITH_TRACING=false LITELLM_LOCAL_MODEL_COST_MAP=True
+export PYTHONWARNINGS=ignore::DeprecationWarning
 
 # One stub for everyone, serving until its standard input closes.
 mkfifo "$tmp/stub-in"
@@ -41,13 +50,35 @@ url=$(head -n1 "$tmp/stub-url")
 echo "stub: $url"
 "$venv/bin/pip" list 2>/dev/null | grep -E '^(langgraph|langchain-core|langchain-openai|google-adk|litellm) ' || true
 
+# A peer whose process crashes is reported. ADK 2.13's ends with SIGSEGV in the interpreter's
+# teardown, after its figures are printed: that is said and the figures stand. A crash before
+# the figures fails the script, at the end, after the other measurements.
+failed=
+peer() {
+    local status=0
+    "$venv/bin/python" "$here/peers.py" "$@" >"$tmp/peer.out" || status=$?
+    cat "$tmp/peer.out"
+    if [ "$status" -eq 0 ]; then
+        return
+    elif grep -q -e "overhead per LLM node" -e "processes, exec -> exit" "$tmp/peer.out"; then
+        echo "$1 $2: the process exited with status $status after printing its figures" >&2
+    else
+        echo "$1 $2: exited with status $status before its figures" >&2
+        failed="$failed $1-$2"
+    fi
+}
+
 echo "== warm: orchestration overhead per LLM node =="
 "$root/target/release/bench_run" "$runs" --stub-url "$url"
-"$venv/bin/python" "$here/peers.py" langgraph warm "$url" "$runs"
-"$venv/bin/python" "$here/peers.py" adk warm "$url" "$((runs / 4))"
+peer langgraph warm "$url" "$runs"
+peer adk warm "$url" "$((runs / 4))"
 
 echo "== whole process: one 10-node run =="
-"$root/target/release/bench_run" --process "$procs" --stub-url "$url"
-"$venv/bin/python" "$here/peers.py" langgraph procs "$url" "$procs"
-"$venv/bin/python" "$here/peers.py" adk procs "$url" "$procs"
+"$root/target/release/bench_run" --process "$procs" --stub-url "$url" --orrery "$pod_orrery"
+peer langgraph procs "$url" "$procs"
+peer adk procs "$url" "$procs"
 exec 3>&-
+if [ -n "$failed" ]; then
+    echo "failed:$failed" >&2
+    exit 1
+fi
