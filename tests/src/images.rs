@@ -73,18 +73,18 @@ fn build_with(out: &Path, runner: Option<&Path>) -> Result<PathBuf> {
 /// The images, built once for this test binary, beside the workspace's binaries.
 pub fn built() -> Result<PathBuf> {
     static BUILT: Built = OnceLock::new();
-    built_once(&BUILT, "orrery-images", || Ok(None))
+    built_once(&BUILT, "orrery-images", || workspace_binary("orrery"))
 }
 
 /// Where a test binary keeps the images it built.
 type Built = OnceLock<Mutex<Option<PathBuf>>>;
 
 /// The images in `<target>/<profile>/<name>/`, built there unless fresh, once for this test
-/// binary (`slot`), with the runner binary `runner` gives (`None`: the workspace's `orrery`).
+/// binary (`slot`), with the runner image's binary that `runner` builds.
 fn built_once(
     slot: &Built,
     name: &str,
-    runner: impl FnOnce() -> Result<Option<PathBuf>>,
+    runner: impl FnOnce() -> Result<PathBuf>,
 ) -> Result<PathBuf> {
     let mut built = slot
         .get_or_init(|| Mutex::new(None))
@@ -99,13 +99,9 @@ fn built_once(
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let out = bins.join(name);
-    let fresh = match &runner {
-        Some(runner) => fresh_with(&out, runner.clone()),
-        None => fresh(&out),
-    };
-    let dir = match fresh {
+    let dir = match fresh_with(&out, runner.clone()) {
         Some(dir) => dir,
-        None => build_with(&out, runner.as_deref())?,
+        None => build_with(&out, Some(&runner))?,
     };
     *built = Some(dir.clone());
     Ok(dir)
@@ -147,7 +143,7 @@ fn fresh_with(out: &Path, runner: PathBuf) -> Option<PathBuf> {
 /// (`<target>/<profile>/orrery-images-pod/`).
 pub fn built_with_pod_build() -> Result<PathBuf> {
     static BUILT: Built = OnceLock::new();
-    built_once(&BUILT, "orrery-images-pod", || pod_build_binary().map(Some))
+    built_once(&BUILT, "orrery-images-pod", pod_build_binary)
 }
 
 /// The runner image's binary as `operator/Dockerfile` builds it, in this build's profile:
