@@ -12,6 +12,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+# Cargo's target directory (the builds below run at the root, where a relative one starts).
+target=${CARGO_TARGET_DIR:-target}
+case $target in /*) ;; *) target=$root/$target ;; esac
 runs=${RUNS:-200}
 procs=${PROCS:-10}
 tmp=$(mktemp -d)
@@ -34,7 +37,7 @@ host="$(rustc -vV | sed -n 's/^host: //p')"
 (cd "$root" && RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" \
     cargo build --profile dist --locked --no-default-features --target "$host" \
     -p orrery-runner --bin orrery)
-pod_orrery="$root/target/$host/dist/orrery"
+pod_orrery="$target/$host/dist/orrery"
 # No telemetry, LiteLLM's bundled price table instead of a download at import, and no
 # deprecation warnings from ADK's SequentialAgent in every process's output.
 export LANGSMITH_TRACING=false LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -42,7 +45,7 @@ export PYTHONWARNINGS=ignore::DeprecationWarning
 
 # One stub for everyone, serving until its standard input closes.
 mkfifo "$tmp/stub-in"
-"$root/target/release/bench_run" --stub <"$tmp/stub-in" >"$tmp/stub-url" &
+"$target/release/bench_run" --stub <"$tmp/stub-in" >"$tmp/stub-url" &
 stub_pid=$!
 exec 3>"$tmp/stub-in"
 for _ in $(seq 100); do [ -s "$tmp/stub-url" ] && break; sleep 0.1; done
@@ -69,12 +72,12 @@ peer() {
 }
 
 echo "== warm: orchestration overhead per LLM node =="
-"$root/target/release/bench_run" "$runs" --stub-url "$url"
+"$target/release/bench_run" "$runs" --stub-url "$url"
 peer langgraph warm "$url" "$runs"
 peer adk warm "$url" "$((runs / 4))"
 
 echo "== whole process: one 10-node run =="
-"$root/target/release/bench_run" --process "$procs" --stub-url "$url" --orrery "$pod_orrery"
+"$target/release/bench_run" --process "$procs" --stub-url "$url" --orrery "$pod_orrery"
 peer langgraph procs "$url" "$procs"
 peer adk procs "$url" "$procs"
 exec 3>&-
