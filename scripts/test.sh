@@ -26,6 +26,24 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The golden-file, CRD-drift and generated-docs tests rewrite their files instead of comparing
+# when an ORRERY_UPDATE_* variable is set (with any value), and then pass whatever changed: a
+# test run with one set proves nothing, so refuse it before anything runs.
+refuse_update_variables() {
+    local set=()
+    local name
+    for name in $(compgen -e); do
+        if [[ "${name}" == ORRERY_UPDATE_* ]]; then
+            set+=("${name}")
+        fi
+    done
+    if [[ ${#set[@]} -gt 0 ]]; then
+        echo "scripts/test.sh: refusing to run with ${set[*]} set: an ORRERY_UPDATE_* variable makes the golden-file and drift tests rewrite their files and pass, so the run would prove nothing; unset it (regenerate files with the one test that names it, then review the diff)" >&2
+        exit 2
+    fi
+}
+refuse_update_variables
+
 declare -a results=()
 failed=0
 

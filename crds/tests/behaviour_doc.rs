@@ -8,7 +8,8 @@
 //!   `docs/validation-codes.md`;
 //! - every test `docs/behaviour.md` names as proof exists, as a `fn` in the file it names, and
 //!   every rule says how it is proven (`Tests:`), or that it is `Not yet tested` or `Not
-//!   applicable here`; numbers run without gaps inside each section, each under its own section.
+//!   applicable here`; numbers run without gaps inside each section, each under its own section;
+//! - no rule says `Not yet tested` while test code cites it (the document must not lag the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use regex::Regex;
@@ -429,6 +430,123 @@ fn the_behaviour_document_numbers_each_rule_once_without_gaps_and_says_how_it_is
         "{DOC} has problems:\n{}",
         doc.problems.join("\n")
     );
+}
+
+/// Whether a line of `rel` is test code: a crate's integration tests (`<crate>/tests/…`, the
+/// end-to-end tests in `tests/tests/…`), a unit-test file (`tests.rs`, `*_tests.rs`), or the lines
+/// of any other file from its first `#[cfg(test)]` on. The `tests/src` harness is not a test.
+fn test_lines(rel: &Path, text: &str) -> Vec<bool> {
+    let comps: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let name = comps.last().map(String::as_str).unwrap_or_default();
+    let whole = comps.iter().skip(1).any(|c| c == "tests")
+        || name == "tests.rs"
+        || name.ends_with("_tests.rs");
+    let mut in_tests = whole;
+    text.lines()
+        .map(|line| {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                in_tests = true;
+            }
+            in_tests
+        })
+        .collect()
+}
+
+/// Every rule cited from test code, with where: `rule → ["path:line", …]`.
+fn cited_by_tests(root: &Path) -> BTreeMap<(u32, u32), Vec<String>> {
+    let mut out: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
+    for rel in citing_files(root) {
+        if rel.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = read(root, &rel);
+        let is_test = test_lines(&rel, &text);
+        for (line, _, c) in citations(&text) {
+            if let Cited::Rule(s, n) = c
+                && is_test.get(line - 1).copied().unwrap_or(false)
+            {
+                out.entry((s, n))
+                    .or_default()
+                    .push(format!("{}:{line}", rel.display()));
+            }
+        }
+    }
+    out
+}
+
+/// The rules that say they are untested (`Not yet tested`, the marker) while a test cites them.
+fn stale_untested(doc: &Doc, cited: &BTreeMap<(u32, u32), Vec<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, (line, body, _)) in &doc.rules {
+        if !body.contains("Not yet tested") {
+            continue;
+        }
+        if let Some(places) = cited.get(key) {
+            out.push(format!(
+                "{DOC}:{line}: rule {}.{} says `Not yet tested`, but test code cites it at {}",
+                key.0,
+                key.1,
+                places.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_rule_says_not_yet_tested_while_a_test_cites_it() {
+    let root = repo_root();
+    let doc = load_doc(&root);
+    let cited = cited_by_tests(&root);
+    assert!(
+        cited.len() > 50,
+        "only {} rules cited from test code: is the scanner still reading the tests?",
+        cited.len()
+    );
+    let stale = stale_untested(&doc, &cited);
+    assert!(
+        stale.is_empty(),
+        "{} rule(s) in {DOC} say `Not yet tested` while a test cites them: name the test that \
+         proves the rule (`Tests:` `name` (`path.rs`)), or, if it only touches the rule, say what \
+         is still untested without the marker:\n{}",
+        stale.len(),
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn a_rule_marked_untested_but_cited_by_a_test_is_reported_and_code_outside_tests_is_not() {
+    let doc = parse_doc(
+        "## 3. Loops\n\n- **3.1** Bounded. Not yet tested.\n- **3.2** Named. Not yet tested.\n\
+         - **3.3** Done. Tests: `t` (`x.rs`).\n",
+    );
+    let lib = "/// rule 3.2\nfn f() {}\n#[cfg(test)]\nmod tests {\n    // rule 3.1\n}\n";
+    let lines = test_lines(Path::new("runner/src/engine/walk.rs"), lib);
+    assert_eq!(lines, [false, false, true, true, true, true]);
+    assert!(
+        test_lines(Path::new("runner/tests/engine.rs"), "x")
+            .iter()
+            .all(|t| *t)
+    );
+    assert!(
+        test_lines(Path::new("crds/src/validate/plan_tests.rs"), "x")
+            .iter()
+            .all(|t| *t)
+    );
+    assert!(
+        !test_lines(Path::new("tests/src/studio.rs"), "x")
+            .iter()
+            .any(|t| *t)
+    );
+    let mut cited = BTreeMap::new();
+    cited.insert((3, 1), vec!["runner/src/engine/walk.rs:5".to_owned()]);
+    cited.insert((3, 3), vec!["runner/tests/engine.rs:1".to_owned()]);
+    let stale = stale_untested(&doc, &cited);
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert!(stale[0].contains("rule 3.1"), "{stale:?}");
 }
 
 // The checker's own reading of citations, so a form it stops recognising fails here first.
