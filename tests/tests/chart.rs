@@ -268,6 +268,92 @@ fn the_pending_approvals_policy_trusts_the_releases_own_service_account() -> Res
     Ok(())
 }
 
+/// The admission policies as a default install renders them, shipped for teams that apply
+/// manifests without Helm.
+const RENDERED_POLICIES: &str = "deploy/admission-policies.yaml";
+
+/// What the shipped file says above the rendered policies.
+const RENDERED_POLICIES_HEADER: &str = "\
+# The three StudioRun admission policies and their bindings, as `helm install orrery charts/orrery
+# -n orrery-system` renders them (docs/admission-policies.md says what each guarantees), for a
+# cluster installed without Helm:
+#
+#   kubectl apply --server-side -f deploy/admission-policies.yaml
+#
+# Generated from charts/orrery/templates/policies/ (a test keeps it equal; regenerate with
+# ORRERY_UPDATE_GOLDEN=1 cargo test -p orrery-tests --test chart). One line depends on where
+# the operator runs: the pending-approvals policy trusts
+# system:serviceaccount:orrery-system:orrery-operator (variable `system`); if your operator's
+# ServiceAccount has another name or namespace, change that line, or render the policies with
+# `helm template` and your release's values.
+";
+
+#[test]
+fn the_shipped_admission_policies_are_the_charts_as_a_default_install_renders_them() -> Result<()> {
+    let mut args = Vec::new();
+    for file in [
+        "studioruns-create.yaml",
+        "studioruns-decisions.yaml",
+        "studioruns-pending.yaml",
+    ] {
+        args.push("--show-only".to_owned());
+        args.push(format!("templates/policies/{file}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let rendered = template(RELEASE, NAMESPACE, &args)?.ok()?;
+    ensure!(
+        documents(&rendered)?.len() == 6,
+        "three policies and three bindings:\n{rendered}"
+    );
+    let want = format!("{RENDERED_POLICIES_HEADER}{rendered}");
+    let path = workspace_root().join(RENDERED_POLICIES);
+    if std::env::var_os("ORRERY_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &want).with_context(|| format!("writing {}", path.display()))?;
+        return Ok(());
+    }
+    let shipped = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {}; make it with ORRERY_UPDATE_GOLDEN=1",
+            path.display()
+        )
+    })?;
+    ensure!(
+        shipped == want,
+        "{RENDERED_POLICIES} differs from the chart's policies as rendered now: regenerate it with \
+         ORRERY_UPDATE_GOLDEN=1 cargo test -p orrery-tests --test chart and review the diff"
+    );
+    Ok(())
+}
+
+#[test]
+fn every_refusal_of_every_admission_policy_has_the_one_form_forbidden() -> Result<()> {
+    // `reason: Invalid` prints `The studioruns "x" is invalid: : …` (an empty field), `Forbidden`
+    // prints `Error from server (Forbidden): … is forbidden: …`: one form for every refusal.
+    let dir = chart_dir().join("templates/policies");
+    let mut reasons = 0;
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)?;
+        for line in text.lines() {
+            if let Some(reason) = line.trim().strip_prefix("reason:") {
+                reasons += 1;
+                ensure!(
+                    reason.trim() == "Forbidden",
+                    "{}: a refusal with reason {}; every policy refuses as Forbidden",
+                    path.display(),
+                    reason.trim()
+                );
+            }
+        }
+    }
+    ensure!(
+        reasons >= 11,
+        "only {reasons} reasons found under {}",
+        dir.display()
+    );
+    Ok(())
+}
+
 /// Each row: values given with --set / --set-string, and what helm's refusal must name.
 #[test]
 fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {

@@ -31,13 +31,13 @@ use orrery_operator::Config;
 use orrery_operator::controller::Context;
 use orrery_operator::metrics::Metrics;
 use orrery_tests::harness::{
-    TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, wait_for,
-    workspace_root,
+    TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, kubectl_ok,
+    wait_for, workspace_root,
 };
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::PodExecutor;
 use orrery_tests::studio::{ChartOperator, container_executor};
-use orrery_tests::testenv::{self, TestEnv};
+use orrery_tests::testenv::{self, ADMIN, TestEnv};
 
 /// The chart's operator serving `ns`, with `examples/operator/config.yaml`'s model rules, its pod
 /// on a container-mode node of the test's own.
@@ -295,6 +295,58 @@ async fn a_broken_composition_is_invalid_with_the_seed_codes_at_their_fields() -
     let operator = Installed::start(env, &ns.name, &client).await?;
     apply_examples(&client, &ns.name, "registry").await?;
     apply_yaml(&client, Some(&ns.name), BROKEN).await?;
+    // A script waits for the verdict, whichever it is, as docs/gitops-health.md shows: until
+    // the status speaks for the current generation, then reads `Valid`.
+    let generation = kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "get",
+            "composition",
+            "broken",
+            "-n",
+            &ns.name,
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ],
+    )
+    .await?;
+    let wait_for = format!(
+        "--for=jsonpath={{.status.observedGeneration}}={}",
+        generation.trim()
+    );
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "wait",
+            "composition/broken",
+            "-n",
+            &ns.name,
+            &wait_for,
+            "--timeout=60s",
+        ],
+    )
+    .await?;
+    let valid = kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "get",
+            "composition",
+            "broken",
+            "-n",
+            &ns.name,
+            "-o",
+            r#"jsonpath={.status.conditions[?(@.type=="Valid")].status}"#,
+        ],
+    )
+    .await?;
+    assert_eq!(
+        valid.trim(),
+        "False",
+        "the documented wait reads the verdict"
+    );
     let api: Api<Composition> = ns.api(&client);
     let c = wait_valid(&api, "broken", "False").await?;
     let s = status(&c)?;

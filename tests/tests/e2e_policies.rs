@@ -109,10 +109,12 @@ async fn fails_as(env: &TestEnv, who: &Who, args: &[&str]) -> Result<String> {
     Ok(out.stderr)
 }
 
-/// What the apiserver says when `policy`'s binding for `ns` refuses a request.
+/// What kubectl prints when `policy`'s binding for `ns` refuses a request: every refusal of
+/// every policy in one form, `Error from server (Forbidden): … is forbidden: …` (a policy
+/// reason `Invalid` would print `… is invalid: : …` instead, with an empty field).
 fn denied_by(policy: &str, ns: &str, message: &str) -> String {
     format!(
-        "ValidatingAdmissionPolicy '{policy}' with binding '{}' denied request: {message}",
+        "is forbidden: ValidatingAdmissionPolicy '{policy}' with binding '{}' denied request: {message}",
         binding_name(policy, ns)
     )
 }
