@@ -8,20 +8,16 @@
 //! for, and nothing secret in it (a spec holds only references to Secrets; those are mounted as
 //! in a runner pod).
 
-use super::builders::{LOOPBACK_HOSTS, entry_urls, is_private, scheme_and_host, secret_refs};
 use crate::config::{AllowEntry, Config};
+use crate::endpoints::{is_private, reached, secret_refs};
 use crate::error::{Error, Result};
-use crate::run::builders::{RUNNER_CONTAINER, SECRETS_DIR, TERMINATION_MESSAGE_PATH};
-use crate::sandbox;
-use crate::sandbox::{dns_egress, quantities, selector, tcp};
+use crate::sandbox::network::{dns_egress, ip_block, proxy_egress, sandbox_network_policy, tcp};
+use crate::sandbox::{SandboxedPod, TERMINATION_MESSAGE_PATH, sandboxed_pod};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{
-    Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector, Pod, PodSpec,
-    ResourceRequirements, Volume,
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector, Pod, Volume,
 };
-use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec,
-};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 use orrery_crds::probe::ProbeRequest;
@@ -176,29 +172,22 @@ fn meta(entry: &RegistryEntry, name: String, extra: Option<(&str, String)>) -> R
 pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
     let request = probe_request(entry)?;
     let json = serde_json::to_string(&request).map_err(|e| Error::json("probe request", e))?;
-    let mut volumes = vec![
-        Volume {
-            name: "entry".into(),
-            downward_api: Some(DownwardAPIVolumeSource {
-                items: Some(vec![DownwardAPIVolumeFile {
-                    path: ENTRY_FILE.to_owned(),
-                    field_ref: Some(ObjectFieldSelector {
-                        api_version: None,
-                        field_path: format!("metadata.annotations['{PROBE_ENTRY_ANNOTATION}']"),
-                    }),
-                    mode: None,
-                    resource_field_ref: None,
-                }]),
-                default_mode: Some(0o440),
-            }),
-            ..Volume::default()
-        },
-        sandbox::tmp_volume(),
-    ];
-    let mut mounts = vec![
-        sandbox::read_only_mount("entry", PROBE_DIR),
-        sandbox::tmp_mount(),
-    ];
+    let input = Volume {
+        name: "entry".into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(vec![DownwardAPIVolumeFile {
+                path: ENTRY_FILE.to_owned(),
+                field_ref: Some(ObjectFieldSelector {
+                    api_version: None,
+                    field_path: format!("metadata.annotations['{PROBE_ENTRY_ANNOTATION}']"),
+                }),
+                mode: None,
+                resource_field_ref: None,
+            }]),
+            default_mode: Some(0o440),
+        }),
+        ..Volume::default()
+    };
     // Only the bearer tokens the probe sends; a model's API key stays out (nothing is called).
     let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, reference) in secret_refs(&entry.spec)
@@ -210,63 +199,30 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
             .or_default()
             .insert(reference.key.clone());
     }
-    let (secret_volumes, secret_mounts) = sandbox::secret_volumes(secrets, SECRETS_DIR);
-    volumes.extend(secret_volumes);
-    mounts.extend(secret_mounts);
-    let envs = sandbox::runner_env(config, SECRETS_DIR);
-    let mut metadata = meta(
+    let metadata = meta(
         entry,
         probe_pod_name(entry)?,
         Some((PROBE_ENTRY_ANNOTATION, json)),
     )?;
-    sandbox::add_trusted_certificates(config, &mut metadata, &mut volumes, &mut mounts);
-    let container = Container {
-        name: RUNNER_CONTAINER.to_owned(),
-        image: Some(config.runner.image.clone()),
-        image_pull_policy: Some(config.runner.image_pull_policy.clone()),
-        args: Some(vec![
-            "probe".to_owned(),
-            "--entry".to_owned(),
-            format!("{PROBE_DIR}/{ENTRY_FILE}"),
-            "--termination-log".to_owned(),
-            TERMINATION_MESSAGE_PATH.to_owned(),
-            "--timeout".to_owned(),
-            PROBE_TIMEOUT_SECONDS.to_string(),
-        ]),
-        env: Some(envs),
-        resources: Some(ResourceRequirements {
-            requests: quantities(&config.runner.resources.requests),
-            limits: quantities(&config.runner.resources.limits),
-            ..ResourceRequirements::default()
-        }),
-        security_context: Some(sandbox::container_security_context()),
-        termination_message_path: Some(TERMINATION_MESSAGE_PATH.to_owned()),
-        termination_message_policy: Some("File".to_owned()),
-        volume_mounts: Some(mounts),
-        ..Container::default()
-    };
-    Ok(Pod {
-        metadata,
-        spec: Some(PodSpec {
-            containers: vec![container],
-            restart_policy: Some("Never".to_owned()),
-            active_deadline_seconds: Some(PROBE_DEADLINE_SECONDS),
-            automount_service_account_token: Some(false),
-            enable_service_links: Some(false),
-            runtime_class_name: config.runner.runtime_class_name.clone(),
-            security_context: Some(sandbox::pod_security_context()),
-            volumes: Some(volumes),
-            ..PodSpec::default()
-        }),
-        status: None,
-    })
-}
-
-fn block(cidr: String, except: Option<Vec<String>>) -> NetworkPolicyPeer {
-    NetworkPolicyPeer {
-        ip_block: Some(IPBlock { cidr, except }),
-        ..NetworkPolicyPeer::default()
-    }
+    Ok(sandboxed_pod(
+        SandboxedPod {
+            metadata,
+            args: vec![
+                "probe".to_owned(),
+                "--entry".to_owned(),
+                format!("{PROBE_DIR}/{ENTRY_FILE}"),
+                "--termination-log".to_owned(),
+                TERMINATION_MESSAGE_PATH.to_owned(),
+                "--timeout".to_owned(),
+                PROBE_TIMEOUT_SECONDS.to_string(),
+            ],
+            input,
+            input_dir: PROBE_DIR,
+            secrets,
+            active_deadline_seconds: PROBE_DEADLINE_SECONDS,
+        },
+        config,
+    ))
 }
 
 /// Every public address: `0.0.0.0/0` and `::/0`, each except the [`NOT_PUBLIC`] space of its
@@ -280,35 +236,18 @@ fn public_blocks() -> Vec<NetworkPolicyPeer> {
             .collect()
     };
     vec![
-        block("0.0.0.0/0".into(), Some(except(true))),
-        block("::/0".into(), Some(except(false))),
+        ip_block("0.0.0.0/0".into(), Some(except(true))),
+        ip_block("::/0".into(), Some(except(false))),
     ]
 }
 
-/// The TCP ports the entry's URLs reach, loopback URLs left out (inside the pod), and whether
-/// any host is allowlisted by name or address (a private entry).
+/// The TCP ports the entry's URLs reach, loopback URLs left out (inside the pod).
 fn entry_ports(entry: &RegistryEntry) -> Result<BTreeSet<u16>> {
     let name = entry.metadata.name.clone().unwrap_or_default();
-    let mut ports = BTreeSet::new();
-    for url in entry_urls(&entry.spec) {
-        let Some((_, host)) = scheme_and_host(&url.url) else {
-            return Err(Error::Endpoint {
-                entry: name,
-                problem: format!("{} {:?} is not a URL", url.field, url.url),
-                fix: "correct the URL in the RegistryEntry".into(),
-            });
-        };
-        if LOOPBACK_HOSTS.contains(&host.as_str()) {
-            continue;
-        }
-        let port = super::builders::url_port(&url.url).ok_or_else(|| Error::Endpoint {
-            entry: name.clone(),
-            problem: format!("{} {:?} has no port", url.field, url.url),
-            fix: "write the URL with https:// or an explicit port".into(),
-        })?;
-        ports.insert(port);
-    }
-    Ok(ports)
+    Ok(reached(&name, &entry.spec)?
+        .into_iter()
+        .map(|(_, port)| port)
+        .collect())
 }
 
 /// The probe NetworkPolicy of the entry, owned by it: selects its probe pods by the entry's
@@ -334,7 +273,7 @@ pub fn probe_network_policy(entry: &RegistryEntry, config: &Config) -> Result<Ne
     let to_ports = Some(ports.iter().copied().map(tcp).collect::<Vec<_>>());
     if !ports.is_empty() {
         match &config.egress_proxy {
-            Some(proxy) => egress.push(crate::sandbox::proxy_egress(proxy)?),
+            Some(proxy) => egress.push(proxy_egress(proxy)?),
             None => egress.push(NetworkPolicyEgressRule {
                 to: Some(public_blocks()),
                 ports: to_ports.clone(),
@@ -345,7 +284,7 @@ pub fn probe_network_policy(entry: &RegistryEntry, config: &Config) -> Result<Ne
                 .allowlist()
                 .iter()
                 .filter_map(|a| match a {
-                    AllowEntry::Net(net) => Some(block(net.to_string(), None)),
+                    AllowEntry::Net(net) => Some(ip_block(net.to_string(), None)),
                     AllowEntry::Host(_) => None,
                 })
                 .collect()
@@ -359,22 +298,19 @@ pub fn probe_network_policy(entry: &RegistryEntry, config: &Config) -> Result<Ne
             });
         }
     }
-    Ok(NetworkPolicy {
-        metadata: meta(entry, probe_network_policy_name(&name), None)?,
-        spec: Some(NetworkPolicySpec {
-            pod_selector: selector(BTreeMap::from([(ENTRY_UID_LABEL.to_owned(), uid)])),
-            policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
-            ingress: None,
-            egress: Some(egress),
-        }),
-    })
+    Ok(sandbox_network_policy(
+        meta(entry, probe_network_policy_name(&name), None)?,
+        (ENTRY_UID_LABEL, uid),
+        egress,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::run::builders::tests::config;
+    use crate::sandbox::{self, SECRETS_DIR};
+    use crate::testing::config;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -525,8 +461,8 @@ mod tests {
     /// the same annotation, file and `SSL_CERT_DIR` as a runner pod.
     #[test]
     fn the_probe_pod_trusts_the_configured_certificates_like_a_runner_pod() {
-        let pem = crate::run::builders::tests::TEST_PEM;
-        let config = crate::run::builders::tests::trusting_config();
+        let pem = crate::testing::TEST_PEM;
+        let config = crate::testing::trusting_config();
         let pod = probe_pod(&writer(), &config).expect("pod");
         let annotations = pod.metadata.annotations.expect("annotations");
         assert_eq!(
@@ -644,7 +580,7 @@ mod tests {
         );
         let local = entry("{mcp: {url: 'http://127.0.0.1:7801/mcp', tools: [a], readOnly: [a]}}");
         let np = serde_json::to_value(
-            probe_network_policy(&local, &crate::run::builders::tests::config("")).expect("np"),
+            probe_network_policy(&local, &crate::testing::config("")).expect("np"),
         )
         .expect("json");
         assert_eq!(np["spec"]["egress"], json!([dns()]));

@@ -4,10 +4,10 @@
 //! probe ([`probe_status`]): the probe pod's report fills in the pins, a changed pin waits for
 //! a person's acceptance, and the next probe is due on a spec change or after the interval.
 
-use super::builders::{entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs};
 use crate::config::{AllowEntry, Config};
+use crate::endpoints::{entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs};
 use crate::kstatus::{self, Health, find};
-use crate::run::status::PodState;
+use crate::sandbox::PodState;
 use ipnet::IpNet;
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, set_condition};
@@ -101,7 +101,7 @@ pub fn static_problems(
         let Some((_, host)) = scheme_and_host(&url.url) else {
             continue;
         };
-        let loopback = super::builders::LOOPBACK_HOSTS.contains(&host.as_str());
+        let loopback = crate::endpoints::LOOPBACK_HOSTS.contains(&host.as_str());
         let literal = host.parse::<IpAddr>().ok();
         if private && !loopback {
             let named = allowlist.iter().any(|a| a.covers(&host));
@@ -286,7 +286,7 @@ pub enum ProbeNext {
     },
 }
 
-/// Reads what the probe pod says (see [`crate::run::status::pod_state`]).
+/// Reads what the probe pod says (see [`crate::sandbox::pod_state`]).
 pub fn observe(state: &PodState) -> ProbeObservation {
     match state {
         PodState::Absent => ProbeObservation::NoPod,

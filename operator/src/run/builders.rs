@@ -4,11 +4,9 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::sandbox;
+use crate::sandbox::{self, SandboxedPod, TERMINATION_MESSAGE_PATH};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{
-    Container, Pod, PodSpec, ResourceRequirements, Secret, SecretVolumeSource, Volume,
-};
+use k8s_openapi::api::core::v1::{Pod, Secret, SecretVolumeSource, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 use orrery_crds::budget::BudgetLimits;
@@ -27,8 +25,6 @@ pub const RUN_UID_LABEL: &str = "studio.orrery.dev/run-uid";
 pub const RUN_NAME_ANNOTATION: &str = "studio.orrery.dev/run";
 /// `app.kubernetes.io/name` of runner pods.
 pub const RUNNER_APP: &str = "orrery-runner";
-/// The runner container's name.
-pub const RUNNER_CONTAINER: &str = "runner";
 /// The user and group the runner runs as (not root).
 pub use crate::sandbox::RUNNER_UID;
 /// Where the plan Secret is mounted (read-only).
@@ -39,10 +35,6 @@ pub const PLAN_KEY: &str = "plan.json";
 pub const INPUT_KEY: &str = orrery_crds::plan_document::INPUT_FILE;
 /// Key of the run token in the plan Secret.
 pub const TOKEN_KEY: &str = orrery_crds::plan_document::TOKEN_FILE;
-/// Where the entries' Secrets are mounted (`<dir>/<secret>/<key>`, `ORRERY_SECRETS_DIR`).
-pub const SECRETS_DIR: &str = "/var/run/orrery/secrets";
-/// The termination message file the runner writes its summary to.
-pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// The identity of a run read from the cluster.
 pub fn identity(run: &StudioRun) -> Result<RunIdentity> {
     let missing = |field| Error::MissingMetadata {
@@ -178,11 +170,11 @@ pub fn active_deadline_seconds(budgets: &BudgetLimits, config: &Config) -> i64 {
 }
 
 /// The Secret keys the entries reference, by Secret: what the pod mounts under
-/// [`SECRETS_DIR`].
+/// [`sandbox::SECRETS_DIR`].
 fn entry_secrets(document: &PlanDocument) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for entry in &document.entries {
-        for (_, reference) in crate::registry::builders::secret_refs(&entry.spec) {
+        for (_, reference) in crate::endpoints::secret_refs(&entry.spec) {
             out.entry(reference.name.clone())
                 .or_default()
                 .insert(reference.key.clone());
@@ -215,61 +207,26 @@ pub fn runner_args() -> Vec<String> {
 pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> Result<Pod> {
     let id = identity(run)?;
     let names = child_names(&id.name);
-    let mut volumes = vec![
-        Volume {
-            name: "plan".into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(names.secret.clone()),
-                default_mode: Some(0o440),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
-        sandbox::tmp_volume(),
-    ];
-    let mut mounts = vec![
-        sandbox::read_only_mount("plan", PLAN_DIR),
-        sandbox::tmp_mount(),
-    ];
-    let (secret_volumes, secret_mounts) =
-        sandbox::secret_volumes(entry_secrets(document), SECRETS_DIR);
-    volumes.extend(secret_volumes);
-    mounts.extend(secret_mounts);
-    let envs = crate::sandbox::runner_env(config, SECRETS_DIR);
-    let mut metadata = child_meta(run, &id, names.pod)?;
-    sandbox::add_trusted_certificates(config, &mut metadata, &mut volumes, &mut mounts);
-    let container = Container {
-        name: RUNNER_CONTAINER.to_owned(),
-        image: Some(config.runner.image.clone()),
-        image_pull_policy: Some(config.runner.image_pull_policy.clone()),
-        args: Some(runner_args()),
-        env: Some(envs),
-        resources: Some(ResourceRequirements {
-            requests: crate::sandbox::quantities(&config.runner.resources.requests),
-            limits: crate::sandbox::quantities(&config.runner.resources.limits),
-            ..ResourceRequirements::default()
+    let plan = Volume {
+        name: "plan".into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(names.secret.clone()),
+            default_mode: Some(0o440),
+            ..SecretVolumeSource::default()
         }),
-        security_context: Some(sandbox::container_security_context()),
-        termination_message_path: Some(TERMINATION_MESSAGE_PATH.to_owned()),
-        termination_message_policy: Some("File".to_owned()),
-        volume_mounts: Some(mounts),
-        ..Container::default()
+        ..Volume::default()
     };
-    Ok(Pod {
-        metadata,
-        spec: Some(PodSpec {
-            containers: vec![container],
-            restart_policy: Some("Never".to_owned()),
-            active_deadline_seconds: Some(active_deadline_seconds(&document.plan.budgets, config)),
-            automount_service_account_token: Some(false),
-            enable_service_links: Some(false),
-            runtime_class_name: config.runner.runtime_class_name.clone(),
-            security_context: Some(sandbox::pod_security_context()),
-            volumes: Some(volumes),
-            ..PodSpec::default()
-        }),
-        status: None,
-    })
+    Ok(sandbox::sandboxed_pod(
+        SandboxedPod {
+            metadata: child_meta(run, &id, names.pod)?,
+            args: runner_args(),
+            input: plan,
+            input_dir: PLAN_DIR,
+            secrets: entry_secrets(document),
+            active_deadline_seconds: active_deadline_seconds(&document.plan.budgets, config),
+        },
+        config,
+    ))
 }
 
 #[cfg(test)]
@@ -279,30 +236,8 @@ pub(crate) mod tests {
     use orrery_crds::registry::RegistryEntryStatus;
     use orrery_crds::validate::RegistryView;
 
-    pub(crate) fn config(extra: &str) -> Config {
-        Config::parse(
-            "t.yaml",
-            &format!(
-                "apiVersion: config.studio.orrery.dev/v1alpha1\nkind: OperatorConfig\n\
-                 runner: {{image: 'ghcr.io/example/orrery:0.1.0'}}\n\
-                 sidecar: {{namespace: orrery-system, serviceName: orrery-sidecar, port: 8080}}\n\
-                 runToken: {{signingKeyFile: k}}\n{extra}\n"
-            ),
-        )
-        .expect("config")
-    }
-
-    /// A PEM block the config accepts (base64 of three bytes; only the operator's checks read it).
-    pub(crate) const TEST_PEM: &str =
-        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-
-    /// [`config`] with `runner.trustedCertificates` = [`TEST_PEM`].
-    pub(crate) fn trusting_config() -> Config {
-        let mut config = config("");
-        config.runner.trusted_certificates = Some(TEST_PEM.to_owned());
-        assert!(config.problems().is_empty(), "{:?}", config.problems());
-        config
-    }
+    use crate::sandbox::SECRETS_DIR;
+    pub(crate) use crate::testing::{TEST_PEM, config, trusting_config};
 
     pub(crate) fn run(name: &str) -> StudioRun {
         let mut run: StudioRun = serde_yaml::from_str(&format!(

@@ -1,7 +1,6 @@
 //! The StudioRun controller's pure parts:
 //! - [`builders`]: the plan document, the plan Secret and the runner Pod;
 //! - [`network`]: the run's NetworkPolicy;
-//! - [`token`]: the run-scoped JWT;
 //! - [`status`]: phase and conditions from the pod and the runner's summary;
 //! - [`admission`]: budget overrides, the relay check, the queue, the daily token budget;
 //! - [`prepare`]: what a run executes and whether it may start, compiled into its plan;
@@ -13,4 +12,3 @@ pub mod network;
 pub mod prepare;
 pub mod reconcile;
 pub mod status;
-pub mod token;

@@ -18,11 +18,11 @@ use super::status::{
     cancelled_status, queued_status, refused_status, run_status, started_status, ttl_remaining,
     waiting_status,
 };
-use super::token::{RunTokenSigner, run_claims};
 use crate::composition::builders::{current_revision, revision_name, spec_of};
 use crate::controller::{Context, apply_status, drain, scoped};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
+use crate::run_token::{RunTokenSigner, run_claims};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -857,7 +857,7 @@ fn stuck_starting(
     config: &crate::config::Config,
     now: Timestamp,
 ) -> Option<(String, Duration)> {
-    if super::status::pod_state(Some(pod)) != super::status::PodState::Starting
+    if crate::sandbox::pod_state(Some(pod)) != crate::sandbox::PodState::Starting
         || !start_time_left(pod, config, now).is_zero()
     {
         return None;
@@ -1014,6 +1014,12 @@ pub fn controller(
         .graceful_shutdown_on(shutdown)
         .run(crate::controller::counted(reconcile), error_policy, ctx);
     drain("StudioRun", stream)
+}
+
+impl crate::controller::Metered for RunContext {
+    fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.base.metrics
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! `--for=jsonpath='{.status.phase}'` both work off what these set.
 
 use crate::kstatus::{self, Health};
+use crate::sandbox::{PodState, pod_state};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, set_condition};
@@ -20,79 +21,6 @@ pub use orrery_crds::plan_document::{RunSummary, parse_summary};
 
 /// The message of a run whose pod is created and not running yet.
 const STARTING_MESSAGE: &str = "the runner pod is starting";
-
-/// What the runner pod says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PodState {
-    /// No pod.
-    Absent,
-    /// Created, the runner not started yet (scheduling, pulling the image).
-    Starting,
-    /// The runner is running.
-    Running {
-        /// When the pod started (RFC 3339).
-        started_at: Option<String>,
-    },
-    /// The runner container ended.
-    Terminated {
-        /// Its exit code.
-        exit_code: i32,
-        /// The kubelet's reason (`Completed`, `Error`, `OOMKilled`…).
-        reason: Option<String>,
-        /// The termination message.
-        message: Option<String>,
-        /// When the pod started.
-        started_at: Option<String>,
-        /// When the container ended.
-        finished_at: Option<String>,
-    },
-    /// The pod failed without the container ending on its own (the kubelet killed it past
-    /// its deadline, an eviction).
-    Killed {
-        /// The pod's reason (`DeadlineExceeded`, `Evicted`…).
-        reason: Option<String>,
-        /// The pod's message.
-        message: Option<String>,
-    },
-}
-
-fn time(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> String {
-    kstatus::rfc3339(t.0)
-}
-
-/// Reads the runner pod's state.
-pub fn pod_state(pod: Option<&Pod>) -> PodState {
-    let Some(pod) = pod else {
-        return PodState::Absent;
-    };
-    let status = pod.status.clone().unwrap_or_default();
-    let started_at = status.start_time.as_ref().map(time);
-    let runner = status
-        .container_statuses
-        .iter()
-        .flatten()
-        .find(|c| c.name == super::builders::RUNNER_CONTAINER);
-    let state = runner.and_then(|c| c.state.as_ref());
-    if let Some(t) = state.and_then(|s| s.terminated.as_ref()) {
-        return PodState::Terminated {
-            exit_code: t.exit_code,
-            reason: t.reason.clone(),
-            message: t.message.clone(),
-            started_at,
-            finished_at: t.finished_at.as_ref().map(time),
-        };
-    }
-    match status.phase.as_deref() {
-        Some("Failed") | Some("Succeeded") => PodState::Killed {
-            reason: status.reason.clone(),
-            message: status.message.clone(),
-        },
-        Some("Running") if state.is_some_and(|s| s.running.is_some()) => {
-            PodState::Running { started_at }
-        }
-        _ => PodState::Starting,
-    }
-}
 
 fn cut(text: &str) -> String {
     if text.len() <= MAX_ERROR_BYTES {
