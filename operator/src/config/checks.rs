@@ -69,7 +69,7 @@ fn network(config: &Config, out: &mut Problems) {
         if let Err(why) = AllowEntry::parse(entry) {
             out.add(
                 format!("privateNetworkAllowlist[{i}]"),
-                why,
+                why.to_string(),
                 "write a host name (vllm.ml.svc), an address (10.0.0.5) or a network (10.0.0.0/8) of at least /8 (IPv6 /32)",
             );
         }
@@ -269,7 +269,7 @@ fn runner(config: &Config, out: &mut Problems) {
     {
         out.add(
             "runner.trustedCertificates".into(),
-            why,
+            why.to_string(),
             "give PEM certificates only (-----BEGIN CERTIFICATE----- blocks), e.g. your private CA's ca.crt, at most 64 KiB",
         );
     }
@@ -350,45 +350,73 @@ fn run_token(config: &Config, out: &mut Problems) {
     }
 }
 
+/// Why a text cannot be `runner.trustedCertificates`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum TrustedCertificatesError {
+    /// Over [`MAX_TRUSTED_CERTIFICATES_BYTES`].
+    #[error("{bytes} bytes is more than {MAX_TRUSTED_CERTIFICATES_BYTES}")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+    },
+    /// A section that is not a certificate (a private key must never be written where every
+    /// tenant's pods can read it).
+    #[error(
+        "holds a {label} section, not only certificates (if it is a private key, rotate it: it was written into the operator's config)"
+    )]
+    NotOnlyCertificates {
+        /// The section's PEM label or kind.
+        label: String,
+    },
+    /// Not PEM.
+    #[error("is not valid PEM: {message}")]
+    NotPem {
+        /// The parser's message.
+        message: String,
+    },
+    /// PEM without a certificate.
+    #[error("holds no PEM certificate")]
+    NoCertificate,
+}
+
 /// Why `pem` cannot be `runner.trustedCertificates`: not PEM, no certificate, something that
 /// is not a certificate (a private key must never be written where every tenant's pods can
-/// read it), or too large.
-pub(super) fn trusted_certificates_problem(pem: &str) -> Result<usize, String> {
+/// read it), or too large. `Ok` is the number of certificates.
+pub(super) fn trusted_certificates_problem(pem: &str) -> Result<usize, TrustedCertificatesError> {
     use rustls_pki_types::pem::{PemObject, SectionKind};
     if pem.len() > MAX_TRUSTED_CERTIFICATES_BYTES {
-        return Err(format!(
-            "{} bytes is more than {MAX_TRUSTED_CERTIFICATES_BYTES}",
-            pem.len()
-        ));
+        return Err(TrustedCertificatesError::TooLarge { bytes: pem.len() });
     }
     // Every PEM label first: the parser below skips labels it does not know (`ENCRYPTED
-    // PRIVATE KEY`, `OPENSSH PRIVATE KEY`…) without a word.
+    // PRIVATE KEY`, `OPENSSH PRIVATE KEY`...) without a word.
     if let Some(label) = pem.lines().find_map(|line| {
         line.trim()
             .strip_prefix("-----BEGIN ")
             .and_then(|rest| rest.strip_suffix("-----"))
             .filter(|label| *label != "CERTIFICATE")
     }) {
-        return Err(format!(
-            "holds a {label} section, not only certificates (if it is a private key, rotate \
-             it: it was written into the operator's config)"
-        ));
+        return Err(TrustedCertificatesError::NotOnlyCertificates {
+            label: label.to_owned(),
+        });
     }
     let mut certificates = 0;
     for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem.as_bytes()) {
         match section {
             Ok((SectionKind::Certificate, _)) => certificates += 1,
             Ok((kind, _)) => {
-                return Err(format!(
-                    "holds a {kind:?} section, not only certificates (if it is a private key, \
-                     rotate it: it was written into the operator's config)"
-                ));
+                return Err(TrustedCertificatesError::NotOnlyCertificates {
+                    label: format!("{kind:?}"),
+                });
             }
-            Err(e) => return Err(format!("is not valid PEM: {e}")),
+            Err(e) => {
+                return Err(TrustedCertificatesError::NotPem {
+                    message: e.to_string(),
+                });
+            }
         }
     }
     if certificates == 0 {
-        return Err("holds no PEM certificate".into());
+        return Err(TrustedCertificatesError::NoCertificate);
     }
     Ok(certificates)
 }

@@ -352,14 +352,36 @@ pub enum AllowEntry {
     Net(IpNet),
 }
 
+/// Why a text cannot be an allowlist entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllowEntryError {
+    /// Nothing but spaces.
+    #[error("an empty entry")]
+    Empty,
+    /// A network the runner's guard never lets through the allowlist.
+    #[error("{entry}: {why}")]
+    NeverAllowlistable {
+        /// The entry as written.
+        entry: String,
+        /// Why (too broad, link-local, metadata, unspecified, loopback).
+        why: &'static str,
+    },
+    /// Neither a host name, an address nor a network.
+    #[error("{entry:?} is neither a host name, an address nor a network")]
+    NotAHostOrNetwork {
+        /// The entry as written.
+        entry: String,
+    },
+}
+
 impl AllowEntry {
     /// Parses `host`, `10.0.0.5` or `10.0.0.0/8` the way the runner's guard does, refusing
     /// networks that are too broad or cover link-local, metadata, unspecified or loopback
     /// space. `Err` says why.
-    pub fn parse(text: &str) -> Result<AllowEntry, String> {
+    pub fn parse(text: &str) -> Result<AllowEntry, AllowEntryError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err("an empty entry".into());
+            return Err(AllowEntryError::Empty);
         }
         let net = text.parse::<IpNet>().ok().or_else(|| {
             text.trim_matches(['[', ']'])
@@ -369,7 +391,10 @@ impl AllowEntry {
         });
         if let Some(net) = net {
             return match never_allowlistable(&net) {
-                Some(why) => Err(format!("{text}: {why}")),
+                Some(why) => Err(AllowEntryError::NeverAllowlistable {
+                    entry: text.to_owned(),
+                    why,
+                }),
                 None => Ok(AllowEntry::Net(net)),
             };
         }
@@ -382,9 +407,9 @@ impl AllowEntry {
                 && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         });
         if !labels_ok || host.len() > 253 || host == "localhost" {
-            return Err(format!(
-                "{text:?} is neither a host name, an address nor a network"
-            ));
+            return Err(AllowEntryError::NotAHostOrNetwork {
+                entry: text.to_owned(),
+            });
         }
         Ok(AllowEntry::Host(host))
     }

@@ -238,7 +238,9 @@ fn trusted_certificates_must_be_pem_certificates_only() {
         let got = trusted_certificates_problem(&pem);
         match (&got, want) {
             (Ok(n), Ok(m)) => assert_eq!(*n, m, "{pem}"),
-            (Err(why), Err(start)) => assert!(why.contains(start), "{why} for {pem}"),
+            (Err(why), Err(start)) => {
+                assert!(why.to_string().contains(start), "{why} for {pem}")
+            }
             _ => panic!("{got:?} for {pem:?}"),
         }
     }

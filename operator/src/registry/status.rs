@@ -264,7 +264,32 @@ pub enum ProbeObservation {
     /// Created and not ended yet.
     Running,
     /// Ended with this report (or why there is none).
-    Ended(Result<ProbeReport, String>),
+    Ended(Result<ProbeReport, ProbeEnded>),
+}
+
+/// Why an ended probe pod left no report.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeEnded {
+    /// The runner ended without a report it could write (a crash, a bad termination message).
+    #[error("the probe pod ended (exit code {exit_code}, {reason}) without a report: {problem}")]
+    NoReport {
+        /// The runner's exit code.
+        exit_code: i32,
+        /// The kubelet's reason, or `no reason`.
+        reason: String,
+        /// Why the termination message is no report.
+        problem: String,
+    },
+    /// The pod was stopped (its deadline, an eviction) before the runner reported.
+    #[error(
+        "the probe pod was stopped before it reported ({reason}{detail}); the probe is tried again"
+    )]
+    Stopped {
+        /// The pod's reason, or `no reason`.
+        reason: String,
+        /// `: ` and the pod's message, or nothing.
+        detail: String,
+    },
 }
 
 /// What the reconciler does after writing the status.
@@ -297,19 +322,19 @@ pub fn observe(state: &PodState) -> ProbeObservation {
             message,
             ..
         } => ProbeObservation::Ended(parse_report(message.as_deref().unwrap_or("")).map_err(|e| {
-            format!(
-                "the probe pod ended (exit code {exit_code}, {}) without a report: {e}",
-                reason.as_deref().unwrap_or("no reason")
-            )
+            ProbeEnded::NoReport {
+                exit_code: *exit_code,
+                reason: reason.as_deref().unwrap_or("no reason").to_owned(),
+                problem: e.to_string(),
+            }
         })),
-        PodState::Killed { reason, message } => ProbeObservation::Ended(Err(format!(
-            "the probe pod was stopped before it reported ({}{}); the probe is tried again",
-            reason.as_deref().unwrap_or("no reason"),
-            message
+        PodState::Killed { reason, message } => ProbeObservation::Ended(Err(ProbeEnded::Stopped {
+            reason: reason.as_deref().unwrap_or("no reason").to_owned(),
+            detail: message
                 .as_deref()
                 .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        ))),
+                .unwrap_or_default(),
+        })),
     }
 }
 
@@ -498,7 +523,7 @@ pub fn probe_status(
                 ProbeOutcome::Ok => Ok(&report.pins),
                 ProbeOutcome::Error { message } => Err(message.clone()),
             }),
-            Err(why) => Some(Err(why.clone())),
+            Err(why) => Some(Err(why.to_string())),
         };
         if let Some(result) = result {
             recorded = true;

@@ -504,9 +504,11 @@ mod probing {
             ready(&status).2.contains("cannot read the entry"),
             "recorded, not looped on"
         );
-        let crashed = ProbeObservation::Ended(Err(
-            "the probe pod ended (exit code 139, Error) without a report".into(),
-        ));
+        let crashed = ProbeObservation::Ended(Err(ProbeEnded::NoReport {
+            exit_code: 139,
+            reason: "Error".into(),
+            problem: "no termination message".into(),
+        }));
         let (status, _) = probe_status(&writer(), &crashed, 3600, at(0));
         assert!(ready(&status).2.contains("exit code 139"));
     }
@@ -604,7 +606,7 @@ mod probing {
         };
         assert!(matches!(
             observe(&ended(Some("garbage"))),
-            ProbeObservation::Ended(Err(m)) if m.contains("exit code 2, Error") && m.contains("not a probe report")
+            ProbeObservation::Ended(Err(m)) if m.to_string().contains("exit code 2, Error") && m.to_string().contains("not a probe report")
         ));
         let report = ProbeReport::error("e", 4, "down");
         assert_eq!(
@@ -613,7 +615,7 @@ mod probing {
         );
         assert!(matches!(
             observe(&PodState::Killed { reason: Some("DeadlineExceeded".into()), message: None }),
-            ProbeObservation::Ended(Err(m)) if m.contains("DeadlineExceeded")
+            ProbeObservation::Ended(Err(m)) if m.to_string().contains("DeadlineExceeded")
         ));
         assert_eq!(observe(&PodState::Absent), ProbeObservation::NoPod);
         assert_eq!(observe(&PodState::Starting), ProbeObservation::Running);

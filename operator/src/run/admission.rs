@@ -18,6 +18,35 @@ use orrery_crds::{CompositionSpec, StudioRun};
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
+/// Why a run may not start now, in the words its status carries.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AdmissionError {
+    /// A budget override raises a budget above the composition's (or the ceiling).
+    #[error(
+        "spec.budgets.{key} is {wanted}, over the composition's {limit}: a run may only lower a budget"
+    )]
+    OverBudget {
+        /// The budget (`maxTokens`...).
+        key: String,
+        /// The run's override.
+        wanted: u64,
+        /// The composition's budget, or the ceiling where it sets none.
+        limit: u64,
+    },
+    /// The owner's runs used the daily token budget today.
+    #[error(
+        "owner {owner}'s runs used {used} of {limit} tokens today (UTC; runLimits.dailyTokenBudgetPerOwner): start the run tomorrow or ask the platform team to raise the budget"
+    )]
+    DailyBudgetUsed {
+        /// The run's owner.
+        owner: String,
+        /// Tokens their runs used today.
+        used: u64,
+        /// `runLimits.dailyTokenBudgetPerOwner`.
+        limit: u64,
+    },
+}
+
 /// Applies a run's budget overrides to the composition's spec. Each override must be at most
 /// the composition's own budget (the ceiling where the composition sets none); `Err` says
 /// which one is over.
@@ -25,7 +54,7 @@ pub fn apply_budget_overrides(
     spec: &CompositionSpec,
     overrides: Option<&Budgets>,
     ceilings: &BudgetLimits,
-) -> Result<CompositionSpec, String> {
+) -> Result<CompositionSpec, AdmissionError> {
     let mut out = spec.clone();
     let Some(overrides) = overrides else {
         return Ok(out);
@@ -37,9 +66,11 @@ pub fn apply_budget_overrides(
         };
         let limit = allowed.get(key);
         if wanted > limit {
-            return Err(format!(
-                "spec.budgets.{key} is {wanted}, over the composition's {limit}: a run may only lower a budget"
-            ));
+            return Err(AdmissionError::OverBudget {
+                key: key.to_string(),
+                wanted,
+                limit,
+            });
         }
         let slot = match key {
             BudgetKey::Tokens => &mut out.budgets.max_tokens,
@@ -304,16 +335,18 @@ pub fn check_daily_budget<R: Borrow<StudioRun>>(
     runs: &[R],
     limits: &RunLimits,
     now: Timestamp,
-) -> Result<(), String> {
+) -> Result<(), AdmissionError> {
     let Some(limit) = limits.daily_token_budget_per_owner else {
         return Ok(());
     };
     let owner = run.spec.owner.as_str();
     let used = tokens_used_today(owner, runs, now);
     if used >= limit {
-        return Err(format!(
-            "owner {owner}'s runs used {used} of {limit} tokens today (UTC; runLimits.dailyTokenBudgetPerOwner): start the run tomorrow or ask the platform team to raise the budget"
-        ));
+        return Err(AdmissionError::DailyBudgetUsed {
+            owner: owner.to_owned(),
+            used,
+            limit,
+        });
     }
     Ok(())
 }

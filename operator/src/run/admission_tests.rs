@@ -194,6 +194,7 @@ fn the_daily_budget_sums_the_owners_runs_of_the_utc_day() {
     );
     let err = check_daily_budget(&me, &runs, &budget(900), at(3600))
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("used 900 of 900 tokens today"), "{err}");
     assert_eq!(
@@ -225,6 +226,7 @@ fn a_run_may_lower_a_budget_but_never_raise_it() {
     };
     let err = apply_budget_overrides(&spec, Some(&raise), &ceilings)
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(
         err.contains("spec.budgets.maxTokens is 1001, over the composition's 1000"),

@@ -108,7 +108,7 @@ pub fn prepare(
     let spec =
         match apply_budget_overrides(&source.spec, run.spec.budgets.as_ref(), &config.ceilings()) {
             Ok(spec) => spec,
-            Err(message) => return Ok(refused(reasons::REFUSED, message)),
+            Err(error) => return Ok(refused(reasons::REFUSED, error.to_string())),
         };
     let registry = registry_view(entries);
     let plan = match orrery_crds::plan::plan(&spec, &registry, &config.deployment_limits()) {

@@ -114,11 +114,11 @@ impl RunContext {
             .filter(|r| waits_for(r, &[reasons::QUEUED]))
             .count();
         self.base.metrics.set_queue_depth(queued);
-        if let Err(message) = check_daily_budget(run, &all, limits, now) {
+        if let Err(error) = check_daily_budget(run, &all, limits, now) {
             return Ok(Some(refused_status(
                 run,
                 reasons::DAILY_BUDGET_EXCEEDED,
-                &message,
+                &error.to_string(),
                 now,
             )));
         }
