@@ -3,6 +3,10 @@
 //! secretKeyRef naming a key that exists; they set `Ready`/`Pinned` with reasons. Then its
 //! probe ([`probe_status`]): the probe pod's report fills in the pins, a changed pin waits for
 //! a person's acceptance, and the next probe is due on a spec change or after the interval.
+//!
+//! Longer than most modules on purpose: the static checks and the probe's result set the same
+//! two conditions (`Ready`, `Pinned`) through the same helpers; apart, one condition's rules
+//! would be read in two files. Its tests are in `status_tests.rs`.
 
 use crate::config::{AllowEntry, Config};
 use crate::endpoints::{entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs};
@@ -485,6 +489,60 @@ fn seconds_since(time: Option<&str>, now: Timestamp) -> Option<u64> {
     Some(u64::try_from(secs).unwrap_or(0))
 }
 
+/// Records the pins a probe found: adopted when the entry has none or the same, else proposed
+/// (`PinChanged`, with the one command that accepts them); the health they give the entry.
+fn record_pins(
+    status: &mut RegistryEntryStatus,
+    found: &EntryPins,
+    (name, namespace): (&str, &str),
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Health {
+    status.last_error = None;
+    status.resolved_addresses = found.resolved_addresses.clone();
+    let change = if has_pins(status) {
+        pin_changes(&pinned(status), found)
+    } else {
+        None
+    };
+    match change {
+        None => {
+            adopt(status, found);
+            let message = format!("pinned {}", pinned_summary(status));
+            set_pinned(status, true, reasons::PROBED, &message, generation, now);
+            Health::Ready {
+                reason: reasons::PROBED,
+                message,
+            }
+        }
+        Some(what) => {
+            let digest = pins_digest(found);
+            status.proposed_pins = Some(ProposedPins {
+                digest: digest.clone(),
+                card_sha256: found.card_sha256.clone(),
+                skills: found.skills.clone(),
+                tools: found.tools.clone(),
+            });
+            let message = format!(
+                "the endpoint now serves other pins than the entry's: {what}; runs refuse the entry until a person accepts them: {}",
+                accept_command(name, namespace, &digest)
+            );
+            set_pinned(
+                status,
+                false,
+                reasons::PIN_CHANGED,
+                &message,
+                generation,
+                now,
+            );
+            Health::Stalled {
+                reason: reasons::PIN_CHANGED,
+                message,
+            }
+        }
+    }
+}
+
 /// The entry's status from its probe, and what to do next: a result is recorded (first pins
 /// → `Pinned`/`Ready` reason `Probed`; a failed probe → `Ready=False` reason `ProbeFailed`,
 /// tried again after [`PROBE_RETRY_SECONDS`]; pins that differ → `Ready=False` reason
@@ -540,56 +598,13 @@ pub fn probe_status(
                     });
                 }
                 Ok(found) => {
-                    status.last_error = None;
-                    status.resolved_addresses = found.resolved_addresses.clone();
-                    let change = if has_pins(&status) {
-                        pin_changes(&pinned(&status), found)
-                    } else {
-                        None
-                    };
-                    match change {
-                        None => {
-                            adopt(&mut status, found);
-                            let message = format!("pinned {}", pinned_summary(&status));
-                            set_pinned(
-                                &mut status,
-                                true,
-                                reasons::PROBED,
-                                &message,
-                                generation,
-                                now,
-                            );
-                            health = Some(Health::Ready {
-                                reason: reasons::PROBED,
-                                message,
-                            });
-                        }
-                        Some(what) => {
-                            let digest = pins_digest(found);
-                            status.proposed_pins = Some(ProposedPins {
-                                digest: digest.clone(),
-                                card_sha256: found.card_sha256.clone(),
-                                skills: found.skills.clone(),
-                                tools: found.tools.clone(),
-                            });
-                            let message = format!(
-                                "the endpoint now serves other pins than the entry's: {what}; runs refuse the entry until a person accepts them: {}",
-                                accept_command(&name, &namespace, &digest)
-                            );
-                            set_pinned(
-                                &mut status,
-                                false,
-                                reasons::PIN_CHANGED,
-                                &message,
-                                generation,
-                                now,
-                            );
-                            health = Some(Health::Stalled {
-                                reason: reasons::PIN_CHANGED,
-                                message,
-                            });
-                        }
-                    }
+                    health = Some(record_pins(
+                        &mut status,
+                        found,
+                        (&name, &namespace),
+                        generation,
+                        now,
+                    ));
                 }
             }
         }

@@ -116,6 +116,105 @@ fn failure(message: String) -> Option<RunError> {
     })
 }
 
+/// How a run ended, when it did: (phase, reason, error, when).
+type End = (RunPhase, &'static str, Option<RunError>, Option<String>);
+
+/// A cancelled run's end.
+fn cancel_end(at: Option<String>) -> End {
+    (RunPhase::Cancelled, Outcome::Cancelled.as_str(), None, at)
+}
+
+/// Whether the run was cancelled, and whether its pod was stopped from outside the run (its
+/// pod deleted, or the kubelet's deadline backstop).
+struct Stops<'a> {
+    cancelled: bool,
+    deleted: bool,
+    past_deadline: bool,
+    pod_name: &'a str,
+}
+
+/// How a run whose runner container ended did: its summary says, unless it was stopped from
+/// outside (a runner stopped on SIGTERM says Cancelled; unless the run was cancelled, that is a
+/// failure, with the totals); no summary is a crash.
+fn terminated_end(
+    status: &mut StudioRunStatus,
+    stops: &Stops,
+    exit_code: i32,
+    reason: Option<String>,
+    message: Option<String>,
+    finished_at: Option<String>,
+) -> End {
+    let stopped_from_outside = |said: Option<String>| -> Option<End> {
+        let said = said.map(|m| format!(" ({m})")).unwrap_or_default();
+        if stops.deleted {
+            Some((
+                RunPhase::Failed,
+                reasons::POD_DELETED,
+                failure(format!(
+                    "the runner pod {} was deleted before the run ended; the runner stopped on SIGTERM{said}",
+                    stops.pod_name
+                )),
+                finished_at.clone(),
+            ))
+        } else if stops.past_deadline {
+            Some((
+                RunPhase::Failed,
+                reasons::DEADLINE_EXCEEDED,
+                failure(format!(
+                    "the kubelet stopped the runner pod {} past its deadline{said}",
+                    stops.pod_name
+                )),
+                finished_at.clone(),
+            ))
+        } else {
+            None
+        }
+    };
+    match message.as_deref().and_then(parse_summary) {
+        // A runner that stopped on SIGTERM says Cancelled; unless the run was
+        // cancelled, it was stopped from outside: that is a failure, with the totals.
+        Some(summary)
+            if summary.outcome == Outcome::Cancelled
+                && !stops.cancelled
+                && (stops.deleted || stops.past_deadline) =>
+        {
+            status.totals = Some(summary.totals);
+            status.events_dropped = i64::try_from(summary.dropped).ok();
+            stopped_from_outside(None).unwrap_or_else(|| cancel_end(finished_at.clone()))
+        }
+        Some(summary) => {
+            status.totals = Some(summary.totals);
+            status.events_dropped = i64::try_from(summary.dropped).ok();
+            (
+                phase_of(summary.outcome),
+                summary.outcome.as_str(),
+                summary.error,
+                finished_at,
+            )
+        }
+        None if stops.cancelled => cancel_end(finished_at),
+        None if stops.deleted || stops.past_deadline => {
+            stopped_from_outside(Some(format!("exit code {exit_code}, no summary")))
+                .unwrap_or_else(|| cancel_end(finished_at.clone()))
+        }
+        None => {
+            let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
+            let said = message
+                .filter(|m| !m.trim().is_empty())
+                .map(|m| format!(": {}", m.trim()))
+                .unwrap_or_default();
+            (
+                RunPhase::Failed,
+                reasons::RUNNER_CRASHED,
+                failure(format!(
+                    "the runner exited with code {exit_code}{why} without a summary{said}"
+                )),
+                finished_at,
+            )
+        }
+    }
+}
+
 /// The run's status from its runner pod. A run already ended keeps its status (the outcome is
 /// final). A run whose pod was never created is left as it is (the reconciler creates it).
 pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioRunStatus {
@@ -125,11 +224,7 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
         return status;
     }
     let cancelled = run.spec.cancel || run.metadata.deletion_timestamp.is_some();
-    // How the run ended, when it did: (phase, reason, error, when).
-    type End = (RunPhase, &'static str, Option<RunError>, Option<String>);
-    let cancel = |at: Option<String>| -> End {
-        (RunPhase::Cancelled, Outcome::Cancelled.as_str(), None, at)
-    };
+    let cancel = cancel_end;
     // Stopped from outside the run: its pod deleted, or the kubelet's deadline backstop.
     let deleted = pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some());
     let past_deadline = pod
@@ -140,6 +235,12 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
         .and_then(|p| p.metadata.name.clone())
         .or_else(|| status.runner_pod.clone())
         .unwrap_or_default();
+    let stops = Stops {
+        cancelled,
+        deleted,
+        past_deadline,
+        pod_name: &pod_name,
+    };
     let end: Option<End> = match pod_state(pod) {
         PodState::Absent => {
             let Some(name) = status.runner_pod.clone() else {
@@ -192,73 +293,14 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
             finished_at,
         } => {
             status.start_time = status.start_time.or(started_at);
-            let stopped_from_outside = |said: Option<String>| -> Option<End> {
-                let said = said.map(|m| format!(" ({m})")).unwrap_or_default();
-                if deleted {
-                    Some((
-                        RunPhase::Failed,
-                        reasons::POD_DELETED,
-                        failure(format!(
-                            "the runner pod {pod_name} was deleted before the run ended; the runner stopped on SIGTERM{said}"
-                        )),
-                        finished_at.clone(),
-                    ))
-                } else if past_deadline {
-                    Some((
-                        RunPhase::Failed,
-                        reasons::DEADLINE_EXCEEDED,
-                        failure(format!(
-                            "the kubelet stopped the runner pod {pod_name} past its deadline{said}"
-                        )),
-                        finished_at.clone(),
-                    ))
-                } else {
-                    None
-                }
-            };
-            Some(match message.as_deref().and_then(parse_summary) {
-                // A runner that stopped on SIGTERM says Cancelled; unless the run was
-                // cancelled, it was stopped from outside: that is a failure, with the totals.
-                Some(summary)
-                    if summary.outcome == Outcome::Cancelled
-                        && !cancelled
-                        && (deleted || past_deadline) =>
-                {
-                    status.totals = Some(summary.totals);
-                    status.events_dropped = i64::try_from(summary.dropped).ok();
-                    stopped_from_outside(None).unwrap_or_else(|| cancel(finished_at.clone()))
-                }
-                Some(summary) => {
-                    status.totals = Some(summary.totals);
-                    status.events_dropped = i64::try_from(summary.dropped).ok();
-                    (
-                        phase_of(summary.outcome),
-                        summary.outcome.as_str(),
-                        summary.error,
-                        finished_at,
-                    )
-                }
-                None if cancelled => cancel(finished_at),
-                None if deleted || past_deadline => {
-                    stopped_from_outside(Some(format!("exit code {exit_code}, no summary")))
-                        .unwrap_or_else(|| cancel(finished_at.clone()))
-                }
-                None => {
-                    let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
-                    let said = message
-                        .filter(|m| !m.trim().is_empty())
-                        .map(|m| format!(": {}", m.trim()))
-                        .unwrap_or_default();
-                    (
-                        RunPhase::Failed,
-                        reasons::RUNNER_CRASHED,
-                        failure(format!(
-                            "the runner exited with code {exit_code}{why} without a summary{said}"
-                        )),
-                        finished_at,
-                    )
-                }
-            })
+            Some(terminated_end(
+                &mut status,
+                &stops,
+                exit_code,
+                reason,
+                message,
+                finished_at,
+            ))
         }
         PodState::Killed { reason, message } => {
             let said = message.map(|m| format!(": {m}")).unwrap_or_default();
