@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use kube::Client;
 use orrery_operator::Config;
-use orrery_operator::controller::Stopped;
-use orrery_operator::run::token::RunTokenSigner;
+use orrery_operator::manager::Stopped;
+use orrery_operator::run_token::RunTokenSigner;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -64,7 +64,7 @@ impl Operator {
     /// Runs every controller with `client` and `config`, watching only `namespace`.
     pub fn start(client: Client, config: Config, namespace: &str) -> Result<Operator> {
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(orrery_operator::controller::run(
+        let task = tokio::spawn(orrery_operator::manager::run(
             client,
             Arc::new(config),
             Arc::new(orrery_operator::metrics::Metrics::new()),

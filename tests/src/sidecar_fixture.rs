@@ -10,7 +10,7 @@ use crate::operator_fixture::TEST_VERIFYING_KEY;
 use crate::testenv::{self, ADMIN};
 use anyhow::{Context as _, Result, anyhow};
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
-use orrery_operator::run::token::RunTokenVerifier;
+use orrery_operator::run_token::RunTokenVerifier;
 use orrery_operator::sidecar::process::Bound;
 use orrery_operator::sidecar::{Sidecar, SidecarSettings};
 use std::net::SocketAddr;

@@ -505,7 +505,7 @@ fn documented_openssl_commands() -> Result<Vec<String>> {
 
 #[test]
 fn the_documented_openssl_commands_make_a_run_token_pair_the_operator_accepts() -> Result<()> {
-    use orrery_operator::run::token::{RunTokenSigner, run_claims, verify};
+    use orrery_operator::run_token::{RunTokenSigner, run_claims, verify};
     let commands = documented_openssl_commands()?;
     // NOTES.txt tells the same commands.
     let notes = std::fs::read_to_string(chart_dir().join("templates/NOTES.txt"))?;

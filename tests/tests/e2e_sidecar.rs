@@ -23,7 +23,7 @@ use orrery_crds::events::TraceEvent;
 use orrery_crds::events::ingest::{ApiError, EventBatch, IngestReply, ingest_path};
 use orrery_crds::run::RunPhase;
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
-use orrery_operator::run::token::run_claims;
+use orrery_operator::run_token::run_claims;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
 use orrery_tests::operator_fixture::{TEST_SIGNING_KEY, TEST_VERIFYING_KEY, test_signer};

@@ -6,12 +6,10 @@ use crate::kstatus::{self, Health};
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, ValidationIssue, set_condition};
 use orrery_crds::conditions::{VALID, reasons};
-use orrery_crds::registry::RegistryEntry;
-use orrery_crds::validate::{EntryView, RegistryView, Validation};
+use orrery_crds::validate::Validation;
 use orrery_crds::{Composition, CompositionSpec, CompositionStatus};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
 
 /// At most this many errors (and as many warnings) go into a status, so its size stays
 /// bounded; the `Valid` message says how many there were.
@@ -31,30 +29,6 @@ pub fn canonical_sha256(what: &str, value: &impl Serialize) -> Result<String> {
 /// of the manifest do not change it; any value does.
 pub fn spec_digest(spec: &CompositionSpec) -> Result<String> {
     canonical_sha256("composition spec", spec)
-}
-
-/// The registry as the validator sees it, from the namespace's RegistryEntries. An MCP entry
-/// whose tools are pinned keeps as read-only only the tools whose pin says `readOnlyHint: true`
-/// (the server's word, not just the entry's), so a composition using one that lost it is
-/// refused.
-pub fn registry_view(entries: &[RegistryEntry]) -> RegistryView {
-    let mut view = RegistryView::from_entries(entries);
-    for entry in entries {
-        let Some(status) = entry.status.as_ref().filter(|s| !s.tools.is_empty()) else {
-            continue;
-        };
-        let name = entry.metadata.name.clone().unwrap_or_default();
-        if let Some(EntryView::Mcp { read_only, .. }) = view.entries.get_mut(&name) {
-            let hinted: BTreeSet<&str> = status
-                .tools
-                .iter()
-                .filter(|t| t.read_only_hint == Some(true))
-                .map(|t| t.name.as_str())
-                .collect();
-            read_only.retain(|tool| hinted.contains(tool.as_str()));
-        }
-    }
-    view
 }
 
 /// The status of `composition` after validating its current spec. `revision` is the revision
@@ -148,7 +122,6 @@ mod tests {
     use super::*;
     use crate::kstatus::find;
     use orrery_crds::conditions::{READY, RECONCILING, STALLED};
-    use orrery_crds::registry::{McpEntry, McpTransport, PinnedTool, RegistryEntryStatus};
 
     fn spec(yaml: &str) -> CompositionSpec {
         serde_yaml::from_str(yaml).expect("a composition spec")
@@ -331,35 +304,5 @@ edges:
         let status = composition_status(&c, &broken, Some(2), at(120)).expect("status");
         let valid = find(&status.conditions, VALID).expect("Valid");
         assert_eq!(valid.last_transition_time, Some(kstatus::rfc3339(at(120))));
-    }
-
-    #[test]
-    fn a_pinned_tool_without_the_read_only_hint_is_not_read_only_in_the_view() {
-        let mut entry = RegistryEntry::from_mcp(
-            "tools",
-            McpEntry::new(
-                "https://t.example/mcp",
-                McpTransport::StreamableHttp,
-                &["search", "fetch"],
-                &["search", "fetch"],
-            ),
-        );
-        let unpinned = registry_view(std::slice::from_ref(&entry));
-        let pin = |name: &str, hint: Option<bool>| PinnedTool {
-            name: name.into(),
-            read_only_hint: hint,
-            ..PinnedTool::default()
-        };
-        entry.status = Some(RegistryEntryStatus {
-            tools: vec![pin("search", Some(true)), pin("fetch", Some(false))],
-            ..RegistryEntryStatus::default()
-        });
-        let pinned = registry_view(&[entry]);
-        let read_only = |view: &RegistryView| match view.entries.get("tools") {
-            Some(EntryView::Mcp { read_only, .. }) => read_only.iter().cloned().collect::<Vec<_>>(),
-            _ => Vec::new(),
-        };
-        assert_eq!(read_only(&unpinned), ["fetch", "search"]);
-        assert_eq!(read_only(&pinned), ["search"]);
     }
 }

@@ -4,7 +4,6 @@
 //! changed, creates or deletes the probe pod they call for, and publishes an Event when
 //! `Ready` changes (status or reason).
 
-use super::builders::secret_refs;
 use super::probe::{
     PROBE_APP, PROBE_DEADLINE_SECONDS, probe_network_policy, probe_pod, probe_pod_name,
     probe_selector,
@@ -13,9 +12,10 @@ use super::status::{
     ProbeNext, SecretKeys, needs_no_probe, observe, probe_status, static_problems, static_status,
 };
 use crate::controller::{Context, apply_status, drain, scoped};
+use crate::endpoints::secret_refs;
 use crate::error::{Error, Result};
 use crate::kstatus::find;
-use crate::run::status::pod_state;
+use crate::sandbox::pod_state;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;

@@ -2,18 +2,18 @@
 //! exactly the endpoints the plan uses (their resolved addresses as `/32` or `/128` ipBlocks,
 //! with their ports), or, with an egress proxy, the proxy instead of the public endpoints.
 
-use super::builders::{PlanDocument, RUN_UID_LABEL, child_labels, child_names, identity, owner};
+use super::builders::{
+    PlanDocument, RUN_NAME_ANNOTATION, RUN_UID_LABEL, child_labels, child_names, identity, owner,
+};
 use crate::config::Config;
+use crate::endpoints::{is_private, reached};
 use crate::error::{Error, Result};
-use crate::registry::builders::{
-    LOOPBACK_HOSTS, entry_urls, is_private, scheme_and_host, url_port,
+use crate::sandbox::network::{
+    dns_egress, ip_block, pods_in, proxy_egress, sandbox_network_policy, tcp,
 };
 pub use crate::sandbox::{DNS_NAMESPACE, DNS_POD_LABEL, NAMESPACE_NAME_LABEL};
-use crate::sandbox::{dns_egress, pods_in, proxy_egress, selector, tcp};
 use ipnet::IpNet;
-use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec,
-};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use orrery_crds::StudioRun;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,22 +50,7 @@ pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
         let mut ports = BTreeSet::new();
         let mut addresses = BTreeSet::new();
         let mut needs_resolution = false;
-        for url in entry_urls(&entry.spec) {
-            let Some((_, host)) = scheme_and_host(&url.url) else {
-                return Err(Error::Endpoint {
-                    entry: entry.name.clone(),
-                    problem: format!("{} {:?} is not a URL", url.field, url.url),
-                    fix: "correct the URL in the RegistryEntry".into(),
-                });
-            };
-            if LOOPBACK_HOSTS.contains(&host.as_str()) {
-                continue;
-            }
-            let port = url_port(&url.url).ok_or_else(|| Error::Endpoint {
-                entry: entry.name.clone(),
-                problem: format!("{} {:?} has no port", url.field, url.url),
-                fix: "write the URL with https:// or an explicit port".into(),
-            })?;
+        for (host, port) in reached(&entry.name, &entry.spec)? {
             ports.insert(port);
             match host.parse::<IpAddr>() {
                 Ok(addr) => {
@@ -109,13 +94,7 @@ pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
 }
 
 fn host_block(addr: IpAddr) -> NetworkPolicyPeer {
-    NetworkPolicyPeer {
-        ip_block: Some(IPBlock {
-            cidr: IpNet::from(addr).to_string(),
-            except: None,
-        }),
-        ..NetworkPolicyPeer::default()
-    }
+    ip_block(IpNet::from(addr).to_string(), None)
 }
 
 fn endpoint_rule(endpoint: &Endpoint) -> NetworkPolicyEgressRule {
@@ -154,25 +133,22 @@ pub fn network_policy(
         }
         None => egress.extend(endpoints.iter().map(endpoint_rule)),
     }
-    Ok(NetworkPolicy {
-        metadata: ObjectMeta {
-            name: Some(child_names(&id.name).network_policy),
-            namespace: Some(id.namespace.clone()),
-            labels: Some(child_labels(&id)),
-            annotations: Some(BTreeMap::from([(
-                super::builders::RUN_NAME_ANNOTATION.to_owned(),
-                id.name.clone(),
-            )])),
-            owner_references: Some(vec![owner(run)?]),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NetworkPolicySpec {
-            pod_selector: selector(BTreeMap::from([(RUN_UID_LABEL.to_owned(), id.uid.clone())])),
-            policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
-            ingress: None,
-            egress: Some(egress),
-        }),
-    })
+    let metadata = ObjectMeta {
+        name: Some(child_names(&id.name).network_policy),
+        namespace: Some(id.namespace.clone()),
+        labels: Some(child_labels(&id)),
+        annotations: Some(BTreeMap::from([(
+            RUN_NAME_ANNOTATION.to_owned(),
+            id.name.clone(),
+        )])),
+        owner_references: Some(vec![owner(run)?]),
+        ..ObjectMeta::default()
+    };
+    Ok(sandbox_network_policy(
+        metadata,
+        (RUN_UID_LABEL, id.uid.clone()),
+        egress,
+    ))
 }
 
 #[cfg(test)]

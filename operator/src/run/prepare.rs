@@ -8,9 +8,10 @@ use super::admission::{
     EntryReadiness, apply_budget_overrides, entries_readiness, needs_approvers,
 };
 use super::builders::{PlanDocument, plan_document};
-use crate::composition::status::{registry_view, spec_digest};
+use crate::composition::status::spec_digest;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::registry_view::registry_view;
 use orrery_crds::conditions::reasons;
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::{RanComposition, check_input};
@@ -107,7 +108,7 @@ pub fn prepare(
     let spec =
         match apply_budget_overrides(&source.spec, run.spec.budgets.as_ref(), &config.ceilings()) {
             Ok(spec) => spec,
-            Err(message) => return Ok(refused(reasons::REFUSED, message)),
+            Err(error) => return Ok(refused(reasons::REFUSED, error.to_string())),
         };
     let registry = registry_view(entries);
     let plan = match orrery_crds::plan::plan(&spec, &registry, &config.deployment_limits()) {

@@ -14,7 +14,7 @@
 use super::Sidecar;
 use super::caller::{Caller, cluster_problem, owns_or_approves, run_for_owner_or_approver};
 use super::problem::{Problem, body_loc};
-use crate::composition::status::registry_view;
+use crate::registry_view::registry_view;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -10,7 +10,7 @@ use super::Sidecar;
 use super::hub::Live;
 use super::problem::{Problem, body_loc};
 use super::store::{RunRecord, StoreError, StoredEvent};
-use crate::run::token::RunClaims;
+use crate::run_token::RunClaims;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};

@@ -33,7 +33,7 @@ pub mod relay;
 pub mod run_status;
 pub mod store;
 
-use crate::run::token::RunTokenVerifier;
+use crate::run_token::RunTokenVerifier;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -515,7 +515,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
     /// A run token for run `uid` (`team/r`), signed with [`PRIVATE`].
     fn run_token(uid: &str) -> String {
         let signer =
-            crate::run::token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
+            crate::run_token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
         let now = i64::try_from(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -524,7 +524,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
         )
         .expect("now");
         signer
-            .sign(&crate::run::token::run_claims(
+            .sign(&crate::run_token::run_claims(
                 "team",
                 "r",
                 uid,

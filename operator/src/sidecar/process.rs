@@ -7,7 +7,7 @@
 use super::store::{RunRecord, Store, StoreError};
 use super::{Sidecar, SidecarSettings};
 use crate::config::{Config, ConfigError, ConfigProblem};
-use crate::run::token::RunTokenVerifier;
+use crate::run_token::RunTokenVerifier;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use orrery_crds::StudioRun;

@@ -16,7 +16,7 @@ use super::ingest::run_claims;
 use super::problem::{Problem, body_loc};
 use super::run_status::publish_pending;
 use super::store::{Put, RunRecord};
-use crate::run::token::RunClaims;
+use crate::run_token::RunClaims;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -45,7 +45,7 @@ use orrery_crds::events::ingest::{EventBatch, IngestReply, ingest_path};
 use orrery_crds::events::{EventBody, NodeStatus, Outcome, TraceEvent};
 use orrery_crds::run::RunTotals;
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
-use orrery_operator::run::token::{RunTokenSigner, run_claims};
+use orrery_operator::run_token::{RunTokenSigner, run_claims};
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_operator::sidecar::store::Store;
 use orrery_tests::harness::{TestNamespace, ensure_crds};

@@ -2,6 +2,19 @@
 //! of a RegistryEntry): Pod Security `restricted` whatever the config says (not root, every
 //! capability dropped, no privilege escalation, read-only root filesystem, seccomp
 //! RuntimeDefault), `/tmp` an emptyDir, and Secrets mounted read-only under one directory.
+//!
+//! Both pods are built in one place: [`pod`] (the pod, from what differs between a runner and
+//! a probe, and what its runner container says) and [`network`] (the NetworkPolicy shell and
+//! its egress rules: DNS, the egress proxy, address blocks).
+
+pub mod network;
+pub mod pod;
+
+pub use network::{DNS_NAMESPACE, DNS_POD_LABEL, NAMESPACE_NAME_LABEL};
+pub use pod::{
+    PodState, RUNNER_CONTAINER, SECRETS_DIR, SandboxedPod, TERMINATION_MESSAGE_PATH, pod_state,
+    sandboxed_pod,
+};
 
 use k8s_openapi::api::core::v1::{
     Capabilities, DownwardAPIVolumeFile, DownwardAPIVolumeSource, EmptyDirVolumeSource, KeyToPath,
@@ -202,108 +215,5 @@ pub fn quantities(map: &BTreeMap<String, String>) -> Option<BTreeMap<String, Qua
         map.iter()
             .map(|(k, v)| (k.clone(), Quantity(v.clone())))
             .collect()
-    })
-}
-
-/// The namespace label every namespace carries (`kubernetes.io/metadata.name`).
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-/// Where the cluster DNS runs.
-pub const DNS_NAMESPACE: &str = "kube-system";
-/// The label of the cluster DNS pods.
-pub const DNS_POD_LABEL: (&str, &str) = ("k8s-app", "kube-dns");
-
-/// A TCP port of a NetworkPolicy rule.
-pub fn tcp(port: u16) -> k8s_openapi::api::networking::v1::NetworkPolicyPort {
-    k8s_openapi::api::networking::v1::NetworkPolicyPort {
-        protocol: Some("TCP".to_owned()),
-        port: Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i32::from(port))),
-        end_port: None,
-    }
-}
-
-fn match_labels(
-    pairs: impl IntoIterator<Item = (String, String)>,
-) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> {
-    Some(
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
-            match_labels: Some(pairs.into_iter().collect()),
-            match_expressions: None,
-        },
-    )
-}
-
-/// Pods with `pod_labels` in namespace `namespace`: ONE peer holding both selectors (both must
-/// match; two peers would mean either).
-pub fn pods_in(
-    namespace: &str,
-    pod_labels: &BTreeMap<String, String>,
-) -> k8s_openapi::api::networking::v1::NetworkPolicyPeer {
-    k8s_openapi::api::networking::v1::NetworkPolicyPeer {
-        namespace_selector: match_labels([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]),
-        pod_selector: match_labels(pod_labels.clone()),
-        ip_block: None,
-    }
-}
-
-/// The egress rule to the cluster DNS (53 over UDP and TCP), first in every policy.
-pub fn dns_egress() -> k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
-    k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
-        to: Some(vec![pods_in(
-            DNS_NAMESPACE,
-            &BTreeMap::from([(DNS_POD_LABEL.0.to_owned(), DNS_POD_LABEL.1.to_owned())]),
-        )]),
-        ports: Some(vec![
-            k8s_openapi::api::networking::v1::NetworkPolicyPort {
-                protocol: Some("UDP".to_owned()),
-                port: Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(53)),
-                end_port: None,
-            },
-            tcp(53),
-        ]),
-    }
-}
-
-/// A label selector matching exactly `pairs`.
-pub fn selector(
-    pairs: BTreeMap<String, String>,
-) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> {
-    match_labels(pairs)
-}
-
-/// The egress rule to the configured egress proxy: its addresses (or networks) and its pods,
-/// on the proxy URL's port.
-pub fn proxy_egress(
-    proxy: &crate::config::EgressProxy,
-) -> crate::error::Result<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule> {
-    use k8s_openapi::api::networking::v1::{IPBlock, NetworkPolicyEgressRule, NetworkPolicyPeer};
-    let port = crate::registry::builders::url_port(&proxy.url).ok_or_else(|| {
-        crate::error::Error::Endpoint {
-            entry: "egressProxy".into(),
-            problem: format!("the proxy URL {:?} has no port", proxy.url),
-            fix: "write egressProxy.url as http://host:port".into(),
-        }
-    })?;
-    let mut to: Vec<NetworkPolicyPeer> = proxy
-        .addresses
-        .iter()
-        .filter_map(|a| {
-            a.parse::<ipnet::IpNet>()
-                .ok()
-                .or_else(|| a.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
-        })
-        .map(|net| NetworkPolicyPeer {
-            ip_block: Some(IPBlock {
-                cidr: net.to_string(),
-                except: None,
-            }),
-            ..NetworkPolicyPeer::default()
-        })
-        .collect();
-    if let Some(pods) = &proxy.pods {
-        to.push(pods_in(&pods.namespace, &pods.match_labels));
-    }
-    Ok(NetworkPolicyEgressRule {
-        to: Some(to),
-        ports: Some(vec![tcp(port)]),
     })
 }

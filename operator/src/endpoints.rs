@@ -1,7 +1,9 @@
 //! What a RegistryEntry reaches, read from its spec: its URLs (each at its field) and its
-//! secret references. The static checks ([`super::status`]) and the runner's NetworkPolicy
-//! ([`crate::run::builders`]) read entries through these.
+//! secret references. The registry's static checks and probe, the run's plan Secret and
+//! NetworkPolicy and the sandbox's proxy rule read entries through these; its own module so
+//! that none of them imports another controller's.
 
+use crate::error::{Error, Result};
 use orrery_crds::common::SecretKeyRef;
 pub use orrery_crds::host::{LOOPBACK_HOSTS, is_secure_url, scheme_and_host};
 use orrery_crds::registry::RegistryEntrySpec;
@@ -41,6 +43,33 @@ pub fn secret_refs(spec: &RegistryEntrySpec) -> Vec<(String, &SecretKeyRef)> {
 /// The TCP port a URL reaches: its own, or its scheme's default.
 pub fn url_port(text: &str) -> Option<u16> {
     url::Url::parse(text).ok()?.port_or_known_default()
+}
+
+/// The hosts and ports the URLs of entry `entry` reach outside the pod, each URL's host with
+/// its port; loopback URLs are left out (they stay inside the pod). A URL that is not one, or
+/// has no port, is an error at its field. The runner's and the probe's NetworkPolicies allow
+/// exactly these ports.
+pub fn reached(entry: &str, spec: &RegistryEntrySpec) -> Result<Vec<(String, u16)>> {
+    let mut out = Vec::new();
+    for url in entry_urls(spec) {
+        let Some((_, host)) = scheme_and_host(&url.url) else {
+            return Err(Error::Endpoint {
+                entry: entry.to_owned(),
+                problem: format!("{} {:?} is not a URL", url.field, url.url),
+                fix: "correct the URL in the RegistryEntry".into(),
+            });
+        };
+        if LOOPBACK_HOSTS.contains(&host.as_str()) {
+            continue;
+        }
+        let port = url_port(&url.url).ok_or_else(|| Error::Endpoint {
+            entry: entry.to_owned(),
+            problem: format!("{} {:?} has no port", url.field, url.url),
+            fix: "write the URL with https:// or an explicit port".into(),
+        })?;
+        out.push((host, port));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,0 +1,282 @@
+//! The command line: `controller` and `sidecar`, their flags and defaults.
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use orrery_operator::leader::{self, LeaseSettings};
+
+/// Orrery Studio operator: reconciles Compositions, RegistryEntries and StudioRuns and runs each
+/// StudioRun in its own sandboxed runner pod.
+#[derive(Debug, Parser)]
+#[command(name = "orrery-operator", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controllers (Compositions, RegistryEntries, StudioRuns) against the cluster of
+    /// KUBECONFIG, or the in-cluster config in a pod. Of the processes sharing a leader Lease
+    /// only the holder runs them; the others wait as standbys. SIGTERM/SIGINT: finish the
+    /// reconciles in flight, release the Lease, exit 0.
+    Controller(ControllerArgs),
+    /// The sidecar: stores runners' trace events and serves the run API (events as SSE with
+    /// resume, or JSON pages) to the runs' owners and approvers, acting with each caller's own
+    /// bearer token. SIGTERM/SIGINT: end open streams, finish requests in flight, exit 0.
+    Sidecar(SidecarArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SidecarArgs {
+    /// The deployment config (YAML), the same file the controller reads; the sidecar uses
+    /// runToken.verifyingKeyFile and runToken.audience, and listens on sidecar.targetPort.
+    #[arg(long, value_name = "FILE")]
+    pub config: String,
+
+    /// Where to serve the API, /healthz and /readyz [default: 0.0.0.0:<sidecar.targetPort of
+    /// the config>, what runner pods are allowed to reach].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// The event store: `sqlite:/PATH` (a file on a volume; created if missing) or
+    /// `postgres://USER:PASSWORD@HOST/DB` (several replicas share it). Pass a URL with a
+    /// password through the environment (from a Secret), not the command line.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ORRERY_STORE_URL",
+        hide_env_values = true,
+        default_value = "sqlite:/var/lib/orrery/events.db"
+    )]
+    pub store: String,
+
+    /// Event streams one person may hold open at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_streams_per_person: usize,
+
+    /// Event batches stored at once; past it runners are told to retry (429).
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub ingest_concurrency: usize,
+
+    /// Runs one person may start through the API per minute (429 past it).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub starts_per_minute: u32,
+
+    /// Decisions one person may make through the API per minute (429 past it).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub decisions_per_minute: u32,
+
+    /// The one namespace this install serves (single-namespace installs, with the
+    /// controller's --namespace): the sweep of deleted runs' events lists and sweeps that
+    /// namespace only, so it needs no cluster-wide right. Default: every namespace.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// The deployment config (YAML); see examples/operator/config.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub config: String,
+
+    /// Watch and reconcile only this namespace (single-namespace installs, tests); default:
+    /// every namespace.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// Where to serve GET /metrics (Prometheus text), /healthz (liveness: 200 while the
+    /// process runs, whatever the cluster does) and /readyz (200 for a standby that reads the
+    /// Lease and so can take over, or for the leader once every kind its controllers watch
+    /// could be listed; 503 with the reason while connecting to the cluster, while the leader
+    /// starts, while stopping, or after losing the Lease).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    pub listen: std::net::SocketAddr,
+
+    /// Campaign for the leader Lease and run the controllers only while holding it.
+    /// `--leader-elect=false` runs them at once without a Lease: for a single process only.
+    #[arg(
+        long = "leader-elect",
+        value_name = "BOOL",
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = true,
+        default_missing_value = "true"
+    )]
+    pub leader_elect: bool,
+
+    /// The same as --leader-elect=false.
+    #[arg(long = "no-leader-election", conflicts_with = "leader_elect")]
+    pub no_leader_election: bool,
+
+    /// The name of the leader Lease (coordination.k8s.io/v1).
+    #[arg(long, value_name = "NAME", default_value = leader::DEFAULT_LEASE_NAME)]
+    pub leader_election_name: String,
+
+    /// The namespace of the leader Lease [default: $POD_NAMESPACE, else orrery-system].
+    #[arg(long, value_name = "NS")]
+    pub leader_election_namespace: Option<String>,
+
+    /// This process's identity in the Lease [default: $POD_NAME, else <host name>-<pid>].
+    #[arg(long, value_name = "ID")]
+    pub leader_election_identity: Option<String>,
+
+    /// Seconds the Lease stays valid after a renewal: how long a standby waits for a holder
+    /// that died without releasing it.
+    #[arg(long, value_name = "SECONDS", default_value_t = leader::DEFAULT_DURATION_SECONDS)]
+    pub lease_duration: u64,
+
+    /// Seconds before the Lease expires that the holder renews it (below --lease-duration).
+    #[arg(long, value_name = "SECONDS", default_value_t = leader::DEFAULT_GRACE_SECONDS)]
+    pub lease_grace: u64,
+
+    /// After SIGTERM/SIGINT, how many seconds the reconciles in flight get to finish before
+    /// the controllers are stopped anyway (keep it below the pod's
+    /// terminationGracePeriodSeconds, 30 by default, so the Lease is still released).
+    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
+    pub shutdown_timeout: u64,
+}
+
+impl ControllerArgs {
+    /// The Lease to campaign on, or `None` without leader election. Defaults come from the
+    /// pod's downward-API variables `POD_NAMESPACE` and `POD_NAME`.
+    pub fn lease(
+        &self,
+        pod_namespace: Option<String>,
+        pod_name: Option<String>,
+    ) -> Option<LeaseSettings> {
+        if !self.leader_elect || self.no_leader_election {
+            return None;
+        }
+        Some(LeaseSettings {
+            name: self.leader_election_name.clone(),
+            namespace: leader::default_namespace(
+                self.leader_election_namespace.clone(),
+                pod_namespace,
+            ),
+            identity: leader::default_identity(
+                self.leader_election_identity.clone(),
+                pod_name,
+                leader::host_name(),
+                std::process::id(),
+            ),
+            duration_seconds: self.lease_duration,
+            grace_seconds: self.lease_grace,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn controller_args(extra: &[&str]) -> ControllerArgs {
+        let mut argv = vec!["orrery-operator", "controller", "--config", "c.yaml"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("the flags parse").command {
+            Command::Controller(args) => args,
+            Command::Sidecar(_) => panic!("`controller` parsed as `sidecar`"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_campaign_on_the_orrery_operator_lease_and_listen_on_8080() {
+        let args = controller_args(&[]);
+        assert_eq!(args.listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(args.namespace, None);
+        let lease = args
+            .lease(None, Some("orrery-operator-abc".into()))
+            .expect("leader election is on by default");
+        assert_eq!(lease.name, "orrery-operator");
+        assert_eq!(lease.namespace, "orrery-system");
+        assert_eq!(lease.identity, "orrery-operator-abc");
+        assert_eq!((lease.duration_seconds, lease.grace_seconds), (15, 5));
+        let in_pod = args.lease(Some("ops".into()), None).expect("on");
+        assert_eq!(in_pod.namespace, "ops");
+        assert!(
+            in_pod
+                .identity
+                .ends_with(&format!("-{}", std::process::id())),
+            "{}",
+            in_pod.identity
+        );
+    }
+
+    #[test]
+    fn every_leader_election_flag_is_taken() {
+        let args = controller_args(&[
+            "--namespace",
+            "team-a",
+            "--listen",
+            "127.0.0.1:9090",
+            "--leader-election-name",
+            "op-lease",
+            "--leader-election-namespace",
+            "team-a",
+            "--leader-election-identity",
+            "op-b",
+            "--lease-duration",
+            "6",
+            "--lease-grace",
+            "2",
+        ]);
+        assert_eq!(args.namespace.as_deref(), Some("team-a"));
+        assert_eq!(args.listen.to_string(), "127.0.0.1:9090");
+        let lease = args.lease(Some("ignored".into()), Some("ignored".into()));
+        assert_eq!(
+            lease,
+            Some(LeaseSettings {
+                name: "op-lease".into(),
+                namespace: "team-a".into(),
+                identity: "op-b".into(),
+                duration_seconds: 6,
+                grace_seconds: 2,
+            })
+        );
+    }
+
+    #[test]
+    fn leader_election_is_turned_off_by_either_spelling_and_on_by_the_bare_flag() {
+        assert_eq!(
+            controller_args(&["--leader-elect=false"]).lease(None, None),
+            None
+        );
+        assert_eq!(
+            controller_args(&["--no-leader-election"]).lease(None, None),
+            None
+        );
+        assert!(
+            controller_args(&["--leader-elect"])
+                .lease(None, None)
+                .is_some()
+        );
+        assert!(
+            controller_args(&["--leader-elect=true"])
+                .lease(None, None)
+                .is_some()
+        );
+        let both = Cli::try_parse_from([
+            "orrery-operator",
+            "controller",
+            "--config",
+            "c.yaml",
+            "--leader-elect=true",
+            "--no-leader-election",
+        ]);
+        assert!(both.is_err(), "contradicting flags are refused");
+    }
+
+    #[test]
+    fn a_listen_address_that_is_not_host_and_port_is_refused() {
+        let parsed = Cli::try_parse_from([
+            "orrery-operator",
+            "controller",
+            "--config",
+            "c.yaml",
+            "--listen",
+            "8080",
+        ]);
+        let text = parsed.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.contains("--listen"), "{text}");
+    }
+}
