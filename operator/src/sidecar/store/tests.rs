@@ -270,6 +270,25 @@ async fn a_store_file_is_in_wal_mode_with_a_busy_timeout() {
     store.close().await;
 }
 
+#[test]
+fn every_postgresql_session_is_opened_with_a_statement_timeout_rule_10_20() {
+    let scrub = Scrub::default();
+    let Ok(open::Target::Postgres(options)) =
+        open::parse("postgres://orrery@db.example:5432/events", &scrub)
+    else {
+        panic!("a PostgreSQL URL parses as PostgreSQL");
+    };
+    let expected = format!(
+        "statement_timeout={}",
+        open::PG_STATEMENT_TIMEOUT.as_millis()
+    );
+    assert!(
+        options.get_options().is_some_and(|o| o.contains(&expected)),
+        "{:?}",
+        options.get_options()
+    );
+}
+
 async fn applied_migrations(store: &Store) -> Vec<(i64, i64)> {
     sqlx::query_as("SELECT version, applied_at FROM orrery_schema_migrations ORDER BY version")
         .fetch_all(sqlite_pool(store))
