@@ -1,4 +1,4 @@
-//! Over real TCP connections to a served router (issue 29 item 2): declared and chunked
+//! Over real TCP connections to a served router (issue 29 item 2, rule 11.18): declared and chunked
 //! bodies over the limit, with and without `Expect: 100-continue`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
