@@ -7,6 +7,7 @@
 //! tokio. Reading manifests and seed specs from disk ([`manifest`], [`import`]) and writing the
 //! CRD YAML ([`crd_yaml`]) are the CLI's, behind the `files` feature.
 
+pub mod approval;
 pub mod budget;
 pub mod capabilities;
 pub mod codes;

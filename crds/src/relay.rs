@@ -3,7 +3,7 @@
 //! sides build on these types, so they cannot drift apart. Every call carries the run's own
 //! run-scoped token (`Authorization: Bearer`), as ingest does.
 //!
-//! 1. **Ask**: `POST` [`ask_path`] with an [`AskRequest`] (the exact text under review, its
+//! 1. **Ask**: `POST` [`ask_path`] with an [`ApprovalRequest`](crate::approval::ApprovalRequest) (the exact text under review, its
 //!    [`approval_digest`], size, whether it is complete, when it expires). The sidecar keeps the
 //!    text (never in etcd; served only to the run's owner and approvers) and records the pending
 //!    approval (id, node, kind, digest, size, complete, expiresAt) in the StudioRun's status.
@@ -24,7 +24,7 @@
 //! The digest binds the run, the approval and the text ([`approval_digest`]), so a decision
 //! can never be replayed onto another run, another approval of the same run, or other text.
 
-use crate::run::{ApprovalKind, DecisionVerb};
+use crate::approval::DecisionVerb;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -36,9 +36,6 @@ pub const DECISION_ROUTE: &str = "/internal/v1/runs/{uid}/approvals/{id}";
 pub const SETTLE_ROUTE: &str = "/internal/v1/runs/{uid}/approvals/{id}/settled";
 /// The longest one long-poll waits, in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 30;
-/// The most text one request carries (a run's text over 128 KiB is sent whole up to this, and
-/// can only be rejected).
-pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
 
 /// [`ASK_ROUTE`] of a run.
 pub fn ask_path(run_uid: &str) -> String {
@@ -70,30 +67,6 @@ pub fn approval_digest(run_uid: &str, approval_id: &str, text: &str) -> String {
         hasher.update(part.as_bytes());
     }
     hex::encode(hasher.finalize())
-}
-
-/// A run asks a person.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AskRequest {
-    /// The approval's id within the run (`approval-1`, `input-2`, `action-3`).
-    pub id: String,
-    /// Approval, Input or Action.
-    pub kind: ApprovalKind,
-    /// The node asking.
-    pub node: String,
-    /// What the person is asked (a HumanApproval's prompt; empty for the other kinds).
-    pub prompt: String,
-    /// The exact text under review.
-    pub text: String,
-    /// [`approval_digest`] of the run, the id and the text.
-    pub digest: String,
-    /// Size of the text in bytes.
-    pub size: u64,
-    /// False when the text is over 128 KiB: it can then only be rejected.
-    pub complete: bool,
-    /// When the request expires (a rejection), RFC 3339.
-    pub expires_at: String,
 }
 
 /// A decision a person appended to the run's `status.decisions`, relayed to the runner.

@@ -8,6 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The approval types the run's status carries; their home is [`crate::approval`].
+pub use crate::approval::{ApprovalKind, Decision, DecisionVerb, PendingApproval};
+
 /// One run of a composition. The operator validates it, then runs it in its own sandboxed
 /// runner pod behind an egress NetworkPolicy built from the registry. The spec is immutable
 /// once created, except `cancel` (false to true only): the apiserver refuses any other change
@@ -260,79 +263,6 @@ pub struct RunTotals {
     /// Wall time in milliseconds (time waiting for people included).
     #[serde(default)]
     pub wall_time_ms: u64,
-}
-
-/// What a pending decision is about.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-pub enum ApprovalKind {
-    /// A HumanApproval node's text under review.
-    Approval,
-    /// A remote agent's question (A2A input-required).
-    Input,
-    /// An acting remote's exact request.
-    Action,
-}
-
-/// A decision the run is waiting for.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingApproval {
-    /// The approval's id, named by a decision.
-    pub id: String,
-    /// The node asking.
-    pub node: String,
-    /// Approval, Input or Action.
-    pub kind: ApprovalKind,
-    /// The digest of the text under review (SHA-256, hex, over the run's UID, this id and the
-    /// text); an approval must name it.
-    pub digest: String,
-    /// Size of the text in bytes.
-    pub size: u64,
-    /// False when the text is over 128 KiB and only part can be shown (it can only be rejected).
-    pub complete: bool,
-    /// When the approval expires (a rejection), RFC 3339.
-    pub expires_at: String,
-}
-
-/// A decision verb.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-pub enum DecisionVerb {
-    /// Approve (must name the digest of the text read).
-    Approve,
-    /// Reject (with an optional comment).
-    Reject,
-}
-
-/// One decision, appended to `status.decisions`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Decision {
-    /// The pending approval's id.
-    #[schemars(length(min = 1, max = 128))]
-    pub approval_id: String,
-    /// Approve or Reject.
-    pub decision: DecisionVerb,
-    /// The digest of the text the person read (required to approve).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 128))]
-    pub digest: Option<String>,
-    /// The reviewer's comment; a rejected edge's node receives it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 8192))]
-    pub comment: Option<String>,
-    /// For a remote agent's question (kind Input): the person's answer, sent to the remote.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 8192))]
-    pub answer: Option<String>,
-    /// Who decided: the user name of the person appending the decision. The admission policy
-    /// (the chart's `templates/policies/`) refuses a decision whose `decidedBy` is not the requester's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 253))]
-    pub decided_by: Option<String>,
-    /// When (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
-    pub decided_at: Option<String>,
 }
 
 /// Why a run failed.

@@ -479,10 +479,9 @@ async fn a_url_with_a_password_logs_in_and_a_wrong_password_is_refused_without_s
 /// The approval calls, the same on both backends: put is idempotent by digest, the first
 /// settlement wins, refusals are kept per decision index, and approvals go with their run.
 async fn approvals_case(store: &Store) -> Result<()> {
-    use orrery_crds::relay::AskRequest;
-    use orrery_crds::run::ApprovalKind;
+    use orrery_crds::approval::{ApprovalKind, ApprovalRequest, DecisionKind};
     use orrery_operator::sidecar::store::Put;
-    let ask = |id: &str, digest: &str| AskRequest {
+    let ask = |id: &str, digest: &str| ApprovalRequest {
         id: id.into(),
         kind: ApprovalKind::Approval,
         node: "review".into(),
@@ -500,7 +499,7 @@ async fn approvals_case(store: &Store) -> Result<()> {
     ensure!(store.put_approval(&r, &ask("approval-2", "d3")).await? == Put::Created);
     let all = store.approvals("ap").await?;
     ensure!(
-        all.len() == 2 && all[0].text == "the draft" && all[0].is_pending(),
+        all.len() == 2 && all[0].request.text == "the draft" && all[0].is_pending(),
         "{all:?}"
     );
     store.refuse("ap", "approval-1", 0, "digest").await?;
@@ -508,11 +507,13 @@ async fn approvals_case(store: &Store) -> Result<()> {
     ensure!(store.refusal("ap", "approval-1", 1).await?.is_none());
     ensure!(
         store
-            .settle("ap", "approval-1", "approved", Some(1))
+            .settle("ap", "approval-1", DecisionKind::Approved, Some(1))
             .await?
     );
     ensure!(
-        !store.settle("ap", "approval-1", "expired", None).await?,
+        !store
+            .settle("ap", "approval-1", DecisionKind::Expired, None)
+            .await?,
         "the first settlement wins"
     );
     let one = store
@@ -520,11 +521,11 @@ async fn approvals_case(store: &Store) -> Result<()> {
         .await?
         .context("approval-1")?;
     ensure!(
-        one.settled.as_deref() == Some("approved") && one.settled_index == Some(1),
+        one.settled == Some(DecisionKind::Approved) && one.settled_index == Some(1),
         "{one:?}"
     );
     ensure!(
-        one.text.is_empty() && one.digest == "d1",
+        one.request.text.is_empty() && one.request.digest == "d1",
         "the text is dropped once settled, the digest kept: {one:?}"
     );
     store.delete_run("ap").await?;

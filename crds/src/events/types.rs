@@ -1,5 +1,6 @@
 //! The event types: [`TraceEvent`] and its [`EventBody`] variants.
 
+pub use crate::approval::DecisionKind;
 use crate::budget::{BudgetKey, BudgetLimits};
 use crate::run::{ApprovalKind, RunError, RunTotals};
 use schemars::JsonSchema;
@@ -84,20 +85,6 @@ pub enum CallStatus {
     /// The call was refused before it ran (a budget, a tool the node may not use).
     Refused,
     /// The run was stopped while the call ran.
-    Cancelled,
-}
-
-/// How an approval was settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum DecisionKind {
-    /// Approved against the digest of the text.
-    Approved,
-    /// Rejected (with an optional comment).
-    Rejected,
-    /// Nobody decided in time: a rejection.
-    Expired,
-    /// The run was cancelled first.
     Cancelled,
 }
 

@@ -19,10 +19,12 @@ use std::net::IpAddr;
 /// Finished runs are deleted this long after they end unless the config says otherwise
 /// (14 days, the seeds' retention).
 pub const DEFAULT_TTL_SECONDS_AFTER_FINISHED: u64 = 14 * 24 * 3600;
-/// An approval undecided this long expires (a rejection): the seeds' 900 s.
-pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: u64 = 900;
-/// The longest approval timeout the seeds allow: a day.
-pub const MAX_APPROVAL_TIMEOUT_SECONDS: u64 = 24 * 3600;
+/// An approval undecided this long expires (a rejection):
+/// [`orrery_crds::approval::DEFAULT_APPROVAL_TIMEOUT`] in seconds.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: u64 =
+    orrery_crds::approval::DEFAULT_APPROVAL_TIMEOUT.as_secs();
+/// The longest approval timeout: [`orrery_crds::approval::MAX_APPROVAL_TIMEOUT`] in seconds.
+pub const MAX_APPROVAL_TIMEOUT_SECONDS: u64 = orrery_crds::approval::MAX_APPROVAL_TIMEOUT.as_secs();
 /// `activeDeadlineSeconds` of a runner pod is the run's deadline plus this margin, so the
 /// runner's own deadline always fires first and the kubelet's is only a backstop (the seeds'
 /// "deadline plus two minutes").

@@ -17,7 +17,7 @@ use super::problem::{Problem, body_loc};
 use crate::registry_view::registry_view;
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
@@ -30,11 +30,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// `GET /api/v1/me`.
-pub async fn me(
-    State(sidecar): State<Arc<Sidecar>>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
+pub async fn me(caller: Caller) -> Result<Json<Value>, Problem> {
     Ok(Json(json!({
         "username": caller.username,
         "groups": caller.groups,
@@ -46,9 +42,8 @@ pub async fn me(
 /// runs, nothing about anyone's runs).
 pub async fn schema(
     State(sidecar): State<Arc<Sidecar>>,
-    headers: HeaderMap,
+    _caller: Caller,
 ) -> Result<Json<Value>, Problem> {
-    sidecar.caller(&headers).await?;
     let limits = sidecar.config.deployment_limits();
     Ok(Json(json!({
         "composition": orrery_crds::schema::composition_spec_schema(),
@@ -94,10 +89,9 @@ pub struct ValidateRequest {
 pub async fn validate_spec(
     State(sidecar): State<Arc<Sidecar>>,
     Path(namespace): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let request: ValidateRequest = parse_body(&body)?;
     let entries = entries(&caller, &namespace).await?;
     let validation = validate(
@@ -123,11 +117,9 @@ fn tidy<K: Serialize>(object: &K) -> Value {
 
 /// `GET /api/v1/namespaces/{ns}/compositions`.
 pub async fn list_compositions(
-    State(sidecar): State<Arc<Sidecar>>,
     Path(namespace): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let list = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
         .list(&ListParams::default())
         .await
@@ -138,11 +130,9 @@ pub async fn list_compositions(
 
 /// `GET /api/v1/namespaces/{ns}/compositions/{name}`.
 pub async fn get_composition(
-    State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let composition = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
         .get(&name)
         .await
@@ -153,11 +143,9 @@ pub async fn get_composition(
 /// `GET /api/v1/namespaces/{ns}/registry`: each entry's kind, endpoint, readiness, pins and
 /// tools, and its error, as the console's registry view shows them.
 pub async fn registry(
-    State(sidecar): State<Arc<Sidecar>>,
     Path(namespace): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let entries = entries(&caller, &namespace).await?;
     let items: Vec<Value> = entries
         .iter()
@@ -188,10 +176,9 @@ pub struct RunsQuery {
 /// `GET /api/v1/runs/{ns}`: the runs of the namespace the caller owns or approves, newest
 /// first, optionally of one composition.
 pub async fn list_runs(
-    State(sidecar): State<Arc<Sidecar>>,
     Path(namespace): Path<String>,
     query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Json<Value>, Problem> {
     let Query(query) = query.map_err(|e| {
         Problem::invalid(
@@ -199,7 +186,6 @@ pub async fn list_runs(
             format!("{}; the one parameter is `composition`", e.body_text()),
         )
     })?;
-    let caller = sidecar.caller(&headers).await?;
     let list = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
         .list(&ListParams::default())
         .await
@@ -228,11 +214,9 @@ pub async fn list_runs(
 
 /// `GET /api/v1/runs/{ns}/{name}`: the run, to its owner and approvers (404 to anyone else).
 pub async fn get_run(
-    State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     Ok(Json(tidy(&run)))
 }
@@ -269,10 +253,9 @@ pub struct StartRequest {
 pub async fn start_run(
     State(sidecar): State<Arc<Sidecar>>,
     Path(namespace): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     sidecar.limits.start(&caller.username)?;
     let request: StartRequest = parse_body(&body)?;
     if request.composition.is_some() == request.composition_ref.is_some() {
@@ -347,11 +330,9 @@ pub async fn start_run(
 /// the run's owner and approvers; 202 (the runner ends `Cancelled` shortly), or 409 when the
 /// run is already over.
 pub async fn cancel_run(
-    State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Response, Problem> {
-    let caller = sidecar.caller(&headers).await?;
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     if let Some(phase) = run.status.as_ref().and_then(|s| s.phase)
         && super::events::is_final(phase)

@@ -15,58 +15,112 @@
 //!   refused it; 202 when the run has not taken it up yet (it will, or it settles otherwise).
 
 use super::Sidecar;
-use super::caller::run_for_owner_or_approver;
+use super::caller::{Caller, run_for_owner_or_approver};
+use super::extract::Person;
 use super::problem::{Problem, body_loc};
 use super::store::StoredApproval;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use orrery_crds::StudioRun;
+use orrery_crds::approval::{ApprovalKind, ApprovalState, Decision, DecisionKind, DecisionVerb};
 use orrery_crds::events::visible;
-use orrery_crds::run::DecisionVerb;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a decision made through the API waits for the run to take it up.
 pub const DECISION_WAIT: Duration = Duration::from_secs(30);
 
-fn view(a: &StoredApproval) -> Value {
-    let shown = visible(&a.text);
-    json!({
-        "id": a.id,
-        "kind": a.kind,
-        "node": a.node,
-        "prompt": visible(&a.prompt).text,
-        "text": shown.text,
-        "textNote": shown.note(),
-        "digest": a.digest,
-        "size": a.size,
-        "complete": a.complete,
-        "expiresAt": a.expires_at,
-        "state": a.settled.as_deref().unwrap_or("pending"),
-    })
+/// An approval as the API shows it: the text with control and invisible characters made
+/// visible, and a note saying how many there were.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    /// The approval's id.
+    pub id: String,
+    /// Approval, Input or Action.
+    pub kind: ApprovalKind,
+    /// The node asking.
+    pub node: String,
+    /// What the person is asked, made visible.
+    pub prompt: String,
+    /// The text under review, made visible (empty once settled).
+    pub text: String,
+    /// How many characters of the text were made visible, when some were.
+    pub text_note: Option<String>,
+    /// The digest of the exact text.
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// False when only a rejection is possible.
+    pub complete: bool,
+    /// When it expires, RFC 3339.
+    pub expires_at: String,
+    /// Pending or how it was settled.
+    pub state: ApprovalState,
+}
+
+impl From<&StoredApproval> for ApprovalView {
+    fn from(a: &StoredApproval) -> Self {
+        let r = &a.request;
+        let shown = visible(&r.text);
+        ApprovalView {
+            id: r.id.clone(),
+            kind: r.kind,
+            node: r.node.clone(),
+            prompt: visible(&r.prompt).text.into_owned(),
+            text_note: shown.note(),
+            text: shown.text.into_owned(),
+            digest: r.digest.clone(),
+            size: r.size,
+            complete: r.complete,
+            expires_at: r.expires_at.clone(),
+            state: a.state(),
+        }
+    }
+}
+
+/// The reply of `GET …/approvals`.
+#[derive(Debug, Serialize)]
+pub struct ApprovalList {
+    /// Every approval of the run, in the order they were asked.
+    pub items: Vec<ApprovalView>,
+}
+
+/// The reply of `POST …/approvals/{id}`: the outcome when the run took the decision up (200),
+/// none and a message when it has not yet (202).
+#[derive(Debug, Serialize)]
+pub struct DecisionReply {
+    /// The approval's id.
+    pub id: String,
+    /// The decision's index in `status.decisions`.
+    pub index: u64,
+    /// How the approval was settled.
+    pub outcome: Option<DecisionKind>,
+    /// What happens next, when the run has not taken the decision up yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
 }
 
 /// `GET /api/v1/runs/{ns}/{name}/approvals`.
 pub async fn list(
     State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, Problem> {
-    let caller = sidecar.caller(&headers).await?;
+    caller: Caller,
+) -> Result<Json<ApprovalList>, Problem> {
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     let uid = run.metadata.uid.clone().unwrap_or_default();
     let approvals = sidecar.store.approvals(&uid).await.map_err(|e| {
         super::log(&format!("reading approvals of run {uid}: {e}"));
         Problem::unavailable("the approvals cannot be read just now; retry")
     })?;
-    let items: Vec<Value> = approvals.iter().map(view).collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(ApprovalList {
+        items: approvals.iter().map(ApprovalView::from).collect(),
+    }))
 }
 
 /// A decision made through the API.
@@ -90,16 +144,9 @@ pub struct DecideRequest {
 pub async fn decide(
     State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name, id)): Path<(String, String, String)>,
-    headers: HeaderMap,
+    Person(caller): Person,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let caller = sidecar.caller(&headers).await?;
-    if caller.is_service_account() {
-        return Err(Problem::forbidden(format!(
-            "{} is not a person: approvals are decided by people only",
-            caller.username
-        )));
-    }
     sidecar.limits.decide(&caller.username)?;
     let mut deserializer = serde_json::Deserializer::from_slice(&body);
     let request: DecideRequest =
@@ -121,9 +168,10 @@ pub async fn decide(
         .ok_or_else(|| {
             Problem::not_found(format!("studiorun {namespace}/{name} has no approval {id}"))
         })?;
-    if let Some(settled) = &approval.settled {
+    if let Some(settled) = approval.settled {
         return Err(conflict(format!(
-            "approval {id} is already settled: {settled}"
+            "approval {id} is already settled: {}",
+            settled.as_str()
         )));
     }
     if request.decision == DecisionVerb::Approve {
@@ -136,34 +184,31 @@ pub async fn decide(
                 )
                 .at(vec!["body".into(), "digest".into()]));
             }
-            Some(d) if !d.eq_ignore_ascii_case(&approval.digest) => {
+            Some(d) if !d.eq_ignore_ascii_case(&approval.request.digest) => {
                 return Err(conflict(format!(
                     "the digest {d} is not the digest of approval {id}'s text ({}); read the text again and approve its digest",
-                    approval.digest
+                    approval.request.digest
                 )));
             }
             Some(_) => {}
         }
     }
-    let mut decision = json!({
-        "approvalId": id,
-        "decision": request.decision,
-        "decidedBy": caller.username,
-        "decidedAt": orrery_now(),
-    });
-    if request.decision == DecisionVerb::Approve {
-        decision["digest"] = json!(approval.digest);
-    }
-    if let Some(comment) = &request.comment {
-        decision["comment"] = json!(comment);
-    }
-    if let Some(answer) = &request.answer {
-        decision["answer"] = json!(answer);
-    }
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "add", "path": "/status/decisions/-", "value": decision}
-    ]))
-    .map_err(|e| Problem::unavailable(format!("building the patch: {e}")))?;
+    let approve = request.decision == DecisionVerb::Approve;
+    let decision = Decision {
+        approval_id: id.clone(),
+        decision: request.decision,
+        digest: approve.then(|| approval.request.digest.clone()),
+        comment: request.comment,
+        answer: request.answer,
+        decided_by: Some(caller.username.clone()),
+        decided_at: Some(orrery_now()),
+    };
+    let patch = append_decision(&decision).map_err(|e| {
+        super::log(&format!(
+            "building the decision patch for approval {id} of studiorun {namespace}/{name}: {e}"
+        ));
+        Problem::unavailable("the decision cannot be recorded just now; retry")
+    })?;
     let written = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
         .patch_status(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
@@ -179,6 +224,17 @@ pub async fn decide(
         .and_then(|s| s.decisions.iter().rposition(|d| d.approval_id == id))
         .unwrap_or(0) as u64;
     await_outcome(&sidecar, &uid, &id, index).await
+}
+
+/// The JSON patch appending `decision` to the run's `status.decisions` (rule 4.24: one
+/// decision, at the end).
+fn append_decision(decision: &Decision) -> Result<json_patch::Patch, serde_json::Error> {
+    Ok(json_patch::Patch(vec![json_patch::PatchOperation::Add(
+        json_patch::AddOperation {
+            path: json_patch::jsonptr::PointerBuf::from_tokens(["status", "decisions", "-"]),
+            value: serde_json::to_value(decision)?,
+        },
+    )]))
 }
 
 fn conflict(message: String) -> Problem {
@@ -207,23 +263,27 @@ async fn await_outcome(
             && let Some(settled) = a.settled
         {
             if a.settled_index == Some(index) {
-                return Ok((
-                    StatusCode::OK,
-                    Json(json!({"id": id, "index": index, "outcome": settled})),
-                )
-                    .into_response());
+                let reply = DecisionReply {
+                    id: id.to_owned(),
+                    index,
+                    outcome: Some(settled),
+                    message: None,
+                };
+                return Ok((StatusCode::OK, Json(reply)).into_response());
             }
             return Err(conflict(format!(
-                "the decision came too late: approval {id} was settled first ({settled})"
+                "the decision came too late: approval {id} was settled first ({})",
+                settled.as_str()
             )));
         }
         if tokio::time::Instant::now() >= deadline || sidecar.shutdown.is_cancelled() {
-            return Ok((
-                StatusCode::ACCEPTED,
-                Json(json!({"id": id, "index": index, "outcome": null,
-                    "message": "recorded in the run's status; the run has not taken it up yet"})),
-            )
-                .into_response());
+            let reply = DecisionReply {
+                id: id.to_owned(),
+                index,
+                outcome: None,
+                message: Some("recorded in the run's status; the run has not taken it up yet"),
+            };
+            return Ok((StatusCode::ACCEPTED, Json(reply)).into_response());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -18,7 +18,7 @@
 //! wake was lost) it reads the store from its cursor (rules 9.21, 10.40).
 
 use super::Sidecar;
-use super::caller::run_for_owner_or_approver;
+use super::caller::{Caller, run_for_owner_or_approver};
 use super::hub::Live;
 use super::problem::Problem;
 use super::store::StoredEvent;
@@ -55,6 +55,7 @@ pub async fn events(
     State(sidecar): State<Arc<Sidecar>>,
     Path((namespace, name)): Path<(String, String)>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    caller: Caller,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let Query(query) = query.map_err(|e| {
@@ -66,7 +67,6 @@ pub async fn events(
             ),
         )
     })?;
-    let caller = sidecar.caller(&headers).await?;
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     let uid = run.metadata.uid.clone().ok_or_else(|| {
         Problem::not_found(format!("studiorun {namespace}/{name} has no UID yet"))
@@ -76,7 +76,14 @@ pub async fn events(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
     if !wants_stream {
-        return page(&sidecar, &uid, query).await;
+        let mut reply = page(&sidecar, &uid, query).await?;
+        reply
+            .headers_mut()
+            .insert(HINT_HEADER, HeaderValue::from_static(JSON_PAGE_HINT));
+        reply
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("Accept"));
+        return Ok(reply);
     }
     let after = match last_event_id(&headers)? {
         Some(id) => id,
@@ -141,6 +148,12 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Problem> {
         )
     })
 }
+
+/// The header a JSON page of events carries to say a live stream exists (`curl -N` without
+/// `Accept: text/event-stream` otherwise sees one JSON blob and no hint why).
+pub const HINT_HEADER: &str = "orrery-hint";
+/// What [`HINT_HEADER`] says.
+pub const JSON_PAGE_HINT: &str = "this is one JSON page of stored events; send Accept: text/event-stream to follow the run live (Server-Sent Events)";
 
 async fn page(sidecar: &Sidecar, uid: &str, query: EventsQuery) -> Result<Response, Problem> {
     let after = query.after.unwrap_or(0);

@@ -7,13 +7,14 @@
 //! stored at once the reply is 429 with `Retry-After`.
 
 use super::Sidecar;
+use super::extract::RunToken;
 use super::hub::Live;
 use super::problem::{Problem, body_loc};
 use super::store::{RunRecord, StoreError, StoredEvent};
 use crate::run_token::RunClaims;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use orrery_crds::events::ingest::{EventBatch, IngestReply, MAX_BATCH_BYTES};
 use std::sync::Arc;
@@ -54,11 +55,9 @@ pub fn run_claims(sidecar: &Sidecar, headers: &HeaderMap, uid: &str) -> Result<R
 /// The handler.
 pub async fn ingest(
     State(sidecar): State<Arc<Sidecar>>,
-    Path(uid): Path<String>,
-    headers: HeaderMap,
+    RunToken { uid, claims }: RunToken,
     body: Body,
 ) -> Result<Json<IngestReply>, Problem> {
-    let claims = run_claims(&sidecar, &headers, &uid)?;
     let bytes = axum::body::to_bytes(body, MAX_BATCH_BYTES)
         .await
         .map_err(|_| {

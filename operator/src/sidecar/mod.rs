@@ -22,8 +22,10 @@
 
 pub mod api;
 pub mod approvals;
+pub mod body;
 pub mod caller;
 pub mod events;
+pub mod extract;
 pub mod hub;
 pub mod ingest;
 pub mod limits;
@@ -169,7 +171,10 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
     Router::new()
         .route(
             orrery_crds::events::ingest::INGEST_ROUTE,
-            post(ingest::ingest),
+            post(ingest::ingest).layer(axum::middleware::from_fn_with_state(
+                orrery_crds::events::ingest::MAX_BATCH_BYTES,
+                body::body_limit,
+            )),
         )
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/schema", get(api::schema))
@@ -210,7 +215,13 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
             "/api/v1/runs/{namespace}/{name}/approvals/{id}",
             post(approvals::decide),
         )
-        .route(orrery_crds::relay::ASK_ROUTE, post(relay::ask))
+        .route(
+            orrery_crds::relay::ASK_ROUTE,
+            post(relay::ask).layer(axum::middleware::from_fn_with_state(
+                relay::MAX_ASK_BYTES,
+                body::body_limit,
+            )),
+        )
         .route(
             orrery_crds::relay::DECISION_ROUTE,
             get(relay::wait_decision),
@@ -222,8 +233,39 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
         .fallback(|| async {
             Problem::not_found("no such endpoint; the API is under /api/v1 (docs/sidecar-api.md)")
         })
+        .layer(axum::middleware::from_fn_with_state(
+            body::MAX_BODY_BYTES,
+            body::body_limit,
+        ))
+        .layer(body::extractor_limit())
+        .layer(axum::middleware::from_fn_with_state(
+            REQUEST_TIMEOUT,
+            request_timeout,
+        ))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(sidecar)
+}
+
+/// The longest any request may take to be answered (a stream's events after its headers are
+/// not counted): the longest waits, a decision's and a runner's long-poll, are 30 s.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Answers 503 (`unavailable`, with `Retry-After`) a request not answered within
+/// `limit` ([`REQUEST_TIMEOUT`] on the router), so no caller waits on a stuck apiserver or
+/// store for ever.
+async fn request_timeout(
+    State(limit): State<std::time::Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => Problem::unavailable(format!(
+            "the request was not answered within {} s; retry",
+            limit.as_secs_f64()
+        ))
+        .into_response(),
+    }
 }
 
 /// The API's OpenAPI document (`docs/openapi.json`, checked in; a test keeps it in step with
@@ -319,7 +361,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
 -----END PUBLIC KEY-----
 ";
 
-    async fn sidecar() -> Arc<Sidecar> {
+    pub(super) async fn sidecar() -> Arc<Sidecar> {
         let store = Store::open("sqlite::memory:").await.expect("store");
         let verifier =
             RunTokenVerifier::from_public_pem(PUBLIC.as_bytes(), "orrery-sidecar").expect("key");
@@ -453,8 +495,43 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
     }
 
     #[tokio::test]
+    async fn a_request_not_answered_in_time_gets_a_503_problem_naming_the_timeout() {
+        let limit = std::time::Duration::from_millis(100);
+        let app = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                    "late"
+                }),
+            )
+            .route("/fast", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn_with_state(limit, request_timeout));
+        let fast = app
+            .clone()
+            .oneshot(Request::get("/fast").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(fast.status(), StatusCode::OK);
+        let slow = app
+            .oneshot(Request::get("/slow").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(slow.headers().contains_key(header::RETRY_AFTER));
+        let body = axum::body::to_bytes(slow.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let error: orrery_crds::events::ingest::ApiError =
+            serde_json::from_slice(&body).expect("an ApiError");
+        assert_eq!(error.code, problem::codes::UNAVAILABLE);
+        assert!(error.message.contains("0.1 s"), "{}", error.message);
+    }
+
+    #[tokio::test]
     async fn a_run_asks_at_most_twelve_times_through_the_relay_rule_4_20() {
-        use orrery_crds::relay::{AskRequest, approval_digest, ask_path};
+        use orrery_crds::approval::ApprovalRequest;
+        use orrery_crds::relay::{approval_digest, ask_path};
         let sidecar = sidecar().await;
         let run = store::RunRecord {
             uid: "uid-1".into(),
@@ -463,7 +540,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
         };
         let ask = |n: u32| {
             let id = format!("approval-{n}");
-            AskRequest {
+            ApprovalRequest {
                 digest: approval_digest("uid-1", &id, "text"),
                 id,
                 kind: orrery_crds::run::ApprovalKind::Approval,
@@ -513,7 +590,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
     }
 
     /// A run token for run `uid` (`team/r`), signed with [`PRIVATE`].
-    fn run_token(uid: &str) -> String {
+    pub(super) fn run_token(uid: &str) -> String {
         let signer =
             crate::run_token::RunTokenSigner::from_ed_pem(PRIVATE.as_bytes()).expect("key");
         let now = i64::try_from(

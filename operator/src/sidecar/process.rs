@@ -193,14 +193,28 @@ async fn sweep_loop(sidecar: Arc<Sidecar>, client: Client) {
     }
 }
 
+/// Why a retention sweep stopped (the next one, [`SWEEP_EVERY`] later, tries again).
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The store could not be read or a run's events could not be deleted.
+    #[error("the retention sweep could not use the event store: {0}")]
+    Store(#[from] super::store::StoreError),
+    /// The StudioRuns could not be listed with the sidecar's own client.
+    #[error(
+        "the retention sweep could not list StudioRuns: {0}; check that the sidecar's \
+         ServiceAccount may list studioruns and that the apiserver is reachable"
+    )]
+    List(#[source] kube::Error),
+}
+
 /// One sweep: reads the runs the store holds, then lists every StudioRun (the sidecar's own
 /// client, a consistent read) of the namespace it serves (every namespace when it serves all),
 /// and deletes the events of stored runs of that scope that no longer exist. The order
 /// matters: a run's object exists before its first event is stored, so a run stored before the
 /// list began is in the list unless it was deleted. Runs of other namespaces in a shared store
 /// are never touched by a sidecar serving one namespace. Returns how many runs were swept.
-pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, String> {
-    let stored = sidecar.store.runs().await.map_err(|e| e.to_string())?;
+pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, SweepError> {
+    let stored = sidecar.store.runs().await?;
     let api = match &sidecar.namespace {
         Some(ns) => Api::<StudioRun>::namespaced(client.clone(), ns),
         None => Api::<StudioRun>::all(client.clone()),
@@ -208,7 +222,7 @@ pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, Str
     let runs = api
         .list_metadata(&ListParams::default())
         .await
-        .map_err(|e| format!("listing StudioRuns: {e}"))?;
+        .map_err(SweepError::List)?;
     let live: HashSet<String> = runs
         .items
         .into_iter()
@@ -216,11 +230,7 @@ pub async fn sweep_once(sidecar: &Sidecar, client: &Client) -> Result<usize, Str
         .collect();
     let gone = runs_to_sweep(&stored, &live, sidecar.namespace.as_deref());
     for uid in &gone {
-        sidecar
-            .store
-            .delete_run(uid)
-            .await
-            .map_err(|e| e.to_string())?;
+        sidecar.store.delete_run(uid).await?;
     }
     Ok(gone.len())
 }

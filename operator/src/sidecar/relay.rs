@@ -12,26 +12,25 @@
 //!   approval leaves the status.
 
 use super::Sidecar;
-use super::ingest::run_claims;
+use super::extract::RunToken;
 use super::problem::{Problem, body_loc};
 use super::run_status::publish_pending;
 use super::store::{Put, RunRecord};
 use crate::run_token::RunClaims;
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kube::Api;
 use orrery_crds::StudioRun;
-use orrery_crds::relay::{
-    AskRequest, MAX_TEXT_BYTES, MAX_WAIT_SECONDS, RelayedDecision, Settlement, approval_digest,
-};
+use orrery_crds::approval::{ApprovalRequest, DecisionKind, MAX_APPROVALS_PER_RUN, MAX_TEXT_BYTES};
+use orrery_crds::relay::{MAX_WAIT_SECONDS, RelayedDecision, Settlement, approval_digest};
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The largest ask body: the text at its cap plus room for the other fields.
-const MAX_ASK_BYTES: usize = MAX_TEXT_BYTES + 64 * 1024;
+pub const MAX_ASK_BYTES: usize = MAX_TEXT_BYTES + 64 * 1024;
 /// How often a long-poll reads the run again.
 const POLL_EVERY: Duration = Duration::from_millis(500);
 
@@ -56,18 +55,16 @@ pub fn valid_approval_id(id: &str) -> bool {
 /// `POST /internal/v1/runs/{uid}/approvals`.
 pub async fn ask(
     State(sidecar): State<Arc<Sidecar>>,
-    Path(uid): Path<String>,
-    headers: HeaderMap,
+    RunToken { uid, claims }: RunToken,
     body: axum::body::Body,
 ) -> Result<Response, Problem> {
-    let claims = run_claims(&sidecar, &headers, &uid)?;
     let bytes = axum::body::to_bytes(body, MAX_ASK_BYTES).await.map_err(|_| {
         Problem::too_large(format!(
             "an approval request is at most {MAX_ASK_BYTES} bytes; send the text cut to {MAX_TEXT_BYTES} bytes and marked incomplete"
         ))
     })?;
     let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
-    let ask: AskRequest = serde_path_to_error::deserialize(&mut deserializer)
+    let ask: ApprovalRequest = serde_path_to_error::deserialize(&mut deserializer)
         .map_err(|e| Problem::invalid(body_loc(&e.path().to_string()), e.inner().to_string()))?;
     if !valid_approval_id(&ask.id) {
         return Err(Problem::invalid(
@@ -96,8 +93,8 @@ pub async fn ask(
         super::log(&format!("reading approvals of run {uid}: {e}"));
         Problem::unavailable("the run's approvals cannot be read just now; retry")
     })?;
-    let max = orrery_crds::codes::limits::MAX_APPROVALS_PER_RUN as usize;
-    if asked.len() >= max && !asked.iter().any(|a| a.id == ask.id) {
+    let max = MAX_APPROVALS_PER_RUN as usize;
+    if asked.len() >= max && !asked.iter().any(|a| a.request.id == ask.id) {
         return Err(Problem::invalid(
             vec!["body".into(), "id".into()],
             format!("this run has asked {max} times, the most a run may ask (rule 4.20)"),
@@ -162,11 +159,10 @@ pub fn decision_for(run: &StudioRun, id: &str, after: usize) -> Option<RelayedDe
 /// `GET /internal/v1/runs/{uid}/approvals/{id}`.
 pub async fn wait_decision(
     State(sidecar): State<Arc<Sidecar>>,
-    Path((uid, id)): Path<(String, String)>,
+    Path((_, id)): Path<(String, String)>,
     query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
+    RunToken { uid, claims }: RunToken,
 ) -> Result<Response, Problem> {
-    let claims = run_claims(&sidecar, &headers, &uid)?;
     let Query(query) = query.map_err(|e| {
         Problem::invalid(
             vec!["query".into()],
@@ -215,11 +211,10 @@ pub async fn wait_decision(
 /// `POST /internal/v1/runs/{uid}/approvals/{id}/settled`.
 pub async fn settled(
     State(sidecar): State<Arc<Sidecar>>,
-    Path((uid, id)): Path<(String, String)>,
-    headers: HeaderMap,
+    Path((_, id)): Path<(String, String)>,
+    RunToken { uid, claims }: RunToken,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let claims = run_claims(&sidecar, &headers, &uid)?;
     let mut deserializer = serde_json::Deserializer::from_slice(&body);
     let settlement: Settlement = serde_path_to_error::deserialize(&mut deserializer)
         .map_err(|e| Problem::invalid(body_loc(&e.path().to_string()), e.inner().to_string()))?;
@@ -236,10 +231,10 @@ pub async fn settled(
                 .map_err(store_problem)?;
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
-        Settlement::Approved { index } => ("approved", Some(*index as u64)),
-        Settlement::Rejected { index } => ("rejected", Some(*index as u64)),
-        Settlement::Expired => ("expired", None),
-        Settlement::Cancelled => ("cancelled", None),
+        Settlement::Approved { index } => (DecisionKind::Approved, Some(*index as u64)),
+        Settlement::Rejected { index } => (DecisionKind::Rejected, Some(*index as u64)),
+        Settlement::Expired => (DecisionKind::Expired, None),
+        Settlement::Cancelled => (DecisionKind::Cancelled, None),
     };
     sidecar
         .store

@@ -9,11 +9,12 @@
 //! touched.
 
 use super::Sidecar;
-use super::store::{RunRecord, StoredApproval};
+use super::store::RunRecord;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, Resource};
 use orrery_crds::StudioRun;
-use orrery_crds::run::{ApprovalKind, PendingApproval, RunPhase};
+use orrery_crds::approval::PendingApproval;
+use orrery_crds::run::RunPhase;
 use serde_json::json;
 
 /// The field manager of the sidecar's status writes.
@@ -41,24 +42,6 @@ pub enum StatusError {
     /// The object kept changing under the write.
     #[error("studiorun {0}'s status kept changing; gave up after 5 tries")]
     Contended(String),
-}
-
-/// A stored approval as the status shows it.
-pub fn pending_entry(a: &StoredApproval) -> PendingApproval {
-    let kind = match a.kind.as_str() {
-        "Input" => ApprovalKind::Input,
-        "Action" => ApprovalKind::Action,
-        _ => ApprovalKind::Approval,
-    };
-    PendingApproval {
-        id: a.id.clone(),
-        node: a.node.clone(),
-        kind,
-        digest: a.digest.clone(),
-        size: a.size,
-        complete: a.complete,
-        expires_at: a.expires_at.clone(),
-    }
 }
 
 /// The phase a run in `phase` shows with `waiting` approvals pending, when it changes.
@@ -94,7 +77,7 @@ pub async fn publish_pending(sidecar: &Sidecar, run: &RunRecord) -> Result<(), S
             .await?
             .iter()
             .filter(|a| a.is_pending())
-            .map(pending_entry)
+            .map(|a| a.request.pending())
             .collect();
         let phase = current.status.as_ref().and_then(|s| s.phase);
         let terminal = phase.is_some_and(RunPhase::is_terminal);

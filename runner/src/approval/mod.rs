@@ -15,52 +15,22 @@
 mod sidecar;
 mod terminal;
 
+pub use orrery_crds::approval::{
+    ApprovalRequest, DEFAULT_APPROVAL_TIMEOUT, MAX_APPROVAL_TIMEOUT, MAX_COMPLETE_BYTES,
+};
 pub use orrery_crds::relay::approval_digest;
 pub use sidecar::{SidecarDecisions, SidecarDecisionsOptions};
 pub use terminal::TerminalPrompt;
 
-use crate::events::{DecisionKind, EventBody, Trace, format_rfc3339};
+use crate::events::{EventBody, Trace, format_rfc3339};
 use crate::ledger::Ledger;
 use async_trait::async_trait;
-use orrery_crds::codes::limits::MAX_APPROVALS_PER_RUN;
-use orrery_crds::run::ApprovalKind;
+use orrery_crds::approval::{ApprovalKind, DecisionKind, MAX_APPROVALS_PER_RUN};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-/// Text over this size is shown only in part and can only be rejected.
-pub const MAX_COMPLETE_BYTES: usize = 128 * 1024;
-/// How long a person has to decide, by default.
-pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(900);
-/// The longest a person may be given to decide: one day (rule 4.13). Longer timeouts are
-/// refused by the CLI and cut to this by [`People::new`].
-pub const MAX_APPROVAL_TIMEOUT: Duration = Duration::from_secs(86_400);
-
-/// What a person is asked to decide.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApprovalRequest {
-    /// The approval's id within the run (`approval-1`, `input-2`, …).
-    pub id: String,
-    /// Approval, Input (a remote's question) or Action (an acting remote's request).
-    pub kind: ApprovalKind,
-    /// The node asking.
-    pub node_id: String,
-    /// What the person is asked (a HumanApproval's prompt).
-    pub prompt: String,
-    /// The text under review, exactly as the run goes on with it (never redacted).
-    pub text: String,
-    /// [`approval_digest`] of the run, `id` and `text` (SHA-256, hex): an approval must name
-    /// it, and no other run's or approval's digest is this one.
-    pub digest: String,
-    /// Size of `text` in bytes.
-    pub size: u64,
-    /// False when `text` is over 128 KiB: it can then only be rejected.
-    pub complete: bool,
-    /// When the request expires, RFC 3339.
-    pub expires_at: String,
-}
 
 /// A person's decision as a source reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,14 +120,6 @@ impl std::fmt::Debug for People {
     }
 }
 
-pub(crate) fn kind_word(kind: ApprovalKind) -> &'static str {
-    match kind {
-        ApprovalKind::Approval => "approval",
-        ApprovalKind::Input => "input",
-        ApprovalKind::Action => "action",
-    }
-}
-
 impl People {
     /// Asks `source` for the run whose events go to `trace` and whose deadline `ledger` keeps;
     /// each request expires after `timeout` (at most [`MAX_APPROVAL_TIMEOUT`]).
@@ -207,11 +169,11 @@ impl People {
                 jiff::SignedDuration::try_from(self.timeout).unwrap_or(jiff::SignedDuration::MAX),
             )
             .unwrap_or(jiff::Timestamp::MAX);
-        let id = format!("{}-{number}", kind_word(kind));
+        let id = format!("{}-{number}", kind.word());
         let request = ApprovalRequest {
             id: id.clone(),
             kind,
-            node_id: node_id.to_owned(),
+            node: node_id.to_owned(),
             prompt: prompt.to_owned(),
             text: text.to_owned(),
             digest: approval_digest(self.trace.run_id(), &id, text),
@@ -221,7 +183,7 @@ impl People {
         };
         self.trace.emit(EventBody::ApprovalRequested {
             approval_id: request.id.clone(),
-            node_id: request.node_id.clone(),
+            node_id: request.node.clone(),
             kind,
             digest: request.digest.clone(),
             size: request.size,
@@ -268,7 +230,7 @@ impl People {
         };
         self.trace.emit(EventBody::ApprovalDecided {
             approval_id: request.id.clone(),
-            node_id: request.node_id.clone(),
+            node_id: request.node.clone(),
             kind: request.kind,
             decision,
             digest,
@@ -396,15 +358,15 @@ impl DecisionSource for Nobody {
         match &self.why {
             None => eprintln!(
                 "{} {} at node {} needs a person, but there is no terminal to ask (standard input is not a TTY): it expires, which is a rejection (default deny). Run in a terminal to decide.",
-                kind_word(request.kind),
+                request.kind.word(),
                 request.id,
-                request.node_id
+                request.node
             ),
             Some(why) => eprintln!(
                 "{} {} at node {} needs a person, but {why}: it expires, which is a rejection (default deny)",
-                kind_word(request.kind),
+                request.kind.word(),
                 request.id,
-                request.node_id
+                request.node
             ),
         }
         None

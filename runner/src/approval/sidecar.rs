@@ -2,7 +2,7 @@
 //! ([`orrery_crds::relay`]), with the run's own token, on the runner's one
 //! [`SidecarClient`].
 //!
-//! - **Ask** once per request: `POST` the [`AskRequest`] (the text whole up to
+//! - **Ask** once per request: `POST` the [`ApprovalRequest`] (the text whole up to
 //!   [`MAX_TEXT_BYTES`]; past it cut, `complete: false`, with the size and digest of the part
 //!   sent, which is all the sidecar can check: such a text can only be rejected, so no approval
 //!   ever names that digest). 5xx, 408, transport errors and timeouts are retried with
@@ -21,16 +21,17 @@
 //!   times within [`SidecarDecisionsOptions::settle_timeout`]: the run never waits on it, and
 //!   [`SidecarDecisions::wait`] lets a runner pod wait (bounded) for them before it exits.
 
-use super::{ApprovalRequest, Decision, DecisionSource, Settled, kind_word};
+use super::{ApprovalRequest, Decision, DecisionSource, Settled};
 use crate::events::visible_inline;
 use crate::sidecar_client::{
     SidecarClient, SidecarClientError, api_message, backoff_ceiling, error_chain, full_jitter,
     read_reply, retry_after,
 };
 use async_trait::async_trait;
+use orrery_crds::approval::MAX_TEXT_BYTES;
 use orrery_crds::relay::{
-    AskRequest, MAX_TEXT_BYTES, MAX_WAIT_SECONDS, RelayedDecision, Settlement, approval_digest,
-    ask_path, decision_path, settle_path,
+    MAX_WAIT_SECONDS, RelayedDecision, Settlement, approval_digest, ask_path, decision_path,
+    settle_path,
 };
 use orrery_crds::run::DecisionVerb;
 use std::collections::HashMap;
@@ -204,9 +205,9 @@ impl Inner {
         if first {
             eprintln!(
                 "warning: {} {} at node {}: {reason}; retrying until a person decides or the request expires ({})",
-                kind_word(request.kind),
+                request.kind.word(),
                 request.id,
-                visible_inline(&request.node_id).text,
+                visible_inline(&request.node).text,
                 request.expires_at
             );
         }
@@ -426,17 +427,17 @@ async fn settle_in_order(
 
 /// The relay's ask of a request of run `run_uid`: the text whole up to [`MAX_TEXT_BYTES`]; past
 /// it cut, never complete, with the size and digest of the part sent (what the sidecar checks).
-fn ask_of(run_uid: &str, request: &ApprovalRequest) -> AskRequest {
+fn ask_of(run_uid: &str, request: &ApprovalRequest) -> ApprovalRequest {
     let mut end = request.text.len().min(MAX_TEXT_BYTES);
     while !request.text.is_char_boundary(end) {
         end -= 1;
     }
     let text = &request.text[..end];
     let whole = end == request.text.len();
-    AskRequest {
+    ApprovalRequest {
         id: request.id.clone(),
         kind: request.kind,
-        node: request.node_id.clone(),
+        node: request.node.clone(),
         prompt: request.prompt.clone(),
         text: text.to_owned(),
         digest: if whole {
@@ -538,9 +539,9 @@ impl DecisionSource for SidecarDecisions {
                 Step::Fatal(why) => {
                     eprintln!(
                         "warning: {} {} at node {}: {why}; nobody can decide it, so it expires, which is a rejection (default deny)",
-                        kind_word(request.kind),
+                        request.kind.word(),
                         request.id,
-                        visible_inline(&request.node_id).text
+                        visible_inline(&request.node).text
                     );
                     return None;
                 }
@@ -593,7 +594,7 @@ mod tests {
         ApprovalRequest {
             id: "approval-1".into(),
             kind: ApprovalKind::Approval,
-            node_id: "gate".into(),
+            node: "gate".into(),
             prompt: "Publish?".into(),
             text: text.into(),
             digest: approval_digest("u", "approval-1", text),

@@ -143,7 +143,7 @@ impl TerminalPrompt {
         };
         let mut s = format!(
             "\n──── {title}: node {} ({}) ────\n",
-            visible_inline(&request.node_id).text,
+            visible_inline(&request.node).text,
             visible_inline(&request.id).text
         );
         if !request.prompt.is_empty() {

@@ -339,7 +339,7 @@ fn request(id: &str, text: &str) -> ApprovalRequest {
     ApprovalRequest {
         id: id.into(),
         kind: ApprovalKind::Approval,
-        node_id: "gate".into(),
+        node: "gate".into(),
         prompt: "Publish?".into(),
         text: text.into(),
         digest: digest_of(id, text),

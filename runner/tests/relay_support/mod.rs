@@ -10,9 +10,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use orrery_crds::approval::ApprovalRequest;
 use orrery_crds::relay::{
-    ASK_ROUTE, AskRequest, DECISION_ROUTE, RelayedDecision, SETTLE_ROUTE, Settlement,
-    approval_digest,
+    ASK_ROUTE, DECISION_ROUTE, RelayedDecision, SETTLE_ROUTE, Settlement, approval_digest,
 };
 use orrery_crds::run::DecisionVerb;
 use std::collections::{HashMap, VecDeque};
@@ -66,7 +66,7 @@ pub struct Relay {
     /// Replies to long polls, in order.
     pub poll_script: VecDeque<Reply>,
     /// Every ask taken (201).
-    pub asks: Vec<AskRequest>,
+    pub asks: Vec<ApprovalRequest>,
     /// Every call, in order.
     pub calls: Vec<Call>,
     /// Every `Authorization` header, one per call.
@@ -167,7 +167,7 @@ async fn ask(
     if !r.authorized(&headers, &uid) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let request: AskRequest = serde_json::from_slice(&body).expect("an AskRequest");
+    let request: ApprovalRequest = serde_json::from_slice(&body).expect("an ApprovalRequest");
     if let Some(status) = r.ask_script.pop_front() {
         r.calls.push(Call::Ask {
             id: request.id.clone(),

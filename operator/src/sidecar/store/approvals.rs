@@ -5,32 +5,22 @@
 //! waiting on their decision through the API learns it was refused. The statements are
 //! compiled for both backends by [`approval_ops!`], like the events'.
 
-/// An approval as stored.
+use super::StoreError;
+
+use orrery_crds::approval::{ApprovalKind, ApprovalRequest, ApprovalState, DecisionKind};
+
+/// An approval as stored: the request as the run asked it, and how it was settled. The store
+/// keeps the kind and the outcome as their names ([`ApprovalKind::as_str`],
+/// [`DecisionKind::as_str`]); a row naming neither is refused ([`StoreError::Row`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredApproval {
     /// The run's UID.
     pub run_uid: String,
-    /// The approval's id within the run.
-    pub id: String,
-    /// `Approval`, `Input` or `Action`.
-    pub kind: String,
-    /// The node asking.
-    pub node: String,
-    /// What the person is asked.
-    pub prompt: String,
-    /// The exact text under review (empty once settled: the text is held only while the
-    /// approval is open).
-    pub text: String,
-    /// Its digest (bound to the run, the id and the text).
-    pub digest: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// False when it is over 128 KiB (only a rejection is possible).
-    pub complete: bool,
-    /// When it expires, RFC 3339.
-    pub expires_at: String,
-    /// How it was settled (`approved`, `rejected`, `expired`, `cancelled`), once it was.
-    pub settled: Option<String>,
+    /// The request (its text empty once settled: the text is held only while the approval is
+    /// open, rule 4.21).
+    pub request: ApprovalRequest,
+    /// How it was settled, once it was.
+    pub settled: Option<DecisionKind>,
     /// The index in `status.decisions` of the decision taken, if one was.
     pub settled_index: Option<u64>,
 }
@@ -39,6 +29,11 @@ impl StoredApproval {
     /// Whether it still waits for a person.
     pub fn is_pending(&self) -> bool {
         self.settled.is_none()
+    }
+
+    /// Where it stands.
+    pub fn state(&self) -> ApprovalState {
+        ApprovalState::from(self.settled)
     }
 }
 
@@ -73,24 +68,36 @@ pub(crate) type Row = (
     Option<i64>,
 );
 
-/// A row as a [`StoredApproval`].
-pub(crate) fn from_row(row: Row) -> StoredApproval {
+/// A row as a [`StoredApproval`]: its kind and outcome mapped through the typed enums.
+pub(crate) fn from_row(row: Row) -> Result<StoredApproval, StoreError> {
     let (run_uid, id, kind, node, prompt, text, digest, size, complete, expires_at, settled, index) =
         row;
-    StoredApproval {
+    let bad = |column: &'static str, value: &str| StoreError::Row {
+        table: "approvals",
+        column,
+        value: value.chars().take(64).collect(),
+    };
+    let kind = ApprovalKind::parse(&kind).ok_or_else(|| bad("kind", &kind))?;
+    let settled = match settled {
+        None => None,
+        Some(name) => Some(DecisionKind::parse(&name).ok_or_else(|| bad("settled", &name))?),
+    };
+    Ok(StoredApproval {
         run_uid,
-        id,
-        kind,
-        node,
-        prompt,
-        text,
-        digest,
-        size: u64::try_from(size).unwrap_or(0),
-        complete: complete != 0,
-        expires_at,
+        request: ApprovalRequest {
+            id,
+            kind,
+            node,
+            prompt,
+            text,
+            digest,
+            size: u64::try_from(size).unwrap_or(0),
+            complete: complete != 0,
+            expires_at,
+        },
         settled,
         settled_index: index.and_then(|i| u64::try_from(i).ok()),
-    }
+    })
 }
 
 /// The approval statements of one backend (expanded inside `ops::sqlite` and
@@ -98,15 +105,14 @@ pub(crate) fn from_row(row: Row) -> StoredApproval {
 macro_rules! approval_ops {
     ($db:ty, begin: $begin:expr) => {
         use crate::sidecar::store::approvals::{COLUMNS, Put, Row, StoredApproval, from_row};
-        use orrery_crds::relay::AskRequest;
+        use orrery_crds::approval::{ApprovalRequest, DecisionKind};
 
         /// Stores an asked approval (and the run's record, if new).
         pub(crate) async fn put_approval(
             pool: &Pool,
             scrub: &Scrub,
             run: &RunRecord,
-            ask: &AskRequest,
-            kind: &str,
+            ask: &ApprovalRequest,
         ) -> Result<Put, StoreError> {
             let failed = |e: sqlx::Error| scrub.query("put_approval", &e);
             let mut tx = pool.begin_with($begin).await.map_err(failed)?;
@@ -129,7 +135,7 @@ macro_rules! approval_ops {
             )
             .bind(run.uid.as_str())
             .bind(ask.id.as_str())
-            .bind(kind)
+            .bind(ask.kind.as_str())
             .bind(ask.node.as_str())
             .bind(ask.prompt.as_str())
             .bind(ask.text.as_str())
@@ -177,7 +183,7 @@ macro_rules! approval_ops {
                 .fetch_all(pool)
                 .await
                 .map_err(|e| scrub.query("approvals", &e))?;
-            Ok(rows.into_iter().map(from_row).collect())
+            rows.into_iter().map(from_row).collect()
         }
 
         /// Records how an approval was settled and drops its text (rule 4.21: held only
@@ -188,7 +194,7 @@ macro_rules! approval_ops {
             scrub: &Scrub,
             run_uid: &str,
             id: &str,
-            outcome: &str,
+            outcome: DecisionKind,
             index: Option<i64>,
         ) -> Result<bool, StoreError> {
             let changed = sqlx::query(
@@ -197,7 +203,7 @@ macro_rules! approval_ops {
             )
             .bind(run_uid)
             .bind(id)
-            .bind(outcome)
+            .bind(outcome.as_str())
             .bind(index)
             .execute(pool)
             .await

@@ -61,6 +61,20 @@ pub enum StoreError {
         /// The offending `seq`.
         seq: u64,
     },
+    /// A stored row holds a value no type names (a kind or an outcome written by something
+    /// else than this sidecar).
+    #[error(
+        "the event store's {table}.{column} holds '{value}', which this sidecar does not know; \
+         the row was written by another version or by hand: remove it or upgrade the sidecar"
+    )]
+    Row {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// The value found (at most 64 characters).
+        value: String,
+    },
     /// Not a store URL.
     #[error("{reason}")]
     Url {

@@ -42,6 +42,7 @@ pub use error::StoreError;
 
 use error::{Scrub, redact_url};
 use open::Target;
+use orrery_crds::approval::DecisionKind;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
 use sqlx::sqlite::SqlitePool;
 use std::sync::Arc;
@@ -286,14 +287,13 @@ impl Store {
     pub async fn put_approval(
         &self,
         run: &RunRecord,
-        ask: &orrery_crds::relay::AskRequest,
+        ask: &orrery_crds::approval::ApprovalRequest,
     ) -> Result<Put, StoreError> {
-        let kind = format!("{:?}", ask.kind);
         let scrub = &self.inner.scrub;
         match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::put_approval(pool, scrub, run, ask, &kind).await,
+            Pools::Sqlite(pool) => ops::sqlite::put_approval(pool, scrub, run, ask).await,
             Pools::Postgres { pool, .. } => {
-                ops::postgres::put_approval(pool, scrub, run, ask, &kind).await
+                ops::postgres::put_approval(pool, scrub, run, ask).await
             }
         }
     }
@@ -317,17 +317,17 @@ impl Store {
             .approvals(run_uid)
             .await?
             .into_iter()
-            .find(|a| a.id == id))
+            .find(|a| a.request.id == id))
     }
 
-    /// Records how approval `id` was settled (`approved`, `rejected`, `expired`,
-    /// `cancelled`) and by the decision at `index`, if one, and drops its text; the first
+    /// Records how approval `id` was settled (stored as [`DecisionKind::as_str`]) and by the
+    /// decision at `index`, if one, and drops its text; the first
     /// settlement wins (false when it was settled before or is unknown).
     pub async fn settle(
         &self,
         run_uid: &str,
         id: &str,
-        outcome: &str,
+        outcome: DecisionKind,
         index: Option<u64>,
     ) -> Result<bool, StoreError> {
         let index = index.map(|i| i64::try_from(i).unwrap_or(i64::MAX));

@@ -18,6 +18,10 @@ const SQLITE_MAX_CONNECTIONS: u32 = 4;
 const PG_MAX_CONNECTIONS: u32 = 8;
 /// How long to wait for a connection (to the server, or free in the pool).
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one PostgreSQL statement may run before the server cancels it (rule 10.20: a
+/// hung statement fails, and the call is retried); set on every session as the
+/// `statement_timeout` startup option, in milliseconds.
+pub(crate) const PG_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The `application_name` the sidecar's PostgreSQL sessions carry (seen in `pg_stat_activity`).
 pub(crate) const APPLICATION_NAME: &str = "orrery-sidecar";
 
@@ -73,8 +77,11 @@ pub(crate) fn parse(url: &str, scrub: &Scrub) -> Result<Target, StoreError> {
                     scrub.text(&e.to_string())
                 ),
             })?;
+            let timeout_ms = PG_STATEMENT_TIMEOUT.as_millis().to_string();
             Ok(Target::Postgres(Box::new(
-                options.application_name(APPLICATION_NAME),
+                options
+                    .application_name(APPLICATION_NAME)
+                    .options([("statement_timeout", timeout_ms.as_str())]),
             )))
         }
         _ => Err(StoreError::Url {

@@ -270,6 +270,25 @@ async fn a_store_file_is_in_wal_mode_with_a_busy_timeout() {
     store.close().await;
 }
 
+#[test]
+fn every_postgresql_session_is_opened_with_a_statement_timeout_rule_10_20() {
+    let scrub = Scrub::default();
+    let Ok(open::Target::Postgres(options)) =
+        open::parse("postgres://orrery@db.example:5432/events", &scrub)
+    else {
+        panic!("a PostgreSQL URL parses as PostgreSQL");
+    };
+    let expected = format!(
+        "statement_timeout={}",
+        open::PG_STATEMENT_TIMEOUT.as_millis()
+    );
+    assert!(
+        options.get_options().is_some_and(|o| o.contains(&expected)),
+        "{:?}",
+        options.get_options()
+    );
+}
+
 async fn applied_migrations(store: &Store) -> Vec<(i64, i64)> {
     sqlx::query_as("SELECT version, applied_at FROM orrery_schema_migrations ORDER BY version")
         .fetch_all(sqlite_pool(store))
@@ -426,4 +445,52 @@ async fn sqlite_has_no_listener() {
     let store = Store::open("sqlite::memory:").await.unwrap();
     assert_eq!(store.backend(), Backend::Sqlite);
     assert!(store.listen().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn approvals_are_stored_as_the_same_strings_and_a_row_naming_no_kind_is_refused() {
+    use orrery_crds::approval::{ApprovalKind, ApprovalRequest, ApprovalState, DecisionKind};
+    let dir = TempDir::new();
+    let store = Store::open(&dir.url()).await.unwrap();
+    let ask = ApprovalRequest {
+        id: "input-1".into(),
+        kind: ApprovalKind::Input,
+        node: "writer".into(),
+        prompt: String::new(),
+        text: "which region?".into(),
+        digest: "d".into(),
+        size: 13,
+        complete: true,
+        expires_at: "2026-12-02T10:00:00Z".into(),
+    };
+    assert_eq!(
+        store.put_approval(&run("u1"), &ask).await.unwrap(),
+        Put::Created
+    );
+    assert!(
+        store
+            .settle("u1", "input-1", DecisionKind::Approved, Some(0))
+            .await
+            .unwrap()
+    );
+    let pool = sqlite_pool(&store);
+    let (kind, settled): (String, String) =
+        sqlx::query_as("SELECT kind, settled FROM approvals WHERE approval_id = 'input-1'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!((kind.as_str(), settled.as_str()), ("Input", "approved"));
+    let read = store.approval("u1", "input-1").await.unwrap().unwrap();
+    assert_eq!(read.request.kind, ApprovalKind::Input);
+    assert_eq!(read.state(), ApprovalState::Approved);
+    sqlx::query("UPDATE approvals SET kind = 'Question' WHERE approval_id = 'input-1'")
+        .execute(pool)
+        .await
+        .unwrap();
+    let err = store.approvals("u1").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Row { column: "kind", value, .. } if value == "Question"),
+        "{err}"
+    );
+    store.close().await;
 }
