@@ -124,8 +124,8 @@ fn check_pin(endpoint: &A2aEndpoint, pins: &dyn Pins, digest: &str) -> Result<()
 /// the entry's origins (rule 5.31).
 fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError> {
     let entry = &endpoint.entry;
-    let parsed = Url::parse(url)
-        .map_err(|e| refused(entry, format!("its JSON-RPC URL is not a URL ({e})")))?;
+    let parsed =
+        crate::net::parse_url(url).map_err(|e| refused(entry, format!("its JSON-RPC URL: {e}")))?;
     let loopback = parsed.host().is_some_and(|h| is_loopback_host(&h));
     match parsed.scheme() {
         "https" => {}
