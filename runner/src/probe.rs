@@ -18,7 +18,7 @@
 //! [`ProbeReport`] (`orrery_crds::probe`).
 
 use crate::net::{GuardPolicy, NameResolver, SystemResolver};
-use crate::pinstore::{PinStore, Pins};
+use crate::pin::store::{PinStore, Pins};
 use crate::remote::{RemoteConfig, RemoteToolFactory};
 use crate::secrets::SecretResolver;
 use orrery_crds::plan_document::EntryPins;
