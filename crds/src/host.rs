@@ -24,8 +24,11 @@ pub enum AddrClass {
     Public,
     /// `127.0.0.0/8`, `::1`.
     Loopback,
-    /// RFC 1918, IPv6 unique-local `fc00::/7`, and shared (CGNAT) `100.64.0.0/10`.
+    /// RFC 1918 and IPv6 unique-local `fc00::/7`.
     Private,
+    /// Carrier-grade NAT shared space `100.64.0.0/10` (RFC 6598): not public, and reached as
+    /// private addresses are (a `privateNetwork` entry on the deployment's allowlist).
+    Shared,
     /// `169.254.0.0/16`, `fe80::/10`: never reachable.
     LinkLocal,
     /// Cloud metadata services (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`): never
@@ -54,6 +57,7 @@ impl AddrClass {
             Self::Public => "public",
             Self::Loopback => "loopback",
             Self::Private => "private",
+            Self::Shared => "carrier-grade NAT shared",
             Self::LinkLocal => "link-local",
             Self::Metadata => "cloud metadata",
             Self::Unspecified => "unspecified",
@@ -63,6 +67,24 @@ impl AddrClass {
             Self::Reserved => "reserved",
             Self::Tunnel => "6to4/Teredo tunnel",
         }
+    }
+
+    /// The short name with its indefinite article ("a private", "an unspecified"), for
+    /// messages that say "… is an unspecified address".
+    pub fn with_article(self) -> String {
+        let name = self.describe();
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {name}")
+    }
+
+    /// Whether the guard reaches this class only for a `privateNetwork` entry whose host or
+    /// address is on the deployment's allowlist.
+    pub fn is_private(self) -> bool {
+        matches!(self, Self::Private | Self::Shared)
     }
 }
 
@@ -90,14 +112,10 @@ static V4_TABLE: LazyLock<Vec<(Vec<IpNet>, AddrClass)>> = LazyLock::new(|| {
         (nets(&["127.0.0.0/8"]), AddrClass::Loopback),
         (nets(&["169.254.0.0/16"]), AddrClass::LinkLocal),
         (
-            nets(&[
-                "10.0.0.0/8",
-                "172.16.0.0/12",
-                "192.168.0.0/16",
-                "100.64.0.0/10",
-            ]),
+            nets(&["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]),
             AddrClass::Private,
         ),
+        (nets(&["100.64.0.0/10"]), AddrClass::Shared),
         (
             nets(&["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"]),
             AddrClass::Documentation,
@@ -247,6 +265,29 @@ pub fn scheme_and_host(text: &str) -> Option<(String, String)> {
     (!host.is_empty()).then(|| (scheme.to_ascii_lowercase(), host.to_owned()))
 }
 
+/// What is wrong with the URL `text` when its host reaches loopback as the runtime parses it
+/// ([`is_loopback_url`]: `127.1`, `0x7f000001`, `017700000001`, `2130706433`, `127.0.0.1.`,
+/// `127.0.0.2`, `LOCALHOST`, `[0:0:0:0:0:0:0:1]` …) but is not written exactly as one of
+/// [`LOOPBACK_HOSTS`], which is all the apiserver's rule and the guard accept for loopback
+/// (rule 5.24): the end of a message, or `None` when the URL is not loopback or is written
+/// exactly. One check and one wording for `orrery validate` and the network guard.
+pub fn loopback_spelling_problem(text: &str) -> Option<String> {
+    if !is_loopback_url(text) {
+        return None;
+    }
+    let written = scheme_and_host(text).map(|(_, host)| host);
+    if written
+        .as_deref()
+        .is_some_and(|host| LOOPBACK_HOSTS.contains(&host))
+    {
+        return None;
+    }
+    Some(format!(
+        "its host {} reaches loopback, but is not written exactly as localhost, 127.0.0.1 or [::1] (the apiserver reads the host as written, the runtime as parsed); write one of those",
+        written.map_or_else(|| "(unreadable)".to_owned(), |host| format!("{host:?}"))
+    ))
+}
+
 /// The CRD's URL rule, mirrored, on the runtime's reading of the host: a URL whose scheme is
 /// https, or http to a host that is loopback to the runtime's guard ([`is_loopback_url`]) and
 /// written exactly as one of [`LOOPBACK_HOSTS`], as the CEL rule requires. So
@@ -287,13 +328,14 @@ pub fn literal_address_refusal(text: &str, private_network: bool) -> Option<Stri
     }
     match classified.class {
         AddrClass::Public | AddrClass::Loopback => None,
-        AddrClass::Private if private_network => None,
-        AddrClass::Private => Some(format!(
-            "{ip} is a private address, which only a privateNetwork entry on the deployment's allowlist may reach; set privateNetwork: true (and ask for the host to be allowlisted) or use a public address"
+        class if class.is_private() && private_network => None,
+        class if class.is_private() => Some(format!(
+            "{ip} is {} address, which only a privateNetwork entry on the deployment's allowlist may reach; set privateNetwork: true (and ask for the host to be allowlisted) or use a public address",
+            class.with_article()
         )),
         class => Some(format!(
-            "{ip} is a {} address, which the network guard never connects to",
-            class.describe()
+            "{ip} is {} address, which the network guard never connects to",
+            class.with_article()
         )),
     }
 }
@@ -348,7 +390,8 @@ mod tests {
             ("172.16.0.1", Private, None),
             ("172.31.255.255", Private, None),
             ("192.168.1.10", Private, None),
-            ("100.64.0.1", Private, None),
+            ("100.64.0.1", Shared, None),
+            ("100.127.255.254", Shared, None),
             ("fd12:3456::1", Private, None),
             ("169.254.1.1", LinkLocal, None),
             ("fe80::1", LinkLocal, None),
@@ -455,5 +498,104 @@ mod tests {
         for (url, secure) in cases {
             assert_eq!(is_secure_url(url), secure, "{url}");
         }
+    }
+
+    /// Table (issue 29): every spelling of loopback the URL parser accepts but the apiserver's
+    /// rule does not is named, whatever the scheme; exact ones and non-loopback hosts are not.
+    #[test]
+    fn a_loopback_host_not_written_exactly_is_named_in_every_spelling_rule_5_24() {
+        let misspelled = [
+            "http://0x7f000001/mcp",
+            "http://017700000001/mcp",
+            "http://2130706433/mcp",
+            "http://127.1/mcp",
+            "http://0177.0.0.1/mcp",
+            "http://0x7f.0.0.1/mcp",
+            "http://0x7f.1/mcp",
+            "http://127.0.1/mcp",
+            "http://127.0.0.1./mcp",
+            "http://127.0.0.2/mcp",
+            "http://LOCALHOST/mcp",
+            "http://LocalHost:8080/mcp",
+            "http://[0:0:0:0:0:0:0:1]/mcp",
+            "http://[::0001]/mcp",
+            "https://0x7f000001/mcp",
+            "https://127.1/mcp",
+        ];
+        for text in misspelled {
+            let why = loopback_spelling_problem(text);
+            assert!(
+                why.as_deref()
+                    .is_some_and(|w| w.contains("not written exactly")),
+                "{text}: {why:?}"
+            );
+            // the apiserver's rule lets https anywhere: the spelling check is the guard's
+            assert_eq!(is_secure_url(text), text.starts_with("https:"), "{text}");
+        }
+        let not_named = [
+            "http://127.0.0.1/mcp",
+            "http://localhost:8080/mcp",
+            "http://[::1]:9/mcp",
+            "https://127.0.0.1/mcp",
+            // embedded and look-alike forms are not loopback hosts: other rules refuse them
+            "http://[::ffff:127.0.0.1]/mcp",
+            "http://localhost./mcp",
+            "http://localhost.evil.example/mcp",
+            "http://0.0.0.0/mcp",
+            "https://tools.example.com/mcp",
+            "not a url",
+        ];
+        for text in not_named {
+            assert_eq!(loopback_spelling_problem(text), None, "{text}");
+        }
+    }
+
+    /// Table (issue 29): the validator names every class with its article, and calls
+    /// 100.64.0.0/10 carrier-grade NAT shared space, not private.
+    #[test]
+    fn a_refused_literal_is_named_by_its_class_in_plain_words() {
+        let cases = [
+            (
+                "https://0.0.0.0/",
+                false,
+                "0.0.0.0 is an unspecified address",
+            ),
+            ("https://[::]/", false, ":: is an unspecified address"),
+            (
+                "https://169.254.1.1/",
+                false,
+                "169.254.1.1 is a link-local address",
+            ),
+            (
+                "https://224.0.0.1/",
+                false,
+                "224.0.0.1 is a multicast address",
+            ),
+            (
+                "https://255.255.255.255/",
+                false,
+                "255.255.255.255 is a broadcast address",
+            ),
+            (
+                "https://192.0.2.1/",
+                false,
+                "192.0.2.1 is a documentation address",
+            ),
+            (
+                "https://10.0.0.1/",
+                false,
+                "10.0.0.1 is a private address, which only a privateNetwork",
+            ),
+            (
+                "https://100.64.0.1/",
+                false,
+                "100.64.0.1 is a carrier-grade NAT shared address, which only a privateNetwork",
+            ),
+        ];
+        for (text, private_network, start) in cases {
+            let why = literal_address_refusal(text, private_network).unwrap_or_default();
+            assert!(why.starts_with(start), "{text}: {why}");
+        }
+        assert_eq!(literal_address_refusal("https://100.64.0.1/", true), None);
     }
 }

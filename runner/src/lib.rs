@@ -13,7 +13,9 @@ pub mod mcp;
 pub mod model;
 pub mod net;
 pub mod pin;
-pub mod pinstore;
+/// The old path of [`pin::store`], kept while `tests/tests/` (interop) still name it; use
+/// `pin::store`.
+pub use pin::store as pinstore;
 pub mod probe;
 pub mod remote;
 pub mod safety;

@@ -18,7 +18,7 @@
 //! [`ProbeReport`] (`orrery_crds::probe`).
 
 use crate::net::{GuardPolicy, NameResolver, SystemResolver};
-use crate::pinstore::{PinStore, Pins};
+use crate::pin::store::{PinStore, Pins};
 use crate::remote::{RemoteConfig, RemoteToolFactory};
 use crate::secrets::SecretResolver;
 use orrery_crds::plan_document::EntryPins;
@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use url::{Host, Url};
+use url::Host;
 
 /// How long a probe may take when the caller sets nothing (under the probe pod's
 /// `activeDeadlineSeconds`).
@@ -171,12 +171,8 @@ async fn resolve_hosts(
             .is_some_and(|m| m.private_network);
     let mut out: BTreeSet<IpAddr> = BTreeSet::new();
     for url in entry_urls(&request.spec) {
-        let parsed = Url::parse(&url.url).map_err(|e| {
-            format!(
-                "entry '{name}': {} {:?} is not a URL ({e})",
-                url.field, url.url
-            )
-        })?;
+        let parsed = crate::net::parse_url(&url.url)
+            .map_err(|e| format!("entry '{name}': {} {:?}: {e}", url.field, url.url))?;
         let Some(Host::Domain(host)) = parsed.host() else {
             continue;
         };

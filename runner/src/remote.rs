@@ -13,7 +13,7 @@ use crate::mcp::{McpEndpoint, McpSession, McpTool, ToolState};
 use crate::net::{
     AllowRule, GuardError, GuardPolicy, GuardedClient, Limits, NameResolver, SystemResolver,
 };
-use crate::pinstore::Pins;
+use crate::pin::store::Pins;
 use crate::secrets::SecretResolver;
 use crate::tools::Tool;
 use crate::tools::{ToolBuildError, ToolFactory};

@@ -13,7 +13,7 @@ use orrery_crds::registry::Effect;
 use orrery_crds::run::ApprovalKind;
 use orrery_runner::approval::ScriptedDecision;
 use orrery_runner::events::{CallStatus, DecisionKind, EventBody, Outcome};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::tools::Tool;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
 use remote_support::{a2a_entry, build, factory};

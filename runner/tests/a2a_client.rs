@@ -9,7 +9,7 @@ use orrery_crds::registry::{EndpointLimits, RegistryEntry};
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_runner::events::{Direction, EventBody};
 use orrery_runner::pin::card_trust_digest;
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, INJECTION, LEAKED_KEY, Setup};
 use remote_support::{Override, TestCtx, a2a_entry, bearer, build, build_err, factory};
 use serde_json::{Value, json};

@@ -14,7 +14,7 @@ use orrery_runner::engine::{RunOptions, RunResult};
 use orrery_runner::events::{EventBody, MemorySink, Outcome, TraceEvent};
 use orrery_runner::launch::{self, Prepared};
 use orrery_runner::model::ProviderFactory;
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::secrets::LocalSecrets;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
 use remote_support::mcp_fixture::{McpFixture, text_result, tool};

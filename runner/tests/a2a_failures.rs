@@ -8,7 +8,7 @@ mod remote_support;
 use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::{EndpointLimits, RegistryEntry};
 use orrery_runner::approval::{ApprovalRequest, Decision, DecisionSource, People};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::tools::Tool;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
 use remote_support::{Override, TestCtx, a2a_entry, build, factory};

@@ -13,7 +13,7 @@ use orrery_crds::run::ApprovalKind;
 use orrery_runner::approval::{
     ApprovalRequest, Decision, DecisionSource, People, ScriptedDecision,
 };
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::tools::{Tool, ToolError};
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
 use remote_support::{TestCtx, a2a_entry, build, build_err, factory};

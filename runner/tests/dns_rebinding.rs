@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::McpTransport;
 use orrery_runner::net::{GuardError, GuardPolicy, NameResolver};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::remote::{RemoteConfig, RemoteToolFactory};
 use orrery_runner::secrets::LocalSecrets;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};

@@ -9,7 +9,7 @@ use orrery_crds::registry::{McpTransport, RegistryEntry};
 use orrery_runner::demo::clock::Clock;
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_runner::events::{CallStatus, EventBody};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use remote_support::mcp_fixture::{McpFixture, text_result, tool};
 use remote_support::{
     Override, TestCtx, bearer, build, build_err, factory, mcp_entry, temp_pin_path,

@@ -10,7 +10,7 @@ mod remote_support;
 
 use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::{EndpointLimits, McpTransport, RegistryEntry};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::tools::Tool;
 use remote_support::mcp_fixture::{McpFixture, text_result, tool};
 use remote_support::{Override, TestCtx, build, build_err, factory, mcp_entry};

@@ -187,7 +187,7 @@ async fn a_name_resolving_to_loopback_is_refused_before_any_connection() {
         let url = format!("http://app.test:{}/", server.port());
         assert_eq!(
             refused_rule(raw_get(&c, &url).await),
-            Rule::PlainHttpOffLoopback
+            Rule::PlainHttpOffLoopback(None)
         );
     }
     assert_eq!(server.connections(), 0);
@@ -429,7 +429,10 @@ async fn metadata_literals_are_refused_in_the_connector_where_no_resolver_runs()
         let started = std::time::Instant::now();
         let rule = refused_rule(raw_get(&c, url).await);
         assert!(
-            matches!(rule, Rule::LinkLocalOrMetadata | Rule::PlainHttpOffLoopback),
+            matches!(
+                rule,
+                Rule::LinkLocalOrMetadata | Rule::PlainHttpOffLoopback(Some(_))
+            ),
             "{url}: {rule}"
         );
         assert!(
@@ -454,17 +457,72 @@ async fn every_spelling_of_loopback_is_refused_for_a_non_loopback_entry() {
         );
     }
     assert_eq!(server.connections(), 0);
-    // The same URLs do reach the server for a loopback entry: they really are 127.0.0.1.
-    let local = client(loopback_policy(), StaticResolver::new());
+}
+
+/// Table (issue 29, rule 5.24): a loopback entry too is refused every spelling of loopback
+/// that is not written exactly, in the guard itself (`GuardedClient::get`/`post`, and so every
+/// caller: the probe, MCP, A2A, models), while the exact hosts reach the same server.
+#[tokio::test]
+async fn a_loopback_entry_reaches_loopback_only_through_a_host_written_exactly() {
+    let server = serve(ok("loop")).await;
+    let port = server.port();
+    let resolver = StaticResolver::new().with("localhost", &[ip("127.0.0.1")]);
+    let local = client(loopback_policy(), resolver);
+    let spellings = [
+        "2130706433",
+        "0x7f000001",
+        "017700000001",
+        "0x7f.1",
+        "0x7f.0.0.1",
+        "0177.0.0.1",
+        "127.1",
+        "127.0.1",
+        "127.0.0.1.",
+        "①②⑦.0.0.1",
+        "LOCALHOST",
+        "Localhost",
+    ];
     for host in spellings {
-        let url = format!("http://{host}:{port}/");
-        assert_eq!(
-            raw_get(&local, &url).await.unwrap().status().as_u16(),
-            200,
+        for scheme in ["http", "https"] {
+            let url = format!("{scheme}://{host}:{port}/");
+            match local.get(&url) {
+                Err(GuardError::Refused {
+                    host: written,
+                    rule: Rule::LoopbackNotWrittenExactly(why),
+                    ..
+                }) => {
+                    assert!(why.contains("not written exactly"), "{url}: {why}");
+                    assert_eq!(
+                        written, host,
+                        "{url}: the refusal names the host as written"
+                    );
+                }
+                other => panic!("{url}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+    // Embedded forms name no loopback host: the address rule refuses them.
+    for host in ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]"] {
+        let url = format!("https://{host}:{port}/");
+        assert!(
+            matches!(
+                local.get(&url),
+                Err(GuardError::Refused {
+                    rule: Rule::EmbeddedNonPublic { .. },
+                    ..
+                })
+            ),
             "{url}"
         );
     }
-    assert_eq!(server.connections(), spellings.len());
+    assert_eq!(server.connections(), 0);
+    for host in ["127.0.0.1", "localhost"] {
+        let url = format!("http://{host}:{port}/");
+        let request = local.get(&url).expect("an exact loopback host passes");
+        let response = local.send(request).await.expect("the server answers");
+        assert_eq!(response.status().as_u16(), 200, "{url}");
+    }
+    assert_eq!(server.connections(), 2);
 }
 
 #[tokio::test]

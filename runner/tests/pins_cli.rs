@@ -1,7 +1,7 @@
 //! `orrery pins`: a reset card pin is gone from the store, so the next run pins it afresh.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use orrery_runner::pinstore::{PinSource, PinStore};
+use orrery_runner::pin::store::{PinSource, PinStore};
 use std::process::Command;
 
 fn orrery(args: &[&str]) -> (i32, String) {

@@ -9,7 +9,7 @@ mod remote_support;
 
 use orrery_crds::plan::ToolKind;
 use orrery_crds::registry::{A2aEntry, McpTransport, RegistryEntry};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use remote_support::a2a_fixture::{A2aFixture, Behaviour, Setup};
 use remote_support::mcp_fixture::{McpFixture, text_result, tool};
 use remote_support::{Override, a2a_entry, build, factory, mcp_entry};

@@ -283,3 +283,92 @@ async fn a_read_only_tool_without_read_only_hint_fails_the_probe_and_a_pinned_to
     );
     assert!(refused.report.pins.tools.is_empty());
 }
+
+/// Table (issue 29, rule 5.24): the probe skips the validator, so the guard itself refuses a
+/// loopback host not written exactly, for an MCP `url` and an A2A `cardUrl`: the same server
+/// answers when it is written `127.0.0.1`, and never when it is spelled otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spelled_loopback_url_is_refused_by_the_probe_where_the_exact_one_answers() {
+    let fleet = start_fleet(FleetConfig::ephemeral()).await.expect("fleet");
+    let (tools, card) = (fleet.tools_url(), fleet.writer_card_url());
+    let exact = probe(
+        "exact",
+        request(
+            "demo-tools",
+            json!({"mcp": {"url": tools, "tools": ["current_time"], "readOnly": ["current_time"]}}),
+        ),
+    )
+    .await;
+    assert_eq!(exact.code, 0, "{}", exact.log);
+    let spellings = [
+        "0x7f000001",
+        "017700000001",
+        "2130706433",
+        "127.1",
+        "0177.0.0.1",
+        "0x7f.0.0.1",
+        "127.0.0.1.",
+        "LOCALHOST",
+        "[0:0:0:0:0:0:0:1]",
+    ];
+    for spelled in spellings {
+        let (mcp_url, card_url) = (
+            tools.replace("127.0.0.1", spelled),
+            card.replace("127.0.0.1", spelled),
+        );
+        assert_ne!(mcp_url, tools, "the fixture's URL names 127.0.0.1");
+        for (kind, spec) in [
+            (
+                "mcp",
+                json!({"mcp": {"url": mcp_url, "tools": ["current_time"], "readOnly": ["current_time"]}}),
+            ),
+            (
+                "a2a",
+                json!({"a2a": {"cardUrl": card_url, "skills": ["draft"]}}),
+            ),
+        ] {
+            let refused = probe(kind, request("spelled", spec)).await;
+            assert_eq!(refused.code, 1, "{kind} {spelled}: {}", refused.log);
+            let message = error_of(&refused.report);
+            assert!(
+                message.contains("reaches loopback, but is not written exactly"),
+                "{kind} {spelled}: {message}"
+            );
+        }
+    }
+    fleet.shutdown().await.expect("fleet stops");
+}
+
+/// Table (issue 29): plain http to a literal address that is not loopback is refused naming
+/// its class, in the validator's words (one table: `orrery_crds::host`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_to_a_literal_address_is_refused_naming_its_class() {
+    let cases = [
+        ("169.254.1.1", "a link-local address"),
+        ("169.254.169.254", "a cloud metadata address"),
+        ("192.0.2.1", "a documentation address"),
+        ("224.0.0.1", "a multicast address"),
+        ("255.255.255.255", "a broadcast address"),
+        ("100.64.0.1", "a carrier-grade NAT shared address"),
+        ("0.0.0.0", "an unspecified address"),
+        ("10.0.0.1", "a private address"),
+        ("[fe80::1]", "a link-local address"),
+    ];
+    for (host, class) in cases {
+        let refused = probe(
+            "class",
+            request(
+                "plain",
+                json!({"mcp": {"url": format!("http://{host}/mcp"), "tools": ["a"], "readOnly": ["a"]}}),
+            ),
+        )
+        .await;
+        assert_eq!(refused.code, 1, "{host}: {}", refused.log);
+        let message = error_of(&refused.report);
+        assert!(
+            message.contains("plain http is allowed only to loopback hosts, and this is")
+                && message.contains(class),
+            "{host}: {message}"
+        );
+    }
+}

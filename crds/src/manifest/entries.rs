@@ -158,14 +158,18 @@ pub(super) fn entry_problems(
     out
 }
 
-/// What is wrong with an entry URL, as the end of a message (`None`: nothing). A URL passes when
-/// [`is_secure_url`] holds; a plain-http URL whose host the runtime reads as loopback
-/// ([`crate::host::is_loopback_url`], e.g. `http://127.1/`) but that is not written as the
-/// apiserver's rule reads it is named as such, so the message says why a loopback URL fails.
 /// Refuses a URL whose literal address the guard never connects to
 /// ([`crate::host::literal_address_refusal`]).
+/// Refuses too a loopback host not written exactly ([`crate::host::loopback_spelling_problem`])
+/// on a scheme other than plain http (plain http is [`url_problem`]'s): the guard never
+/// connects to it either (rule 5.24).
 fn address_problem(out: &mut Vec<ValidationIssue>, at: Loc, text: &str, private_network: bool) {
-    if let Some(why) = crate::host::literal_address_refusal(text, private_network) {
+    let refusal = crate::host::literal_address_refusal(text, private_network).or_else(|| {
+        (!is_plain_http(text))
+            .then(|| crate::host::loopback_spelling_problem(text))
+            .flatten()
+    });
+    if let Some(why) = refusal {
         out.push(issue(
             at,
             codes::UNREACHABLE_ADDRESS,
@@ -174,17 +178,24 @@ fn address_problem(out: &mut Vec<ValidationIssue>, at: Loc, text: &str, private_
     }
 }
 
+fn is_plain_http(text: &str) -> bool {
+    text.split_once(':')
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http"))
+}
+
+/// What is wrong with an entry URL, as the end of a message (`None`: nothing). A URL passes when
+/// [`crate::host::is_secure_url`] holds; a plain-http URL whose host the runtime reads as
+/// loopback (e.g. `http://127.1/`) but that is not written as the apiserver's rule reads it is
+/// named as such ([`crate::host::loopback_spelling_problem`]), so the message says why a
+/// loopback URL fails.
 fn url_problem(text: &str) -> Option<String> {
     if crate::host::is_secure_url(text) {
         return None;
     }
-    let plain_http = text
-        .split_once(':')
-        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http"));
-    if plain_http && crate::host::is_loopback_url(text) {
-        return Some(format!(
-            "{text:?} reaches loopback, but its host is not written exactly as one of them (the apiserver reads the host as written): write localhost, 127.0.0.1 or [::1]"
-        ));
+    if is_plain_http(text)
+        && let Some(why) = crate::host::loopback_spelling_problem(text)
+    {
+        return Some(format!("{text:?}: {why}"));
     }
     Some(format!("{text:?} is not"))
 }
@@ -289,6 +300,33 @@ mod tests {
                 "{url}: {}",
                 found[0].message
             );
+        }
+        // https to a spelled loopback host passes the apiserver's rule, but the guard never
+        // connects to it (rule 5.24): unreachable_address, on the card URL and origins too.
+        for url in [
+            "https://0x7f000001/mcp",
+            "https://127.1:8443/",
+            "https://LOCALHOST/",
+        ] {
+            let found = entry_problems(
+                &entry(&format!(
+                    "spec: {{a2a: {{cardUrl: '{url}', serviceOrigins: ['{url}'], skills: [a]}}}}"
+                )),
+                &DeploymentLimits::default(),
+            );
+            let got: Vec<(&str, &str)> = found
+                .iter()
+                .map(|i| (i.code.as_str(), i.field.as_str()))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("unreachable_address", "spec.a2a.cardUrl"),
+                    ("unreachable_address", "spec.a2a.serviceOrigins[0]")
+                ],
+                "{url}: {found:?}"
+            );
+            assert!(found[0].message.contains("not written exactly"), "{url}");
         }
         let other = entry_problems(
             &entry("spec: {mcp: {url: 'http://example.com/mcp', tools: [a]}}"),

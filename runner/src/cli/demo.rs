@@ -18,7 +18,7 @@ use orrery_crds::manifest::{Format, ManifestSet, Resource};
 use orrery_runner::demo::{Fleet, FleetConfig, FleetError, start_fleet};
 use orrery_runner::engine::RunOptions;
 use orrery_runner::launch::{self, Deployment, Factories, Launch, Prepared, RemoteTools};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::secrets::LocalSecrets;
 use std::io::Write;
 use std::path::Path;

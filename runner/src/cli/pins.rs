@@ -4,7 +4,7 @@
 
 use super::{EXIT_OK, EXIT_UNREADABLE};
 use clap::{Args, Subcommand};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use std::path::PathBuf;
 
 /// Arguments of `orrery pins`.

@@ -32,7 +32,7 @@ use orrery_runner::events::{
     TerminalPrinter, visible,
 };
 use orrery_runner::launch::{self, Factories, Launch, PrepareError, Prepared, RemoteTools};
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::secrets::LocalSecrets;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};

@@ -128,7 +128,7 @@ impl AgentHandler for DemoWriter {
         let text = match asked {
             Some(notes) => match version_answer(&request.message.joined_text()) {
                 Ok(version) => with_version(&notes, &version),
-                Err(reason) => return AgentReply::rejected(reason),
+                Err(not_a_version) => return AgentReply::rejected(not_a_version.to_string()),
             },
             None => request.message.joined_text(),
         };
@@ -169,8 +169,15 @@ fn first_line_is_open(notes: &str) -> bool {
     notes.lines().next().map(str::trim) == Some(UNKNOWN_VERSION)
 }
 
+/// An answer to the version question that is not a version; its message is the rejection.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the answer is not a version: demo-writer takes one line of at most {MAX_VERSION_CHARS} letters, digits, '.', '-' or '+', e.g. 2.5"
+)]
+struct NotAVersion;
+
 /// A version as answered: one short line of letters, digits, `.`, `-` and `+`.
-fn version_answer(answer: &str) -> Result<String, String> {
+fn version_answer(answer: &str) -> Result<String, NotAVersion> {
     let version = answer.trim().trim_start_matches(['v', 'V']);
     let fine = !version.is_empty()
         && version.chars().count() <= MAX_VERSION_CHARS
@@ -180,9 +187,7 @@ fn version_answer(answer: &str) -> Result<String, String> {
     if fine {
         Ok(version.to_owned())
     } else {
-        Err(format!(
-            "the answer is not a version: demo-writer takes one line of at most {MAX_VERSION_CHARS} letters, digits, '.', '-' or '+', e.g. 2.5"
-        ))
+        Err(NotAVersion)
     }
 }
 

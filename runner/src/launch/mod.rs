@@ -32,7 +32,7 @@ pub use prepare::{PrepareError, Prepared, all_models_scripted, prepare, prepare_
 use crate::approval::DecisionSource;
 use crate::engine::{RunOptions, RunResult, RunSetup};
 use crate::events::EventSink;
-use crate::pinstore::Pins;
+use crate::pin::store::Pins;
 use crate::remote::{RemoteConfig, RemoteToolFactory};
 use crate::secrets::SecretResolver;
 use std::sync::Arc;

@@ -155,9 +155,9 @@ fn endpoint(entry_name: &str, entry: &ModelEntry) -> Result<Url, ModelError> {
             }
         },
     };
-    Url::parse(text).map_err(|e| {
+    crate::net::parse_url(text).map_err(|e| {
         ModelError::Misconfigured(format!(
-            "registry entry {entry_name}: baseUrl {text:?} is not a URL: {e}"
+            "registry entry {entry_name}: baseUrl {text:?}: {e}"
         ))
     })
 }

@@ -7,7 +7,7 @@
 //! [`SIDECAR_URL_ENV`]), with the run token of the [`TOKEN_FILE`] next to the plan.
 
 use super::Prepared;
-use crate::pinstore::FixedPins;
+use crate::pin::store::FixedPins;
 use orrery_crds::NodeKind;
 pub use orrery_crds::plan_document::TOKEN_FILE;
 use orrery_crds::plan_document::{INPUT_FILE, PLAN_DOCUMENT_VERSION, PlanDocument};

@@ -8,7 +8,7 @@ use super::endpoint::McpEndpoint;
 use super::error::PinSaveError;
 use super::schema::check_input_schema;
 use crate::pin::mcp_tool_pin_digest;
-use crate::pinstore::{PinCheck, Pins, ToolPin};
+use crate::pin::store::{PinCheck, Pins, ToolPin};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

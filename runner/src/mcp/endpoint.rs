@@ -15,8 +15,8 @@ pub const DEFAULT_MAX_REPLY_BYTES: u64 = 1024 * 1024;
 /// Why an MCP entry cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
-    /// The URL does not parse.
-    #[error("MCP entry '{entry}': url {url:?} is not a URL ({reason})")]
+    /// The URL does not parse, or the guard refuses how it is written.
+    #[error("MCP entry '{entry}': url {url:?} cannot be used ({reason})")]
     Url {
         /// The entry.
         entry: String,
@@ -67,7 +67,7 @@ impl McpEndpoint {
         spec: &McpEntry,
         secrets: &dyn SecretResolver,
     ) -> Result<Self, EndpointError> {
-        let url = Url::parse(&spec.url).map_err(|e| EndpointError::Url {
+        let url = crate::net::parse_url(&spec.url).map_err(|e| EndpointError::Url {
             entry: name.to_owned(),
             url: spec.url.clone(),
             reason: e.to_string(),

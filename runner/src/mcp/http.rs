@@ -13,7 +13,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
-use reqwest::{Response, StatusCode, Url};
+use reqwest::{Response, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
@@ -112,12 +112,7 @@ impl GuardedMcpHttp {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<reqwest::RequestBuilder> {
-        let url = Url::parse(uri).map_err(|e| {
-            StreamableHttpError::Client(GuardError::InvalidUrl {
-                url: uri.to_owned(),
-                reason: e.to_string(),
-            })
-        })?;
+        let url = crate::net::parse_url(uri).map_err(StreamableHttpError::Client)?;
         self.client
             .check_url(&url)
             .map_err(StreamableHttpError::Client)?;

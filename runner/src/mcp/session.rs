@@ -19,7 +19,7 @@ use super::http::GuardedMcpHttp;
 use super::listing::{ListCaps, ListError, list_tools_capped};
 use super::sse::{LegacySseTransport, SseTransportLimits};
 use crate::net::GuardedClient;
-use crate::pinstore::Pins;
+use crate::pin::store::Pins;
 use orrery_crds::registry::McpTransport;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,

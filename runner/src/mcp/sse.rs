@@ -106,6 +106,7 @@ impl LegacySseTransport {
         .map_err(|_| protocol("no `endpoint` event arrived in time".into()))?
         .map_err(SseTransportError::Guard)?
         .ok_or_else(|| protocol("the event stream ended before the `endpoint` event".into()))?;
+        crate::net::check_written(endpoint.trim()).map_err(SseTransportError::Guard)?;
         let post_url = sse_url
             .join(endpoint.trim())
             .map_err(|e| protocol(format!("the `endpoint` event does not name a URL ({e})")))?;

@@ -136,7 +136,7 @@ impl Tool for McpTool {
                 let (content, status) = match capped(text, &self.planned.reference) {
                     Ok(text) if error => (text, CallStatus::Error),
                     Ok(text) => (text, CallStatus::Ok),
-                    Err(replacement) => (replacement, CallStatus::Error),
+                    Err(over) => (over.to_string(), CallStatus::Error),
                 };
                 let is_error = status != CallStatus::Ok;
                 self.emit(ctx, status, started, &content, &arguments);

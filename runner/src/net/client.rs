@@ -124,10 +124,7 @@ impl GuardedClient {
     }
 
     fn parse_checked(&self, url: &str) -> Result<Url, GuardError> {
-        let parsed = Url::parse(url).map_err(|e| GuardError::InvalidUrl {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let parsed = super::written::parse_url(url)?;
         self.policy.check_url(&parsed)?;
         Ok(parsed)
     }

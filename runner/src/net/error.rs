@@ -27,8 +27,12 @@ pub enum Rule {
     PrivateNotAllowed,
     /// With an egress proxy configured, the direct path reaches only non-public addresses.
     PublicOnDirectPathWithProxy,
-    /// Plain http to a host that is not loopback.
-    PlainHttpOffLoopback,
+    /// Plain http to a host that is not loopback; the class of the address when the host is
+    /// a literal one (`None` for a name).
+    PlainHttpOffLoopback(Option<AddrClass>),
+    /// A host that reaches loopback but is not written exactly as `localhost`, `127.0.0.1` or
+    /// `[::1]` (`0x7f000001`, `127.1` …): the words of [`orrery_crds::host::loopback_spelling_problem`].
+    LoopbackNotWrittenExactly(String),
     /// A scheme other than http/https.
     Scheme(String),
     /// A URL carrying `user:password@`.
@@ -66,7 +70,15 @@ impl std::fmt::Display for Rule {
             Self::PublicOnDirectPathWithProxy => f.write_str(
                 "with an egress proxy set, public addresses are reached only through the proxy",
             ),
-            Self::PlainHttpOffLoopback => f.write_str("plain http is allowed only to loopback hosts"),
+            Self::PlainHttpOffLoopback(None) => {
+                f.write_str("plain http is allowed only to loopback hosts")
+            }
+            Self::PlainHttpOffLoopback(Some(class)) => write!(
+                f,
+                "plain http is allowed only to loopback hosts, and this is {} address",
+                class.with_article()
+            ),
+            Self::LoopbackNotWrittenExactly(why) => f.write_str(why),
             Self::Scheme(s) => write!(f, "scheme {s:?} is not allowed (http or https only)"),
             Self::Userinfo => f.write_str("URLs carrying user:password@ are refused"),
             Self::Ipv6LiteralViaProxy => f.write_str(

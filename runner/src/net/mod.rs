@@ -6,6 +6,8 @@
 //!   ([`GuardPolicy::check_url`], [`GuardPolicy::check_addr`], [`GuardPolicy::check_resolved`]).
 //! - [`classify`]: our own address table, unwrapping IPv4-embedding IPv6 forms, and the loopback
 //!   host test; both live in `orrery_crds::host`, shared with `orrery validate`.
+//! - [`parse_url`], [`check_written`]: text becomes a URL only here, refusing a loopback host
+//!   not written exactly (`0x7f000001`, `127.1`, `LOCALHOST` …), which the parsed URL hides.
 //! - [`GuardedClient`]: a reqwest client whose every connect is checked — names by the guard's
 //!   resolver (every address, every connect), IP literals by the connector layer before
 //!   connecting, and the peer address again after. Redirects never followed, proxy environment
@@ -23,6 +25,7 @@ mod policy;
 mod resolve;
 mod sse;
 mod tls;
+mod written;
 
 pub use classify::{
     AddrClass, Classified, classify, classify_v4, embedded_ipv4, is_loopback_host,
@@ -34,3 +37,4 @@ pub use error::{GuardError, Rule};
 pub use policy::{AllowRule, GuardPolicy, Limits, Origin, Route, authorize};
 pub use resolve::{NameResolver, StaticResolver, SystemResolver};
 pub use sse::{SseEvent, SseLimits, SseParseError, SseParser, SseReader};
+pub use written::{check_written, parse_url};

@@ -184,7 +184,7 @@ impl GuardPolicy {
                 }
             }
             _ if loopback_host => refuse(Rule::LoopbackHostNotLoopback),
-            AddrClass::Private => {
+            AddrClass::Private | AddrClass::Shared => {
                 if self.private_network && self.allowlisted(host, Some(addr)) {
                     Ok(())
                 } else {
@@ -214,7 +214,9 @@ impl GuardPolicy {
 
     /// Checks a URL before any connection and decides its route: scheme (https, or http to a
     /// loopback host), no userinfo, IP literals classified, proxy eligibility. Names are checked
-    /// again at every connect on the addresses they resolve to.
+    /// again at every connect on the addresses they resolve to. A parsed URL no longer shows how
+    /// its host was spelled: text becomes a URL through [`super::parse_url`], which refuses a
+    /// loopback host not written exactly (rule 5.24).
     pub fn check_url(&self, url: &Url) -> Result<Route, GuardError> {
         let host = url
             .host()
@@ -233,7 +235,17 @@ impl GuardPolicy {
         }
         let loopback_host = is_loopback_host(&host);
         if scheme == "http" && !loopback_host {
-            return Err(GuardError::refused(text, None, Rule::PlainHttpOffLoopback));
+            // A literal address is named by its class, in the validator's words (issue 29).
+            let class = match host {
+                Host::Domain(_) => None,
+                Host::Ipv4(ip) => Some(classify(IpAddr::V4(ip)).class),
+                Host::Ipv6(ip) => Some(classify(IpAddr::V6(ip)).class),
+            };
+            return Err(GuardError::refused(
+                text,
+                None,
+                Rule::PlainHttpOffLoopback(class),
+            ));
         }
         let route = self.route(url);
         match (&host, route) {
@@ -332,11 +344,7 @@ impl Origin {
 
     /// Parses a URL or origin string (`https://api.example.com[:port][/…]`).
     pub fn parse(text: &str) -> Result<Self, GuardError> {
-        let url = Url::parse(text).map_err(|e| GuardError::InvalidUrl {
-            url: text.to_owned(),
-            reason: e.to_string(),
-        })?;
-        Self::of(&url)
+        Self::of(&super::written::parse_url(text)?)
     }
 }
 

@@ -115,7 +115,11 @@ fn literal_urls_are_refused_or_allowed_by_the_rules() {
             &loopback_entry,
             Some(NotUnicast(AddrClass::Unspecified)),
         ),
-        ("http://0/", &loopback_entry, Some(PlainHttpOffLoopback)),
+        (
+            "http://0/",
+            &loopback_entry,
+            Some(PlainHttpOffLoopback(Some(AddrClass::Unspecified))),
+        ),
         (
             "https://0/",
             &loopback_entry,
@@ -147,11 +151,15 @@ fn literal_urls_are_refused_or_allowed_by_the_rules() {
         ("https://93.184.216.34/", &public, None),
         ("https://93.184.216.34/", &private, None),
         // scheme, userinfo
-        ("http://93.184.216.34/", &public, Some(PlainHttpOffLoopback)),
+        (
+            "http://93.184.216.34/",
+            &public,
+            Some(PlainHttpOffLoopback(Some(AddrClass::Public))),
+        ),
         (
             "http://internal.example/",
             &private,
-            Some(PlainHttpOffLoopback),
+            Some(PlainHttpOffLoopback(None)),
         ),
         (
             "ftp://127.0.0.1/",
@@ -431,8 +439,9 @@ fn validator_verdict(url: &str) -> (bool, String) {
 }
 
 /// One host classifier for both: for every plain-http URL, the validator reads the host as
-/// loopback exactly when the guard lets plain http through (for the entry that URL makes),
-/// and accepts it outright only when it is also written as the apiserver's rule reads it.
+/// loopback exactly when the guard's parsed URL is loopback (for the entry that URL makes),
+/// and both accept it only when it is also written as the apiserver's rule reads it: the guard
+/// refuses a spelled loopback host when it reads the text (`parse_url`, issue 29).
 #[test]
 fn the_validator_and_the_guard_read_every_tricky_host_alike() {
     // (url, loopback to both, written as the apiserver's rule accepts it)
@@ -464,14 +473,16 @@ fn the_validator_and_the_guard_read_every_tricky_host_alike() {
     for (text, loopback, canonical) in cases {
         let parsed = url(text);
         let entry = GuardPolicy::for_endpoint(&parsed, false, &deployment);
-        let guard_allows = entry.check_url(&parsed).is_ok();
+        let guard_allows = super::super::parse_url(text)
+            .and_then(|written| entry.check_url(&written))
+            .is_ok();
         let validator_loopback = orrery_crds::host::is_loopback_url(text);
         let (refused, message) = validator_verdict(text);
         assert_eq!(
             entry.loopback, *loopback,
             "{text}: the guard's loopback entry"
         );
-        assert_eq!(guard_allows, *loopback, "{text}: the guard");
+        assert_eq!(guard_allows, *loopback && *canonical, "{text}: the guard");
         assert_eq!(
             validator_loopback, *loopback,
             "{text}: the validator's reading"

@@ -35,27 +35,47 @@ pub fn over_cap_replacement(what: &str, size: usize) -> String {
     )
 }
 
-/// Applies the output cap: `Ok(text)` within it, `Err(replacement)` over it.
-pub fn capped(text: String, what: &str) -> Result<String, String> {
+/// A result over the output cap: its message is the replacement the model gets instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", over_cap_replacement(what, *size))]
+pub struct OverCap {
+    /// What produced the result (`mcp:docs.search`).
+    pub what: String,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// Applies the output cap: `Ok(text)` within it, `Err` (whose message is the replacement)
+/// over it.
+pub fn capped(text: String, what: &str) -> Result<String, OverCap> {
     if text.len() <= MAX_OUTPUT_BYTES {
         Ok(text)
     } else {
-        Err(over_cap_replacement(what, text.len()))
+        Err(OverCap {
+            what: what.to_owned(),
+            size: text.len(),
+        })
     }
+}
+
+/// A remote JSON value that is not the expected shape: where (the JSON path, empty at the
+/// root) and what was expected, never what the remote sent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{problem}", if path.is_empty() { String::new() } else { format!("at {path}: ") })]
+pub struct DecodeError {
+    /// The JSON path of the problem (`skills[0].id`), empty at the root.
+    pub path: String,
+    /// What was expected there, screened.
+    pub problem: String,
 }
 
 /// Deserializes a remote JSON value as `T`. On failure the message says where (the JSON path)
 /// and what was expected, never what the remote sent: remote keys appear only when they are
 /// short plain identifiers, and remote values not at all.
-pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = path_text(e.path());
-        let what = shape_problem(&e.inner().to_string());
-        if path.is_empty() {
-            what
-        } else {
-            format!("at {path}: {what}")
-        }
+pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| DecodeError {
+        path: path_text(e.path()),
+        problem: shape_problem(&e.inner().to_string()),
     })
 }
 
@@ -121,7 +141,7 @@ mod tests {
     #[test]
     fn a_result_over_the_cap_is_replaced_not_cut() {
         let big = "x".repeat(MAX_OUTPUT_BYTES + 1);
-        let replaced = capped(big, "mcp:docs.search").unwrap_err();
+        let replaced = capped(big, "mcp:docs.search").unwrap_err().to_string();
         assert!(
             replaced.contains("withheld") && replaced.contains("mcp:docs.search"),
             "{replaced}"
@@ -176,13 +196,14 @@ mod tests {
             ),
         ];
         for (value, want) in cases {
-            let err = decode::<Card>(value).unwrap_err();
+            let err = decode::<Card>(value).unwrap_err().to_string();
             assert_eq!(err, want);
         }
         let mut crafted = serde_json::Map::new();
         crafted.insert(payload.into(), serde_json::json!(1));
         let err = decode::<std::collections::BTreeMap<String, String>>(Value::Object(crafted))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains("ignore"), "{err}");
     }
 }

@@ -15,7 +15,7 @@ use orrery_runner::events::{EventBody, MemorySink, Trace, TraceEvent, TraceOptio
 use orrery_runner::launch::ToolFactory;
 use orrery_runner::ledger::Ledger;
 use orrery_runner::net::GuardPolicy;
-use orrery_runner::pinstore::PinStore;
+use orrery_runner::pin::store::PinStore;
 use orrery_runner::remote::{RemoteConfig, RemoteToolFactory};
 use orrery_runner::secrets::LocalSecrets;
 use orrery_runner::tools::{Tool, ToolContext};

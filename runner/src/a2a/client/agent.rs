@@ -13,7 +13,7 @@ use super::rpc::{Exchange, Rpc};
 use crate::a2a::types::{Message, Part, Role, Task, TaskState};
 use crate::events::{Direction, EventBody};
 use crate::net::GuardedClient;
-use crate::pinstore::Pins;
+use crate::pin::store::Pins;
 use crate::safety::output::{MAX_OUTPUT_BYTES, screened};
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;

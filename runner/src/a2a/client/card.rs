@@ -8,8 +8,8 @@ use super::outcome::{CallError, ErrorType};
 use crate::a2a::types::{AgentCard, BINDING_JSONRPC};
 use crate::net::GuardedClient;
 use crate::net::is_loopback_host;
+use crate::pin::store::{PinCheck, Pins};
 use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
-use crate::pinstore::{PinCheck, Pins};
 use crate::safety::output::{decode, plain_name};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
@@ -124,8 +124,8 @@ fn check_pin(endpoint: &A2aEndpoint, pins: &dyn Pins, digest: &str) -> Result<()
 /// the entry's origins (rule 5.31).
 fn check_rpc_target(endpoint: &A2aEndpoint, url: &str) -> Result<Url, CallError> {
     let entry = &endpoint.entry;
-    let parsed = Url::parse(url)
-        .map_err(|e| refused(entry, format!("its JSON-RPC URL is not a URL ({e})")))?;
+    let parsed =
+        crate::net::parse_url(url).map_err(|e| refused(entry, format!("its JSON-RPC URL: {e}")))?;
     let loopback = parsed.host().is_some_and(|h| is_loopback_host(&h));
     match parsed.scheme() {
         "https" => {}
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn a_config_pin_is_compared_and_a_first_use_pin_is_kept() {
-        let pins = crate::pinstore::PinStore::in_memory();
+        let pins = crate::pin::store::PinStore::in_memory();
         let mut ep = endpoint("https://agent.example.com/.well-known/agent-card.json", &[]);
         assert!(check_pin(&ep, &pins, "aa").is_ok(), "pinned on first use");
         assert!(check_pin(&ep, &pins, "aa").is_ok());

@@ -17,8 +17,8 @@ pub const DEFAULT_MAX_CARD_BYTES: u64 = 256 * 1024;
 /// Why an A2A entry cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
-    /// A URL does not parse.
-    #[error("A2A entry '{entry}': {what} {url:?} is not a URL ({reason})")]
+    /// A URL does not parse, or the guard refuses how it is written.
+    #[error("A2A entry '{entry}': {what} {url:?} cannot be used ({reason})")]
     Url {
         /// The entry.
         entry: String,
@@ -80,7 +80,7 @@ impl A2aEndpoint {
             url: url.to_owned(),
             reason,
         };
-        let card_url = Url::parse(&spec.card_url)
+        let card_url = crate::net::parse_url(&spec.card_url)
             .map_err(|e| url_error("cardUrl", &spec.card_url, e.to_string()))?;
         let mut origins = vec![
             Origin::of(&card_url)

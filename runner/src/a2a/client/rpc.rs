@@ -241,7 +241,8 @@ impl Rpc<'_> {
                 let value = self
                     .call(A2aMethod::SendMessage, self.send_params(message))
                     .await?;
-                let reply: SendMessageResponse = decode(value).map_err(|e| self.malformed(&e))?;
+                let reply: SendMessageResponse =
+                    decode(value).map_err(|e| self.malformed(&e.to_string()))?;
                 match reply {
                     SendMessageResponse::Message(m) => Exchange::Message(m),
                     SendMessageResponse::Task(t) => {
@@ -319,7 +320,8 @@ impl Rpc<'_> {
                 return Err(self.http_error(status, &bytes));
             }
             let value = self.read_response(&bytes, &id)?;
-            let event: StreamResponse = decode(value).map_err(|e| self.malformed(&e))?;
+            let event: StreamResponse =
+                decode(value).map_err(|e| self.malformed(&e.to_string()))?;
             let mut task = previous;
             return Ok(match apply(&mut task, event) {
                 Some(m) => Exchange::Message(m),
@@ -346,7 +348,8 @@ impl Rpc<'_> {
                 continue;
             }
             let value = self.read_response(event.data.as_bytes(), &id)?;
-            let update: StreamResponse = decode(value).map_err(|e| self.malformed(&e))?;
+            let update: StreamResponse =
+                decode(value).map_err(|e| self.malformed(&e.to_string()))?;
             if let Some(message) = apply(&mut task, update) {
                 return Ok(Exchange::Message(message));
             }
@@ -398,7 +401,7 @@ impl Rpc<'_> {
             history_length: Some(0),
         };
         let value = self.call(A2aMethod::GetTask, params).await?;
-        decode(value).map_err(|e| self.malformed(&e))
+        decode(value).map_err(|e| self.malformed(&e.to_string()))
     }
 
     /// `CancelTask`.
@@ -409,7 +412,7 @@ impl Rpc<'_> {
             metadata: None,
         };
         let value = self.call(A2aMethod::CancelTask, params).await?;
-        decode(value).map_err(|e| self.malformed(&e))
+        decode(value).map_err(|e| self.malformed(&e.to_string()))
     }
 }
 

@@ -1,6 +1,8 @@
 //! A2A 1.0 wire types, as the official SDKs (PyPI `a2a-sdk` 1.3, npm `@a2a-js/sdk` 1.3) speak
 //! them: the proto package `lf.a2a.v1` in ProtoJSON (camelCase fields, SCREAMING_SNAKE enums,
-//! oneofs as a single key). See `shared/reference/protocols.md` §1.
+//! oneofs as a single key), the shapes of the A2A specification's `a2a.proto` (A2A 1.0, the
+//! JSON-RPC binding: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, the agent card
+//! at `/.well-known/agent-card.json`).
 
 mod card;
 mod jsonrpc;

@@ -1,4 +1,5 @@
-//! Round trips against the wire samples in `shared/reference/protocols.md` §1.
+//! Round trips against wire samples as the official A2A SDKs send them (A2A 1.0, ProtoJSON of
+//! `lf.a2a.v1`): each sample is written out below, so the tests need nothing outside the crate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;

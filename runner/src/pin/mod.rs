@@ -7,6 +7,11 @@
 //! alike, as A2A's signing rules do) — but never of data keys: a security requirement's scheme
 //! names, a scopeless requirement and the "no auth" item `{}` all count. Integers outside
 //! ±(2^53−1) are refused rather than silently rounded.
+//!
+//! [`store`]: where pins live and how they are checked (the [`store::Pins`] trait, the
+//! in-memory and file stores).
+
+pub mod store;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -355,5 +360,4 @@ pub fn pinned_tool(
 }
 
 #[cfg(test)]
-#[path = "pin_tests.rs"]
 mod tests;
