@@ -29,7 +29,7 @@ pub struct UpArgs {
 }
 
 /// The package and binary that implement `orrery up`.
-const PACKAGE: &str = "orrery-tests";
+const PACKAGE: &str = "orrery-up";
 const BINARY: &str = "orrery-up";
 
 /// A directory is the workspace when it has the chart and the Cargo workspace manifest.

@@ -1,5 +1,5 @@
 //! `orrery-up`, what `orrery up` runs: the whole system on this machine (see
-//! `orrery_tests::up`). In the foreground it stays up until Ctrl-C or SIGTERM and then stops
+//! `orrery_up`). In the foreground it stays up until Ctrl-C or SIGTERM and then stops
 //! everything it started; `--detach` leaves it running in the background (log in the state
 //! directory) once it is ready; `--status` and `--down` find it through the state directory.
 
@@ -12,7 +12,7 @@ use clap::Parser;
 use kube::Api;
 use kube::api::ListParams;
 use orrery_crds::StudioRun;
-use orrery_tests::up::{self, Options, Running, state};
+use orrery_up::{self as up, Options, Running, state};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// The whole Orrery Studio system on this machine: a local control plane, a development node

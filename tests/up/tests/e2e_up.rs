@@ -27,7 +27,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
-use orrery_tests::up::{self, state};
+use orrery_up::{self as up, state};
 
 const UP: &str = env!("CARGO_BIN_EXE_orrery-up");
 

@@ -44,13 +44,15 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 
-use crate::chart;
-use crate::front::{Front, TestCa};
-use crate::harness::{apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root};
-use crate::images;
-use crate::pod_executor::net::NetworkConfig;
-use crate::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor};
-use crate::testenv::{self, TestEnv};
+use orrery_devnode::net::NetworkConfig;
+use orrery_devnode::{ExecutorConfig, NetworkMode, PodExecutor};
+use orrery_tests::chart;
+use orrery_tests::front::{Front, TestCa};
+use orrery_tests::harness::{
+    apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root,
+};
+use orrery_tests::images;
+use orrery_tests::testenv::{self, TestEnv};
 use steps::Progress;
 
 /// The Helm release and its namespace.
@@ -342,7 +344,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .await?;
     // Beside the binaries, where the tests' images go too (`images::built`): one build serves
     // both, and it is redone only when a binary or the script changed.
-    let images_out = crate::harness::workspace_binary("orrery")?
+    let images_out = orrery_tests::harness::workspace_binary("orrery")?
         .parent()
         .map(|d| d.join("orrery-images"))
         .context("the binaries' directory")?;
@@ -383,7 +385,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     // running: they go before their runc state does, or nothing could stop them after.
     let leftovers = work_dir.clone();
     let failed = tokio::task::spawn_blocking(move || {
-        crate::pod_executor::container::ContainerRuntime::clear_leftovers(&leftovers)
+        orrery_devnode::container::ContainerRuntime::clear_leftovers(&leftovers)
     })
     .await??;
     ensure!(
@@ -493,7 +495,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         )));
         running.fronts.push(forward);
     }
-    crate::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
+    orrery_tests::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
     progress.end(
         started,
         &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
@@ -773,7 +775,7 @@ fn pod_address(pod: &Pod) -> Option<std::net::IpAddr> {
 
 /// Keeps the sidecar's loopback forward on the operator's pod: a pod that replaces it (a
 /// deleted pod, a restarted Deployment) has another address.
-async fn follow_operator_pod(pods: Api<Pod>, forward: crate::front::Retargeter, port: u16) {
+async fn follow_operator_pod(pods: Api<Pod>, forward: orrery_tests::front::Retargeter, port: u16) {
     let selector = chart::operator_selector(RELEASE);
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -812,7 +814,7 @@ impl Running {
             if let Err(e) = executor.shutdown().await {
                 problems.push(format!("the dev node: {e}"));
             }
-            let left = crate::harness::processes_naming(&work_dir.to_string_lossy());
+            let left = orrery_tests::harness::processes_naming(&work_dir.to_string_lossy());
             if !left.is_empty() {
                 problems.push(format!("processes of the dev node's pods left: {left:?}"));
             }
