@@ -10,6 +10,7 @@ pub mod chart;
 pub mod front;
 pub mod harness;
 pub mod images;
+pub mod manifests;
 pub mod netcheck;
 pub mod operator_fixture;
 pub mod operator_identity;
