@@ -1,6 +1,6 @@
 //! Benchmark (not a timed test): the engine alone, per node, on a 10-node Scripted Pipeline,
 //! with its events serialised by the JSON-lines sink into `io::sink()`: the run of
-//! `orrery_runner::bench`, as `tests/src/bin/bench_run.rs` measures it too (whose HTTP
+//! `orrery_runner::bench`, as `tests/bench/src/bin/bench_run.rs` measures it too (whose HTTP
 //! measurements need the stub model of the test crate; this one builds with the runner alone).
 //!
 //! `cargo bench -p orrery-runner --bench engine -- [runs]` (default 2000 runs, after 200).

@@ -1,6 +1,6 @@
 //! The run the benchmarks measure, in one place: a 10-node `Pipeline` of `LLMAgent` nodes on one
 //! model entry, planned by the shared planner, and its [`RunSetup`]. `benches/engine.rs` (the
-//! engine alone) and the test crate's `bench_run` (the engine against the stub model, and whole
+//! engine alone) and `orrery-bench`'s `bench_run` (tests/bench/) (the engine against the stub model, and whole
 //! processes) both build their runs here, so they measure the same thing.
 
 use crate::approval::Nobody;

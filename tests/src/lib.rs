@@ -2,13 +2,15 @@
 //! ([`harness`]), the operator's controllers in-process ([`operator_fixture`]) with its
 //! ServiceAccount client ([`operator_identity`]), the pod executor that stands in for a kubelet
 //! ([`pod_executor`]), the stub model server ([`stub_model`]), and a throwaway PostgreSQL server
-//! with a database per test ([`postgres`]); and `orrery up`, the whole system on this machine
-//! ([`up`], run by the `orrery-up` binary).
+//! with a database per test ([`postgres`]). The harness only: `orrery up` (`tests/up/`, crate
+//! `orrery-up`) and the benchmarks (`tests/bench/`, crate `orrery-bench`) use it from crates of
+//! their own.
 
 pub mod chart;
 pub mod front;
 pub mod harness;
 pub mod images;
+pub mod manifests;
 pub mod netcheck;
 pub mod operator_fixture;
 pub mod operator_identity;
@@ -19,4 +21,3 @@ pub mod sidecar_fixture;
 pub mod stub_model;
 pub mod studio;
 pub mod testenv;
-pub mod up;

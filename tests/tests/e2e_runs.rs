@@ -41,6 +41,7 @@ use orrery_tests::harness::{
     kubectl, wait_deleted, wait_for,
 };
 use orrery_tests::images;
+use orrery_tests::manifests::{documents, scripted_model};
 use orrery_tests::operator_fixture::{Operator, test_config};
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
@@ -112,7 +113,7 @@ impl Fixture {
             admin,
             exec,
         };
-        f.apply(SCRIPTED).await?;
+        f.apply(&scripted()).await?;
         Ok(f)
     }
 
@@ -264,41 +265,23 @@ fn condition_reason(run: &StudioRun, type_: &str) -> Option<String> {
 
 /// The model entries: `scripted` answers at once, `slow` takes ten minutes per turn (runs
 /// that must still be going when the test acts on them), `brief` two seconds.
-const SCRIPTED: &str = r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: scripted}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{reply: "draft of: {{input}}"}]
-        polish: [{reply: "polished: {{input}}"}]
----
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: slow}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{delayMs: 600000, reply: "late"}]
----
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: brief}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{delayMs: 2000, reply: "after a while"}]
-"#;
+fn scripted() -> String {
+    documents(&[
+        scripted_model(
+            "scripted",
+            json!({"draft": [{"reply": "draft of: {{input}}"}],
+                   "polish": [{"reply": "polished: {{input}}"}]}),
+        ),
+        scripted_model(
+            "slow",
+            json!({"draft": [{"delayMs": 600000, "reply": "late"}]}),
+        ),
+        scripted_model(
+            "brief",
+            json!({"draft": [{"delayMs": 2000, "reply": "after a while"}]}),
+        ),
+    ])
+}
 
 /// A two-node pipeline on model `model`.
 fn pipeline(model: &str) -> serde_json::Value {
@@ -944,20 +927,11 @@ async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_no
         let operator = f
             .chart(&["config.runLimits.dailyTokenBudgetPerOwner=1000"])
             .await?;
-        f.apply(
-            r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: costly}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{reply: "expensive", usage: {inputTokens: 800, outputTokens: 400}}]
-"#,
-        )
+        f.apply(&scripted_model(
+            "costly",
+            json!({"draft": [{"reply": "expensive",
+                              "usage": {"inputTokens": 800, "outputTokens": 400}}]}),
+        ))
         .await?;
         f.apply(&inline_run("spend", "costly", "jane@example.com"))
             .await?;

@@ -29,7 +29,7 @@ pub struct UpArgs {
 }
 
 /// The package and binary that implement `orrery up`.
-const PACKAGE: &str = "orrery-tests";
+const PACKAGE: &str = "orrery-up";
 const BINARY: &str = "orrery-up";
 
 /// A directory is the workspace when it has the chart and the Cargo workspace manifest.
@@ -63,19 +63,48 @@ pub fn run(args: &UpArgs) -> u8 {
         return EXIT_UNREADABLE;
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
+    let built = built_binary(&root, target_dir.as_deref()).is_file();
     let mut command = Command::new(&cargo);
     command
         .current_dir(&root)
-        .args([
-            "run", "--quiet", "--locked", "-p", PACKAGE, "--bin", BINARY, "--",
-        ])
+        .args(cargo_args(built))
         .args(&args.args);
-    eprintln!(
-        "orrery up: building and starting {BINARY} from {} (the first build takes a few minutes; \
-         cargo shows its progress)",
-        root.display()
-    );
+    if !built {
+        eprintln!("{}", first_build_notice(&root));
+    }
     exec(command, &cargo)
+}
+
+/// Where cargo puts `orrery-up` when it builds it (the dev profile), under `CARGO_TARGET_DIR`
+/// when set (relative to the checkout, as cargo reads it), else the checkout's `target/`.
+fn built_binary(root: &Path, target_dir: Option<&Path>) -> PathBuf {
+    let target = match target_dir {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    };
+    target.join("debug").join(BINARY)
+}
+
+/// `cargo run` of `orrery-up`: quiet once it is built (a rebuild after a change is short and
+/// shows nothing), with cargo's progress the first time.
+fn cargo_args(built: bool) -> Vec<&'static str> {
+    let mut args = vec!["run"];
+    if built {
+        args.push("--quiet");
+    }
+    args.extend(["--locked", "-p", PACKAGE, "--bin", BINARY, "--"]);
+    args
+}
+
+/// Said before the first build only: `--status` or `--down` of a built `orrery-up` print
+/// nothing but their answer.
+fn first_build_notice(root: &Path) -> String {
+    format!(
+        "orrery up: building {BINARY} from {} first (the first build takes a few minutes; cargo \
+         shows its progress)",
+        root.display()
+    )
 }
 
 #[cfg(unix)]
@@ -105,6 +134,47 @@ mod tests {
     fn the_checkout_this_binary_was_built_from_is_found_as_the_workspace() {
         let root = find_workspace().expect("the workspace");
         assert!(is_workspace(&root), "{}", root.display());
+    }
+
+    #[test]
+    fn a_built_orrery_up_is_run_quietly_and_only_a_first_build_is_announced() {
+        let root = std::env::temp_dir().join(format!("orrery-up-glue-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let binary = built_binary(&root, None);
+        assert_eq!(binary, root.join("target/debug/orrery-up"));
+        assert!(!binary.is_file());
+        assert!(!cargo_args(false).contains(&"--quiet"), "progress shown");
+        assert!(first_build_notice(&root).contains("the first build takes a few minutes"));
+        std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+        std::fs::write(&binary, b"").unwrap();
+        assert!(built_binary(&root, None).is_file());
+        assert_eq!(
+            cargo_args(true),
+            [
+                "run",
+                "--quiet",
+                "--locked",
+                "-p",
+                "orrery-up",
+                "--bin",
+                "orrery-up",
+                "--"
+            ]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_target_directory_is_cargo_target_dir_when_set_relative_to_the_checkout() {
+        let root = Path::new("/checkout");
+        assert_eq!(
+            built_binary(root, Some(Path::new("/elsewhere"))),
+            Path::new("/elsewhere/debug/orrery-up")
+        );
+        assert_eq!(
+            built_binary(root, Some(Path::new("build"))),
+            Path::new("/checkout/build/debug/orrery-up")
+        );
     }
 
     #[test]

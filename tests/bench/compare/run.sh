@@ -30,7 +30,7 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q langgraph==1.2.22 langchain-openai==1.7.4 google-adk==2.13.0 litellm==1.110.2
 fi
-(cd "$root" && cargo build --release -p orrery-tests --bin bench_run)
+(cd "$root" && cargo build --release -p orrery-bench --bin bench_run)
 # The whole-process figure is the runner pod's: `orrery` built as operator/Dockerfile builds the
 # runner image's binary (profile dist, without the cli feature, linked statically).
 host="$(rustc -vV | sed -n 's/^host: //p')"

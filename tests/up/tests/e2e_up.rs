@@ -13,6 +13,9 @@
 //! on the host's network, `--pod-network host`): Ctrl-C (SIGINT) once it is ready stops
 //! everything, exit code 0.
 //!
+//! Killed (issue 29): after SIGKILL, `--status` reports the containers and the bridge it left
+//! and `--down` removes them, as the next `orrery up` would.
+//!
 //! Each `orrery up` starts its own control plane (it does not use the tests' shared one). Needs
 //! root, buildah and runc (scripts/test.sh installs them).
 
@@ -27,9 +30,12 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
-use orrery_tests::up::{self, state};
+use orrery_up::{self as up, state};
 
 const UP: &str = env!("CARGO_BIN_EXE_orrery-up");
+
+/// One `orrery up` at a time: each makes the bridge `orrery0` and wants the same ports.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Long enough for a build of the images and the whole start.
 const START_TIMEOUT: Duration = Duration::from_secs(600);
@@ -163,6 +169,27 @@ async fn isolated_as_promised(client: &Client, runner_ip: &str) -> Result<()> {
     Ok(())
 }
 
+/// `--detach` printed the ready banner once (not also the background process's own, echoed
+/// from its log), saying how to stop it from here: `--down`, not Ctrl-C.
+fn banner_once_saying_down(out: &Output) -> Result<()> {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        all.matches("Orrery Studio is up").count() == 1,
+        "the banner is not printed exactly once:\n{}",
+        text(out)
+    );
+    ensure!(
+        !all.contains("Ctrl-C here"),
+        "--detach says to stop it with Ctrl-C:\n{}",
+        text(out)
+    );
+    Ok(())
+}
+
 /// Whether a network interface named `name` exists on the host.
 fn link_exists(name: &str) -> bool {
     Path::new("/sys/class/net").join(name).exists()
@@ -193,6 +220,7 @@ fn nothing_left(dir: &Path) -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothing_behind()
 -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
     // Detached, then --status, the kubeconfig, a refused second start, --down.
     let dir = state_dir("detached");
     let started = Instant::now();
@@ -222,11 +250,12 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
         for want in [
             "Orrery Studio is up",
             "export KUBECONFIG=",
-            "orrery up --down",
+            "Stop: `orrery up --down`",
             "NetworkPolicies enforced",
         ] {
             ensure!(stdout.contains(want), "{want:?} missing:\n{}", text(&out));
         }
+        banner_once_saying_down(&out)?;
         let st = state::live(&dir)?.context("no live state after --detach")?;
         ensure!(st.phase == state::Phase::Ready, "{st:?}");
 
@@ -350,6 +379,104 @@ async fn orrery_up_brings_the_system_up_runs_the_demo_in_a_pod_and_leaves_nothin
     ensure!(stderr.contains("nothing of it runs now"), "{stderr}");
     let _ = std::fs::remove_file(&log_path);
     nothing_left(&dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// SIGKILL leaves the pods' containers and the bridge; `--status` says so (still "not up",
+/// exit 3) and `--down` removes them, as the next `orrery up` does. Detached with `--no-run`, so
+/// the banner (printed once) names no demo run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_orrery_up_is_killed_status_reports_what_it_left_and_down_removes_it() -> Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let dir = state_dir("killed");
+    let out = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || {
+            run(
+                &dir,
+                &[
+                    "--detach",
+                    "--no-run",
+                    "--sidecar-port",
+                    "0",
+                    "--pod-network",
+                    "isolated",
+                ],
+            )
+        }
+    })
+    .await??;
+    let killed = async {
+        ensure!(
+            out.status.success(),
+            "orrery up --detach --no-run failed:\n{}",
+            text(&out)
+        );
+        banner_once_saying_down(&out)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for never in ["studiorun release-notes-1", "studiorun/release-notes-1"] {
+            ensure!(
+                !stdout.contains(never),
+                "--no-run, yet the hints name the demo run ({never}):\n{}",
+                text(&out)
+            );
+        }
+        let st = state::live(&dir)?.context("no live state after --detach")?;
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(st.pid)?);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL)?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while state::alive(st.pid) {
+            ensure!(Instant::now() < deadline, "orrery up survived SIGKILL");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // What the kill left: the operator's pod's container, and the bridge.
+        let left = up::leftovers::find(&dir)?;
+        ensure!(
+            !left.containers.is_empty() && left.bridge.as_deref() == Some("orrery0"),
+            "the kill left no containers or no bridge, so this test proves nothing: {left:?}"
+        );
+        ensure!(link_exists("orrery0"), "no bridge after the kill");
+
+        let status = run(&dir, &["--status"])?;
+        let said = String::from_utf8_lossy(&status.stdout);
+        ensure!(
+            status.status.code() == Some(3)
+                && said.contains("killed before it could stop")
+                && said.contains("runc container")
+                && said.contains("the pod bridge orrery0")
+                && said.contains("orrery up --down"),
+            "--status after a kill does not report what is left:\n{}",
+            text(&status)
+        );
+
+        let down = run(&dir, &["--down"])?;
+        ensure!(
+            down.status.success()
+                && String::from_utf8_lossy(&down.stdout).contains("removed what an orrery up"),
+            "--down after a kill:\n{}",
+            text(&down)
+        );
+        nothing_left(&dir)?;
+        ensure!(
+            !link_exists("orrery0"),
+            "the bridge orrery0 is left after --down"
+        );
+        let left = up::leftovers::find(&dir)?;
+        ensure!(left.is_empty(), "left after --down: {left:?}");
+        let status = run(&dir, &["--status"])?;
+        ensure!(
+            status.status.code() == Some(3)
+                && String::from_utf8_lossy(&status.stdout).contains("not running (no live"),
+            "--status once it is all gone:\n{}",
+            text(&status)
+        );
+        Ok(())
+    }
+    .await;
+    // Whatever failed above, nothing stays running (the fix under test, or the next start).
+    let _ = run(&dir, &["--down"]);
+    killed?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

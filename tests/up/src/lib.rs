@@ -29,6 +29,7 @@
 //! directory and is started fresh every time.
 
 pub mod follow;
+pub mod leftovers;
 pub mod state;
 pub mod steps;
 
@@ -44,13 +45,15 @@ use orrery_crds::registry::RegistryEntry;
 use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 
-use crate::chart;
-use crate::front::{Front, TestCa};
-use crate::harness::{apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root};
-use crate::images;
-use crate::pod_executor::net::NetworkConfig;
-use crate::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor};
-use crate::testenv::{self, TestEnv};
+use orrery_devnode::net::NetworkConfig;
+use orrery_devnode::{ExecutorConfig, NetworkMode, PodExecutor};
+use orrery_tests::chart;
+use orrery_tests::front::{Front, TestCa};
+use orrery_tests::harness::{
+    apply_yaml, eventually, free_port, has_condition, wait_for, workspace_root,
+};
+use orrery_tests::images;
+use orrery_tests::testenv::{self, TestEnv};
 use steps::Progress;
 
 /// The Helm release and its namespace.
@@ -145,6 +148,9 @@ pub struct Running {
     pub sidecar_url: Option<String>,
     /// What to try, printed once ready and kept for `--status`.
     pub banner: String,
+    /// The state directory whose pod network marker ([`leftovers::mark_network`]) goes once
+    /// the dev node has taken its network down.
+    pub marked_network: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Running {
@@ -307,6 +313,16 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
          with buildah, which needs root: run it as root (sudo -E env PATH=$PATH cargo run -p \
          orrery-runner --bin orrery -- up); `orrery demo` needs nothing of this"
     );
+    // What an earlier `orrery up` killed before it could stop (SIGKILL, a crash) left running
+    // goes first: its containers, before their runc state does, or nothing could stop them after.
+    let dir = state_dir.clone();
+    let cleared = tokio::task::spawn_blocking(move || leftovers::clear(&dir)).await??;
+    if !cleared.is_empty() {
+        eprintln!(
+            "orrery up: removed what an earlier orrery up left: {}",
+            cleared.describe()
+        );
+    }
     progress
         .step(
             "packages",
@@ -342,7 +358,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .await?;
     // Beside the binaries, where the tests' images go too (`images::built`): one build serves
     // both, and it is redone only when a binary or the script changed.
-    let images_out = crate::harness::workspace_binary("orrery")?
+    let images_out = orrery_tests::harness::workspace_binary("orrery")?
         .parent()
         .map(|d| d.join("orrery-images"))
         .context("the binaries' directory")?;
@@ -359,7 +375,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .await?;
 
     // A fresh cluster every time: the state of an earlier run is removed first.
-    let cluster_dir = state_dir.join("cluster");
+    let cluster_dir = leftovers::cluster_dir(state_dir);
     let _ = std::fs::remove_dir_all(&cluster_dir);
     std::fs::create_dir_all(&cluster_dir)?;
     let started = progress.begin("starting the control plane");
@@ -378,25 +394,18 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     running.env = Some(env);
 
     let started = progress.begin("starting the dev node (pods as runc containers)");
-    let work_dir = state_dir.join("node");
-    // An earlier run killed before it could stop (SIGKILL, a crash) left its containers
-    // running: they go before their runc state does, or nothing could stop them after.
-    let leftovers = work_dir.clone();
-    let failed = tokio::task::spawn_blocking(move || {
-        crate::pod_executor::container::ContainerRuntime::clear_leftovers(&leftovers)
-    })
-    .await??;
-    ensure!(
-        failed.is_empty(),
-        "containers an earlier orrery up left could not be removed: {failed:?} (runc --root {} \
-         list)",
-        work_dir.join("runc").display()
-    );
+    let work_dir = leftovers::node_dir(state_dir);
     let _ = std::fs::remove_dir_all(&work_dir);
     let mut config = ExecutorConfig::new(NODE)
         .api_server(&server)
         .images_dir(&images);
     config.work_dir = Some(work_dir.clone());
+    if options.pod_network != PodNetworkChoice::Host {
+        // Marked before the bridge is made, so a kill from here on leaves it found by
+        // `--status` and removed by `--down` (see `leftovers`).
+        leftovers::mark_network(state_dir, &NetworkConfig::default())?;
+        running.marked_network = Some(state_dir.clone());
+    }
     let (executor, gateway, networking) = start_node(&client, config, options.pod_network).await?;
     progress.end(
         started,
@@ -493,7 +502,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         )));
         running.fronts.push(forward);
     }
-    crate::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
+    orrery_tests::studio::wait_sidecar(&sidecar_url, READY_TIMEOUT).await?;
     progress.end(
         started,
         &format!("pod {RELEASE_NAMESPACE}/{pod}; sidecar {sidecar_url}"),
@@ -546,6 +555,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         &sidecar_url,
         &cluster_dir,
         &networking,
+        options.demo_run,
     );
 
     let started = progress.begin("the critic-loop StudioRun, followed live through the sidecar");
@@ -708,13 +718,15 @@ async fn start_demo_fleet(
     })
 }
 
-/// What to try, once up.
+/// What to try, once up. With the demo run (`demo_run`), the hints name it; without
+/// (`--no-run`), no run exists yet and they follow the one the hints create.
 fn banner(
     kubeconfig: &Path,
     kubectl: Option<&Path>,
     sidecar: &str,
     cluster_dir: &Path,
     networking: &str,
+    demo_run: bool,
 ) -> String {
     let kubectl_hint = match kubectl {
         Some(k) => format!(
@@ -726,6 +738,18 @@ fn banner(
         ),
         None => String::new(),
     };
+    let describe_demo = if demo_run {
+        format!("  kubectl describe studiorun {DEMO_RUN}\n")
+    } else {
+        String::new()
+    };
+    // The demo run's events, or (no demo run) those of the run the hints create (`$RUN` is
+    // `studiorun.<group>/<name>`).
+    let events_of = if demo_run {
+        DEMO_RUN.to_owned()
+    } else {
+        "${RUN#*/}".to_owned()
+    };
     format!(
         "Orrery Studio is up on this machine.
 
@@ -735,12 +759,11 @@ Pods: {networking}.
 
 Try:
   kubectl get compositions,registryentries,studioruns
-  kubectl describe studiorun {DEMO_RUN}
-  kubectl get pods -A -o wide                    # the operator's pod, probe and runner pods
+{describe_demo}  kubectl get pods -A -o wide                    # the operator's pod, probe and runner pods
   kubectl get networkpolicies                    # each run's egress rules
-  sed 's/name: release-notes-1/generateName: release-notes-/; s/owner: .*/owner: admin/' \\
-      examples/runs/critic-loop-run.yaml | kubectl create -f -
-  kubectl wait --for=jsonpath='{{.status.phase}}'=Succeeded studiorun/{DEMO_RUN}
+  RUN=$(sed 's/name: release-notes-1/generateName: release-notes-/; s/owner: .*/owner: admin/' \\
+      examples/runs/critic-loop-run.yaml | kubectl create -f - -o name)
+  kubectl wait --for=jsonpath='{{.status.phase}}'=Succeeded \"$RUN\"
 
 A run that asks a person (the human-review example), decided with kubectl:
   sed 's/name: release-notes-1/name: reviewed-1/; s/name: critic-loop/name: human-review/; s/owner: .*/owner: admin/' \\
@@ -754,12 +777,26 @@ A run that asks a person (the human-review example), decided with kubectl:
 The sidecar (run API, live trace, approvals) on loopback: {sidecar}
   TOKEN=$(sed -n 's/^TESTENV_ADMIN_TOKEN=//p' {env})
   curl -sN -H \"Authorization: Bearer $TOKEN\" -H 'Accept: text/event-stream' \\
-      {sidecar}/api/v1/runs/{NAMESPACE}/{DEMO_RUN}/events
-
-Stop: Ctrl-C here (or `orrery up --down` from another terminal); `orrery up --status` shows it.",
+      {sidecar}/api/v1/runs/{NAMESPACE}/{events_of}/events",
         kubeconfig = kubeconfig.display(),
         env = cluster_dir.join("env").display(),
     )
+}
+
+/// How to stop it: Ctrl-C in the terminal it runs in, or `--down` when it runs in the
+/// background (`--detach`).
+pub fn stop_hint(detached: bool) -> &'static str {
+    if detached {
+        "Stop: `orrery up --down`; `orrery up --status` shows it."
+    } else {
+        "Stop: Ctrl-C here (or `orrery up --down` from another terminal); `orrery up --status` \
+         shows it."
+    }
+}
+
+/// What is printed once it is up: the banner and how to stop it.
+pub fn ready_text(banner: &str, detached: bool) -> String {
+    format!("{banner}\n\n{}", stop_hint(detached))
 }
 
 /// The fixed cluster IP of the chart's sidecar Service in isolated mode (from the static band of
@@ -773,7 +810,7 @@ fn pod_address(pod: &Pod) -> Option<std::net::IpAddr> {
 
 /// Keeps the sidecar's loopback forward on the operator's pod: a pod that replaces it (a
 /// deleted pod, a restarted Deployment) has another address.
-async fn follow_operator_pod(pods: Api<Pod>, forward: crate::front::Retargeter, port: u16) {
+async fn follow_operator_pod(pods: Api<Pod>, forward: orrery_tests::front::Retargeter, port: u16) {
     let selector = chart::operator_selector(RELEASE);
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -807,15 +844,23 @@ impl Running {
         for front in self.fronts.drain(..) {
             front.stop().await;
         }
+        let mut node_down = true;
         if let Some(executor) = self.executor.take() {
             let work_dir = executor.work_dir().to_path_buf();
             if let Err(e) = executor.shutdown().await {
                 problems.push(format!("the dev node: {e}"));
+                node_down = false;
             }
-            let left = crate::harness::processes_naming(&work_dir.to_string_lossy());
+            let left = orrery_tests::harness::processes_naming(&work_dir.to_string_lossy());
             if !left.is_empty() {
                 problems.push(format!("processes of the dev node's pods left: {left:?}"));
+                node_down = false;
             }
+        }
+        if node_down && let Some(state_dir) = self.marked_network.take() {
+            // The node is down and took its bridge with it (or never made it); otherwise the
+            // marker stays, and `orrery up --down` or the next `orrery up` removes the bridge.
+            leftovers::unmark_network(&state_dir);
         }
         if let Some(fleet) = self.fleet.take()
             && let Err(e) = fleet.shutdown().await
@@ -939,27 +984,77 @@ mod tests {
         assert!(builds_to_stop(12, 10, &procs).is_empty());
     }
 
-    #[test]
-    fn the_banner_names_the_kubeconfig_the_sidecar_and_how_to_stop() {
-        let text = banner(
+    fn banner_for(demo_run: bool) -> String {
+        banner(
             Path::new("/s/cluster/kubeconfig"),
             Some(Path::new("/bin/dir/kubectl")),
             "http://127.0.0.1:8080",
             Path::new("/s/cluster"),
             "pods isolated on bridge orrery0 (10.213.0.0/24), NetworkPolicies enforced",
-        );
+            demo_run,
+        )
+    }
+
+    #[test]
+    fn the_banner_names_the_kubeconfig_the_sidecar_and_how_to_stop() {
+        let text = ready_text(&banner_for(true), false);
         for want in [
             "export KUBECONFIG=/s/cluster/kubeconfig",
             "export PATH=/bin/dir:$PATH",
             "kubectl get compositions,registryentries,studioruns",
+            "kubectl describe studiorun release-notes-1",
             "http://127.0.0.1:8080/api/v1/runs/default/release-notes-1/events",
             "sed -n 's/^TESTENV_ADMIN_TOKEN=//p' /s/cluster/env",
-            "orrery up --down",
+            "Stop: Ctrl-C here (or `orrery up --down` from another terminal)",
             "\"[{\\\"op\\\":\\\"add\\\"",
             "Pods: pods isolated on bridge orrery0",
         ] {
             assert!(text.contains(want), "{want:?} missing from:\n{text}");
         }
+        assert_eq!(text.matches("Orrery Studio is up").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn detached_the_ready_text_says_down_and_never_ctrl_c() {
+        let text = ready_text(&banner_for(true), true);
+        assert!(text.contains("Stop: `orrery up --down`"), "{text}");
+        assert!(!text.contains("Ctrl-C"), "{text}");
+    }
+
+    #[test]
+    fn the_generate_name_hint_waits_for_the_run_it_created_not_the_demo_run() {
+        for demo_run in [true, false] {
+            let text = banner_for(demo_run);
+            assert!(
+                text.contains("kubectl create -f - -o name)"),
+                "the created run's name is kept:\n{text}"
+            );
+            assert!(
+                text.contains("kubectl wait --for=jsonpath='{.status.phase}'=Succeeded \"$RUN\""),
+                "{text}"
+            );
+            assert!(
+                !text.contains("studiorun/release-notes-1"),
+                "a wait on the demo run:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_the_demo_run_no_hint_names_it() {
+        let text = banner_for(false);
+        // The sed expressions rewrite the example file's own name; no command names the run.
+        for never in [
+            "studiorun release-notes-1",
+            "studiorun/release-notes-1",
+            "/runs/default/release-notes-1/",
+        ] {
+            assert!(!text.contains(never), "{never:?} in:\n{text}");
+        }
+        assert!(
+            text.contains("http://127.0.0.1:8080/api/v1/runs/default/${RUN#*/}/events"),
+            "{text}"
+        );
     }
 
     const DEMO_TOOLS: &str = "apiVersion: studio.orrery.dev/v1alpha1

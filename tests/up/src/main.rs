@@ -1,5 +1,5 @@
 //! `orrery-up`, what `orrery up` runs: the whole system on this machine (see
-//! `orrery_tests::up`). In the foreground it stays up until Ctrl-C or SIGTERM and then stops
+//! `orrery_up`). In the foreground it stays up until Ctrl-C or SIGTERM and then stops
 //! everything it started; `--detach` leaves it running in the background (log in the state
 //! directory) once it is ready; `--status` and `--down` find it through the state directory.
 
@@ -12,7 +12,7 @@ use clap::Parser;
 use kube::Api;
 use kube::api::ListParams;
 use orrery_crds::StudioRun;
-use orrery_tests::up::{self, Options, Running, state};
+use orrery_up::{self as up, Options, Running, state};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// The whole Orrery Studio system on this machine: a local control plane, a development node
@@ -194,11 +194,17 @@ fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
                 st.sidecar_url = running.sidecar_url.clone();
                 st.banner = running.banner.clone();
                 write_state(state_dir, &st);
-                println!(
-                    "\n{}\n\n(up in {})",
-                    running.banner,
-                    up::steps::human(started.elapsed())
-                );
+                let took = up::steps::human(started.elapsed());
+                if cli.detached {
+                    // `--detach` prints the banner (and how to stop it from there) once it
+                    // reads this phase; this log is what it echoes meanwhile.
+                    println!("orrery up: ready (up in {took})");
+                } else {
+                    println!(
+                        "\n{}\n\n(up in {took})",
+                        up::ready_text(&running.banner, false)
+                    );
+                }
                 let name = signals.recv().await;
                 eprintln!("orrery up: {name}: stopping everything");
                 0
@@ -306,10 +312,7 @@ fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
                 state::Phase::Ready => {
                     println!(
                         "\n{}\n\nRunning in the background (pid {}, log {}).",
-                        st.banner.replace(
-                            "Ctrl-C here (or `orrery up --down` from another terminal)",
-                            "`orrery up --down`"
-                        ),
+                        up::ready_text(&st.banner, true),
                         st.pid,
                         log_path.display()
                     );
@@ -328,10 +331,21 @@ fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
 
 fn status(state_dir: &std::path::Path) -> Result<u8> {
     let Some(st) = state::live(state_dir)? else {
-        println!(
-            "orrery up: not running (no live environment in {})",
-            state_dir.display()
-        );
+        let left = up::leftovers::find(state_dir)?;
+        if left.is_empty() {
+            println!(
+                "orrery up: not running (no live environment in {})",
+                state_dir.display()
+            );
+        } else {
+            println!(
+                "orrery up: not running, but an orrery up that was killed before it could stop \
+                 left {} (state in {}): `orrery up --down` removes it, as the next `orrery up` \
+                 does",
+                left.describe(),
+                state_dir.display()
+            );
+        }
         return Ok(EXIT_NOT_UP);
     };
     println!(
@@ -389,11 +403,7 @@ fn status(state_dir: &std::path::Path) -> Result<u8> {
 
 fn down(state_dir: &std::path::Path) -> Result<u8> {
     let Some(st) = state::live(state_dir)? else {
-        println!(
-            "orrery up: not running (no live environment in {}); nothing to stop",
-            state_dir.display()
-        );
-        return Ok(0);
+        return down_leftovers(state_dir);
     };
     eprintln!("orrery up: stopping pid {} …", st.pid);
     state::stop(&st, Duration::from_secs(120))?;
@@ -402,5 +412,42 @@ fn down(state_dir: &std::path::Path) -> Result<u8> {
         bail!("stopped, but processes of its pods are left: {left:?}");
     }
     println!("orrery up: stopped; nothing of it runs now");
+    Ok(0)
+}
+
+/// `--down` with no live `orrery up`: removes what one that was killed left, as the next
+/// `orrery up` would (`up::leftovers`).
+fn down_leftovers(state_dir: &std::path::Path) -> Result<u8> {
+    // An `orrery up` starting on this state directory holds the lock before it writes its state:
+    // what it starts is not a leftover.
+    let lock_path = state_dir.join("up.lock");
+    let lock = match std::fs::File::open(&lock_path) {
+        Ok(lock) => Some(lock),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("opening {}", lock_path.display())),
+    };
+    if let Some(lock) = &lock
+        && lock.try_lock().is_err()
+    {
+        bail!(
+            "an orrery up is starting on {} (it holds {}): run `orrery up --down` again once \
+             `orrery up --status` shows it",
+            state_dir.display(),
+            lock_path.display()
+        );
+    }
+    let cleared = up::leftovers::clear(state_dir)?;
+    if cleared.is_empty() {
+        println!(
+            "orrery up: not running (no live environment in {}); nothing to stop",
+            state_dir.display()
+        );
+    } else {
+        println!(
+            "orrery up: not running; removed what an orrery up that was killed left: {}",
+            cleared.describe()
+        );
+    }
+    drop(lock);
     Ok(0)
 }
