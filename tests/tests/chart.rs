@@ -240,6 +240,25 @@ fn trusted_certificates_reach_the_operators_config() -> Result<()> {
     Ok(())
 }
 
+/// `runner.redactIps` reaches the operator's config (off unless set, rule 8.8).
+#[test]
+fn redact_ips_reaches_the_operators_config_and_is_off_by_default() -> Result<()> {
+    for (extra, want) in [
+        (&[][..], false),
+        (&["--set", "runner.redactIps=true"][..], true),
+    ] {
+        let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
+        let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
+        let text = map["data"]["config.yaml"]
+            .as_str()
+            .context("no config.yaml")?;
+        let config = orrery_operator::Config::parse("config.yaml", text)
+            .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
+        ensure!(config.runner.redact_ips == want, "{extra:?}: {text}");
+    }
+    Ok(())
+}
+
 #[test]
 fn the_pending_approvals_policy_trusts_the_releases_own_service_account() -> Result<()> {
     let docs = documents(

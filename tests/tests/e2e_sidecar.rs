@@ -285,6 +285,39 @@ async fn a_runner_pod_streams_its_trace_to_the_sidecar_and_its_owner_reads_it_wi
     result.and(stopped)
 }
 
+/// With the chart's `runner.redactIps`, a run pod redacts IP addresses in the content it
+/// captures before any event leaves it: the stored trace has `[REDACTED_IP]` and never the
+/// address (rule 8.8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redact_ips_a_run_pod_stores_captured_content_with_its_ip_addresses_redacted_rule_8_8()
+-> Result<()> {
+    let f = chart_studio("sc-redact", 0, &["runner.redactIps=true"]).await?;
+    let result = async {
+        let mut run: serde_json::Value = serde_json::from_str(&run_manifest("redacted-1", ALICE))?;
+        run["spec"]["input"] = json!("the notes from 10.20.30.40 and fd00::1234");
+        run["spec"]["captureContent"] = json!(true);
+        apply_yaml(&f.admin, Some(&f.ns.name), &run.to_string()).await?;
+        f.wait_phase("redacted-1", RunPhase::Succeeded).await?;
+        let alice = token(f.env, ALICE)?;
+        let (status, body) =
+            page(&f.sidecar_url, &f.ns.name, "redacted-1", Some(&alice), 0).await?;
+        ensure!(status == StatusCode::OK, "page: {status} {body}");
+        let events = body["events"].to_string();
+        ensure!(
+            !events.contains("10.20.30.40") && !events.contains("fd00::1234"),
+            "an address left the pod unredacted: {events}"
+        );
+        ensure!(
+            events.contains("[REDACTED_IP]"),
+            "the captured content carries the marker: {events}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    result.and(stopped)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Result<()> {
     let mut sidecar = TestSidecar::sqlite("sidecar-kill", SidecarSettings::default()).await?;

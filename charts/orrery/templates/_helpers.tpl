@@ -78,6 +78,7 @@ app.kubernetes.io/component: operator
 {{- $runner := dict "image" (include "orrery.runnerImage" .) "imagePullPolicy" $r.image.pullPolicy "resources" $r.resources "deadlineMarginSeconds" $r.deadlineMarginSeconds "startTimeoutSeconds" $r.startTimeoutSeconds -}}
 {{- if $r.runtimeClassName }}{{- $_ := set $runner "runtimeClassName" $r.runtimeClassName -}}{{- end -}}
 {{- if $r.trustedCertificates }}{{- $_ := set $runner "trustedCertificates" $r.trustedCertificates -}}{{- end -}}
+{{- if $r.redactIps }}{{- $_ := set $runner "redactIps" true -}}{{- end -}}
 {{- $_ := set $config "runner" $runner -}}
 {{- $sidecar := dict "namespace" .Release.Namespace "serviceName" (include "orrery.sidecarName" .) "port" .Values.service.port "targetPort" .Values.sidecar.port "podLabels" (include "orrery.selectorLabels" . | fromYaml) -}}
 {{- if .Values.sidecar.url }}{{- $_ := set $sidecar "url" .Values.sidecar.url -}}{{- end -}}

@@ -178,6 +178,12 @@ pub struct RunnerConfig {
     /// public CA signed). Certificates only, at most [`MAX_TRUSTED_CERTIFICATES_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted_certificates: Option<String>,
+    /// Replace IPv4 and IPv6 addresses in captured content (prompts, replies, tool arguments and
+    /// results, when a run captures content) with `[REDACTED_IP]`, beside the credentials and
+    /// email addresses always redacted (rule 8.8). Off by default; runner pods get
+    /// `ORRERY_REDACT_IPS=true` when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redact_ips: bool,
 }
 
 fn default_start_timeout() -> u64 {

@@ -394,6 +394,24 @@ fn trusted_certificates_reach_the_runner_as_a_read_only_file_beside_the_images_c
     }
 }
 
+/// `runner.redactIps` turns the runner's IP redaction on through its environment (rule 8.8);
+/// without it the runner gets no such variable and redacts credentials and emails only.
+#[test]
+fn redact_ips_reaches_the_runner_as_its_environment_switch_rule_8_8() {
+    let mut on = config("");
+    on.runner.redact_ips = true;
+    for (config, want) in [(config(""), None), (on, Some("true"))] {
+        let spec = pod(&config).spec.expect("spec");
+        let value = spec.containers[0]
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "ORRERY_REDACT_IPS")
+            .and_then(|e| e.value.clone());
+        assert_eq!(value.as_deref(), want);
+    }
+}
+
 #[test]
 fn a_run_not_read_from_the_cluster_cannot_get_children() {
     let mut r = run("notes-1");

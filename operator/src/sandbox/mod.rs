@@ -179,8 +179,9 @@ pub fn add_trusted_certificates(
 
 /// The runner container's environment, the same in runner and probe pods: where the entries'
 /// Secrets are mounted, `HOME` on the writable `/tmp`, the private-network allowlist and the
-/// egress proxy the guard applies, and with `runner.trustedCertificates` the CA directories
-/// the TLS verifier reads (the image's and [`TRUST_DIR`]).
+/// egress proxy the guard applies, with `runner.trustedCertificates` the CA directories
+/// the TLS verifier reads (the image's and [`TRUST_DIR`]), and with `runner.redactIps` the
+/// runner's switch for redacting IP addresses in captured content.
 pub fn runner_env(
     config: &crate::config::Config,
     secrets_dir: &str,
@@ -205,6 +206,10 @@ pub fn runner_env(
     }
     if config.runner.trusted_certificates.is_some() {
         envs.push(env("SSL_CERT_DIR", format!("{IMAGE_CA_DIR}:{TRUST_DIR}")));
+    }
+    if config.runner.redact_ips {
+        // The runner's `launch::REDACT_IPS_ENV` (rule 8.8).
+        envs.push(env("ORRERY_REDACT_IPS", "true".to_owned()));
     }
     envs
 }
