@@ -88,7 +88,9 @@ pub struct ControllerArgs {
     /// Lease and so can take over, or for the leader once every kind its controllers watch
     /// could be listed; 503 with the reason while connecting to the cluster, while the leader
     /// starts, while stopping, or after losing the Lease).
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    /// The default is the chart's `controller.metricsPort`, one beside the sidecar's 8080, so the
+    /// two run side by side on one host with their defaults.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8081")]
     pub listen: std::net::SocketAddr,
 
     /// Campaign for the leader Lease and run the controllers only while holding it.
@@ -180,9 +182,9 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_campaign_on_the_orrery_operator_lease_and_listen_on_8080() {
+    fn the_defaults_campaign_on_the_orrery_operator_lease_and_listen_on_8081_beside_the_sidecar() {
         let args = controller_args(&[]);
-        assert_eq!(args.listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(args.listen.to_string(), "0.0.0.0:8081");
         assert_eq!(args.namespace, None);
         let lease = args
             .lease(None, Some("orrery-operator-abc".into()))

@@ -9,7 +9,8 @@
 //! Lease. `--leader-elect=false` runs the controllers without a Lease (one process, dev use).
 //!
 //! Every process serves `/metrics`, `/healthz` and `/readyz` on `--listen` (default
-//! `0.0.0.0:8080`; see [`orrery_operator::http`] for what readiness means).
+//! `0.0.0.0:8081`, the chart's `controller.metricsPort`, beside the sidecar's 8080; see
+//! [`orrery_operator::http`] for what readiness means).
 //!
 //! Exit: SIGTERM or SIGINT stops accepting new reconciles, lets the ones in flight finish,
 //! releases the Lease (a standby takes over at once) and exits 0; a second signal exits 1 at
