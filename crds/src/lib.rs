@@ -5,7 +5,8 @@
 //!
 //! This crate does no I/O and runs nothing: kube's `derive` only, no client, runtime, TLS or
 //! tokio. Reading manifests and seed specs from disk ([`manifest`], [`import`]) and writing the
-//! CRD YAML ([`crd_yaml`]) are the CLI's, behind the `files` feature.
+//! CRD YAML ([`crd_yaml`]) are the CLI's, behind the `files` feature; the one logging set-up of
+//! every binary ([`logging`]) is behind the `logging` feature.
 
 pub mod approval;
 pub mod budget;
@@ -20,6 +21,8 @@ pub mod events;
 pub mod host;
 #[cfg(feature = "files")]
 pub mod import;
+#[cfg(feature = "logging")]
+pub mod logging;
 #[cfg(feature = "files")]
 pub mod manifest;
 pub mod plan;

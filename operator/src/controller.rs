@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 /// The controller name Events are reported under.
 pub const REPORTER: &str = "orrery-operator";
@@ -56,6 +57,11 @@ impl Context {
     where
         K: Resource<DynamicType = ()>,
     {
+        // The same fact in the log, inside the reconcile's span (its object and trigger).
+        match type_ {
+            EventType::Normal => tracing::info!(reason, "{note}"),
+            EventType::Warning => tracing::warn!(reason, "{note}"),
+        }
         let event = Event {
             type_,
             reason: reason.to_owned(),
@@ -64,8 +70,8 @@ impl Context {
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&event, &object.object_ref(&())).await {
-            eprintln!(
-                "orrery-operator: could not publish the {reason} Event for {}: {e}",
+            tracing::warn!(
+                "could not publish the {reason} Event for {}: {e}",
                 object.meta().name.as_deref().unwrap_or_default()
             );
         }
@@ -111,7 +117,7 @@ where
     stream
         .for_each(|result| async move {
             if let Err(e) = result {
-                eprintln!("orrery-operator: {name} controller: {e}");
+                tracing::warn!("{name} controller: {e}");
             }
         })
         .await;
@@ -158,13 +164,38 @@ where
 {
     move |object, ctx| {
         let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
-        let reconcile = reconcile(object, ctx);
-        Box::pin(async move {
-            let out = reconcile.await;
-            drop(in_flight);
-            out
-        })
+        let span = reconcile_span(object.as_ref());
+        let reconcile = span.in_scope(|| reconcile(object, ctx));
+        Box::pin(
+            async move {
+                let out = reconcile.await;
+                drop(in_flight);
+                out
+            }
+            .instrument(span),
+        )
     }
+}
+
+/// The span a reconcile runs in: the object's kind, namespace, name and UID (and, for a
+/// StudioRun, the run's UID as `run_uid`), so every log line of the reconcile names them; kube's
+/// enclosing span adds what triggered it (`trigger` in a JSON line).
+fn reconcile_span<K>(object: &K) -> tracing::Span
+where
+    K: Resource<DynamicType = ()>,
+{
+    use kube::ResourceExt;
+    let kind = K::kind(&());
+    let uid = object.uid().unwrap_or_default();
+    let run_uid = (kind == "StudioRun").then_some(uid.as_str());
+    tracing::info_span!(
+        "reconcile",
+        kind = kind.as_ref(),
+        namespace = object.namespace().unwrap_or_default(),
+        name = object.name_any(),
+        uid = uid.as_str(),
+        run_uid,
+    )
 }
 
 /// What happens after a failed reconcile of any kind: logged with the object, the error and
@@ -180,13 +211,18 @@ where
 {
     use kube::ResourceExt;
     ctx.metrics.failed(&K::kind(&()), error.label());
-    eprintln!(
-        "orrery-operator: {} {}/{}: {} [{}]",
+    tracing::warn!(
+        kind = K::kind(&()).as_ref(),
+        namespace = object.namespace().unwrap_or_default(),
+        name = object.name_any(),
+        uid = object.uid().unwrap_or_default(),
+        error = error.label(),
+        "{} {}/{}: {}; retrying in {} s",
         K::kind(&()),
         object.namespace().unwrap_or_default(),
         object.name_any(),
         error,
-        error.label()
+        RETRY.as_secs()
     );
     kube::runtime::controller::Action::requeue(RETRY)
 }

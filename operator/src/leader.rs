@@ -359,7 +359,7 @@ fn watch_holder(
                         changed
                     });
                 }
-                Err(e) => eprintln!("orrery-operator: watching the leader Lease: {e}"),
+                Err(e) => tracing::warn!("watching the leader Lease: {e}"),
             }
             if tx.is_closed() {
                 return;
@@ -409,7 +409,7 @@ async fn campaign(
                     // sleeping until the expiry the manager last read.
                     match build(&client, &settings).await {
                         Ok(fresh) => manager = fresh,
-                        Err(e) => eprintln!("orrery-operator: {e}"),
+                        Err(e) => tracing::warn!("{e}"),
                     }
                 }
             }
@@ -448,9 +448,10 @@ async fn campaign(
                     }
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 } else {
-                    eprintln!(
-                        "orrery-operator: campaigning for the Lease {}/{}: {e}; retrying",
-                        settings.namespace, settings.name
+                    tracing::warn!(
+                        "campaigning for the Lease {}/{}: {e}; retrying",
+                        settings.namespace,
+                        settings.name
                     );
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }

@@ -156,6 +156,44 @@ fn a_critic_loop_plan_succeeds_with_json_events_and_writes_the_summary_the_opera
 }
 
 #[test]
+fn with_the_json_log_format_a_pod_runs_warnings_are_json_lines_naming_its_run() {
+    let doc = document(
+        composition(&examples().join("compositions/human-review.yaml")),
+        &registry(),
+    );
+    let mount = Mount::of("json-logs", &doc);
+    let out = mount
+        .command()
+        .env("ORRERY_LOG_FORMAT", "json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let warning = lines
+        .iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("this run asks people (")
+        })
+        .unwrap_or_else(|| panic!("the warning is a JSON line: {stderr}"));
+    assert_eq!(warning["level"], "WARN");
+    assert_eq!(warning["run_uid"], "uid-notes-1");
+    assert_eq!(warning["namespace"], "team");
+    assert_eq!(warning["name"], "notes-1");
+    assert!(warning["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    // The trace on standard output is unchanged: events, not log lines.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().all(|l| !l.contains("\"level\"")), "{stdout}");
+}
+
+#[test]
 fn a_plan_with_a_human_approval_and_no_token_says_nobody_can_be_asked_and_ends_rejected() {
     let doc = document(
         composition(&examples().join("compositions/human-review.yaml")),

@@ -697,6 +697,30 @@ impl Studio {
             .collect())
     }
 
+    /// What every container of the namespace's pods wrote (standard output and error, as
+    /// `kubectl logs` shows it): `(pod, container, text)` for each log file the dev node kept,
+    /// the chart's operator pod (controller, sidecar) and runner and probe pods alike.
+    pub async fn container_logs(&self) -> Result<Vec<(String, String, String)>> {
+        let pods: Api<Pod> = self.ns.api(&self.admin);
+        let mut out = Vec::new();
+        for pod in pods.list(&ListParams::default()).await?.items {
+            let dir = self.exec.pod_dir(&pod).join("logs");
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let Some(container) = path.file_stem().and_then(|s| s.to_str()) else {
+                    continue;
+                };
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                out.push((pod.name_any(), container.to_owned(), text));
+            }
+        }
+        Ok(out)
+    }
+
     /// Stops the operator (the in-process controllers, or `helm uninstall` of the chart's
     /// release and its pod gone) and the pod executor, and removes the policy bindings.
     pub async fn shutdown(self) -> Result<()> {

@@ -259,6 +259,55 @@ fn redact_ips_reaches_the_operators_config_and_is_off_by_default() -> Result<()>
     Ok(())
 }
 
+/// `logging.format` (JSON by default) reaches both containers' `--log-format` and, through the
+/// operator's config, the runner pods; `logging.level` reaches both containers when given.
+#[test]
+fn the_log_format_is_json_by_default_for_every_process_and_text_when_asked() -> Result<()> {
+    use orrery_crds::logging::LogFormat;
+    for (extra, format, level) in [
+        (&[][..], LogFormat::Json, None),
+        (
+            &[
+                "--set",
+                "logging.format=text",
+                "--set",
+                "logging.level=debug",
+            ][..],
+            LogFormat::Text,
+            Some("--log-level=debug"),
+        ),
+    ] {
+        let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
+        let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
+        let text = map["data"]["config.yaml"]
+            .as_str()
+            .context("no config.yaml")?;
+        let config = orrery_operator::Config::parse("config.yaml", text)
+            .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
+        ensure!(config.runner.log_format == format, "{extra:?}: {text}");
+        let deployment = find(&docs, "Deployment", "orrery-operator").context("no deployment")?;
+        let containers = deployment["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .context("containers")?;
+        ensure!(containers.len() == 2);
+        for container in containers {
+            let args: Vec<&str> = container["args"]
+                .as_array()
+                .context("args")?
+                .iter()
+                .filter_map(|a| a.as_str())
+                .collect();
+            let want = format!("--log-format={format}");
+            ensure!(args.contains(&want.as_str()), "{extra:?}: {args:?}");
+            ensure!(
+                args.iter().find(|a| a.starts_with("--log-level")).copied() == level,
+                "{extra:?}: {args:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn the_pending_approvals_policy_trusts_the_releases_own_service_account() -> Result<()> {
     let docs = documents(

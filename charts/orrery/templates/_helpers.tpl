@@ -79,6 +79,7 @@ app.kubernetes.io/component: operator
 {{- if $r.runtimeClassName }}{{- $_ := set $runner "runtimeClassName" $r.runtimeClassName -}}{{- end -}}
 {{- if $r.trustedCertificates }}{{- $_ := set $runner "trustedCertificates" $r.trustedCertificates -}}{{- end -}}
 {{- if $r.redactIps }}{{- $_ := set $runner "redactIps" true -}}{{- end -}}
+{{- if eq .Values.logging.format "json" }}{{- $_ := set $runner "logFormat" "json" -}}{{- end -}}
 {{- $_ := set $config "runner" $runner -}}
 {{- $sidecar := dict "namespace" .Release.Namespace "serviceName" (include "orrery.sidecarName" .) "port" .Values.service.port "targetPort" .Values.sidecar.port "podLabels" (include "orrery.selectorLabels" . | fromYaml) -}}
 {{- if .Values.sidecar.url }}{{- $_ := set $sidecar "url" .Values.sidecar.url -}}{{- end -}}

@@ -184,6 +184,13 @@ pub struct RunnerConfig {
     /// `ORRERY_REDACT_IPS=true` when on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redact_ips: bool,
+    /// How runner and probe pods write their log lines (`text` or `json`; the chart gives its
+    /// `logging.format`, JSON by default). Pods get `ORRERY_LOG_FORMAT=json` when it is json.
+    #[serde(
+        default,
+        skip_serializing_if = "orrery_crds::logging::LogFormat::is_text"
+    )]
+    pub log_format: orrery_crds::logging::LogFormat,
 }
 
 fn default_start_timeout() -> u64 {

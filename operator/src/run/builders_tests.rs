@@ -412,6 +412,24 @@ fn redact_ips_reaches_the_runner_as_its_environment_switch_rule_8_8() {
     }
 }
 
+/// `runner.logFormat: json` gives runner pods the JSON log format through their environment;
+/// text (the default) leaves the variable out.
+#[test]
+fn the_log_format_reaches_the_runner_as_its_environment() {
+    let mut json = config("");
+    json.runner.log_format = orrery_crds::logging::LogFormat::Json;
+    for (config, want) in [(config(""), None), (json, Some("json"))] {
+        let spec = pod(&config).spec.expect("spec");
+        let value = spec.containers[0]
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == orrery_crds::logging::FORMAT_ENV)
+            .and_then(|e| e.value.clone());
+        assert_eq!(value.as_deref(), want);
+    }
+}
+
 #[test]
 fn a_run_not_read_from_the_cluster_cannot_get_children() {
     let mut r = run("notes-1");

@@ -123,9 +123,7 @@ impl RunContext {
             Ok(n) => n.is_some_and(|n| enforces_restricted(&n)),
             Err(e) => {
                 // Only a warning is lost; it is tried again with the next run here.
-                eprintln!(
-                    "orrery-operator: reading namespace {namespace} for its Pod Security level: {e}"
-                );
+                tracing::warn!("reading namespace {namespace} for its Pod Security level: {e}");
                 return;
             }
         };

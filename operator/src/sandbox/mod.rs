@@ -180,7 +180,8 @@ pub fn add_trusted_certificates(
 /// The runner container's environment, the same in runner and probe pods: where the entries'
 /// Secrets are mounted, `HOME` on the writable `/tmp`, the private-network allowlist and the
 /// egress proxy the guard applies, with `runner.trustedCertificates` the CA directories
-/// the TLS verifier reads (the image's and [`TRUST_DIR`]), and with `runner.redactIps` the
+/// the TLS verifier reads (the image's and [`TRUST_DIR`]), with `runner.logFormat: json` the
+/// log format (`ORRERY_LOG_FORMAT`), and with `runner.redactIps` the
 /// runner's switch for redacting IP addresses in captured content.
 pub fn runner_env(
     config: &crate::config::Config,
@@ -210,6 +211,12 @@ pub fn runner_env(
     if config.runner.redact_ips {
         // The runner's `launch::REDACT_IPS_ENV` (rule 8.8).
         envs.push(env("ORRERY_REDACT_IPS", "true".to_owned()));
+    }
+    if config.runner.log_format != orrery_crds::logging::LogFormat::Text {
+        envs.push(env(
+            orrery_crds::logging::FORMAT_ENV,
+            config.runner.log_format.as_str().to_owned(),
+        ));
     }
     envs
 }

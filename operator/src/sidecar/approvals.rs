@@ -115,7 +115,7 @@ pub async fn list(
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     let uid = run.metadata.uid.clone().unwrap_or_default();
     let approvals = sidecar.store.approvals(&uid).await.map_err(|e| {
-        super::log(&format!("reading approvals of run {uid}: {e}"));
+        tracing::warn!(run_uid = %uid, "reading approvals of run {uid}: {e}");
         Problem::unavailable("the approvals cannot be read just now; retry")
     })?;
     Ok(Json(ApprovalList {
@@ -204,9 +204,9 @@ pub async fn decide(
         decided_at: Some(orrery_now()),
     };
     let patch = append_decision(&decision).map_err(|e| {
-        super::log(&format!(
+        tracing::warn!(
             "building the decision patch for approval {id} of studiorun {namespace}/{name}: {e}"
-        ));
+        );
         Problem::unavailable("the decision cannot be recorded just now; retry")
     })?;
     let written = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
@@ -223,6 +223,18 @@ pub async fn decide(
         .as_ref()
         .and_then(|s| s.decisions.iter().rposition(|d| d.approval_id == id))
         .unwrap_or(0) as u64;
+    // Who decided what, for the audit trail: identifiers only, never the text, comment or answer.
+    tracing::info!(
+        run_uid = %uid,
+        namespace = %namespace,
+        name = %name,
+        approval = %id,
+        decision = ?decision.decision,
+        decided_by = %caller.username,
+        "approval {id} of studiorun {namespace}/{name}: {:?} by {}",
+        decision.decision,
+        caller.username
+    );
     await_outcome(&sidecar, &uid, &id, index).await
 }
 

@@ -163,7 +163,7 @@ async fn page(sidecar: &Sidecar, uid: &str, query: EventsQuery) -> Result<Respon
         .events_after(uid, after, limit)
         .await
         .map_err(|e| {
-            super::log(&format!("reading events of run {uid}: {e}"));
+            tracing::warn!(run_uid = %uid, "reading events of run {uid}: {e}");
             Problem::unavailable("the event store cannot be read just now; retry")
         })?;
     let next = events.last().map_or(after, |e| e.seq);
@@ -241,7 +241,7 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
                     f.pending.extend(events);
                 }
                 Err(e) => {
-                    super::log(&format!("following run {}: {e}", f.uid));
+                    tracing::warn!(run_uid = %f.uid, "following run {}: {e}", f.uid);
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }

@@ -115,7 +115,7 @@ pub async fn ingest(
             return Err(p);
         }
         Err(e) => {
-            super::log(&format!("storing events of run {uid} failed: {e}"));
+            tracing::warn!(run_uid = %uid, "storing events of run {uid} failed: {e}");
             return Err(Problem::unavailable(
                 "the event store cannot be written just now; retry with backoff",
             ));
@@ -143,7 +143,7 @@ pub async fn ingest(
             let (sidecar, run) = (sidecar.clone(), run.clone());
             tokio::spawn(async move {
                 if let Err(e) = super::run_status::publish_pending(&sidecar, &run).await {
-                    super::log(&format!("run {}: recording its event count: {e}", run.uid));
+                    tracing::warn!(run_uid = %run.uid, "run {}: recording its event count: {e}", run.uid);
                 }
             });
         }

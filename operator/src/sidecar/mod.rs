@@ -338,11 +338,6 @@ pub async fn serve(
         .await
 }
 
-/// One line on standard error.
-pub(crate) fn log(line: &str) {
-    eprintln!("orrery-operator sidecar: {line}");
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

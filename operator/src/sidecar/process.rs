@@ -139,9 +139,7 @@ async fn relay_wakes(sidecar: Arc<Sidecar>) {
             Ok(Some(l)) => l,
             Ok(None) => return,
             Err(e) => {
-                super::log(&format!(
-                    "listening for other replicas' events: {e}; retrying in 2 s"
-                ));
+                tracing::warn!("listening for other replicas' events: {e}; retrying in 2 s");
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 continue;
             }
@@ -155,9 +153,7 @@ async fn relay_wakes(sidecar: Arc<Sidecar>) {
                 }
                 Ok(super::store::Wake::Resync) => sidecar.hub.wake_all(),
                 Err(e) => {
-                    super::log(&format!(
-                        "listening for other replicas' events: {e}; reconnecting"
-                    ));
+                    tracing::warn!("listening for other replicas' events: {e}; reconnecting");
                     sidecar.hub.wake_all();
                     break;
                 }
@@ -188,7 +184,7 @@ async fn sweep_loop(sidecar: Arc<Sidecar>, client: Client) {
             () = sidecar.shutdown.cancelled() => return,
         }
         if let Err(e) = sweep_once(&sidecar, &client).await {
-            super::log(&format!("sweeping the events of deleted runs: {e}"));
+            tracing::warn!("sweeping the events of deleted runs: {e}");
         }
     }
 }

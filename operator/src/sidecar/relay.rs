@@ -90,7 +90,7 @@ pub async fn ask(
     }
     let run = record(&uid, &claims);
     let asked = sidecar.store.approvals(&uid).await.map_err(|e| {
-        super::log(&format!("reading approvals of run {uid}: {e}"));
+        tracing::warn!(run_uid = %uid, "reading approvals of run {uid}: {e}");
         Problem::unavailable("the run's approvals cannot be read just now; retry")
     })?;
     let max = MAX_APPROVALS_PER_RUN as usize;
@@ -101,7 +101,7 @@ pub async fn ask(
         ));
     }
     let put = sidecar.store.put_approval(&run, &ask).await.map_err(|e| {
-        super::log(&format!("storing approval {} of run {uid}: {e}", ask.id));
+        tracing::warn!(run_uid = %uid, "storing approval {} of run {uid}: {e}", ask.id);
         Problem::unavailable("the approval cannot be stored just now; retry")
     })?;
     if put == Put::Conflict {
@@ -115,7 +115,7 @@ pub async fn ask(
         ));
     }
     publish_pending(&sidecar, &run).await.map_err(|e| {
-        super::log(&format!("run {uid}: {e}"));
+        tracing::warn!(run_uid = %uid, "run {uid}: {e}");
         Problem::unavailable("the pending approval cannot be written to the run just now; retry")
     })?;
     let status = if put == Put::Created {
@@ -195,7 +195,7 @@ pub async fn wait_decision(
             Err(kube::Error::Api(s)) if s.code == 404 => {
                 return Err(Problem::not_found("the run is gone"));
             }
-            Err(e) => super::log(&format!("reading run {uid} for approval {id}: {e}")),
+            Err(e) => tracing::warn!(run_uid = %uid, "reading run {uid} for approval {id}: {e}"),
         }
         let now = tokio::time::Instant::now();
         if now >= deadline || sidecar.shutdown.is_cancelled() {
@@ -219,7 +219,7 @@ pub async fn settled(
     let settlement: Settlement = serde_path_to_error::deserialize(&mut deserializer)
         .map_err(|e| Problem::invalid(body_loc(&e.path().to_string()), e.inner().to_string()))?;
     let store_problem = |e: super::store::StoreError| {
-        super::log(&format!("settling approval {id} of run {uid}: {e}"));
+        tracing::warn!(run_uid = %uid, "settling approval {id} of run {uid}: {e}");
         Problem::unavailable("the settlement cannot be stored just now; retry")
     };
     let (outcome, index) = match &settlement {
@@ -244,7 +244,7 @@ pub async fn settled(
     publish_pending(&sidecar, &record(&uid, &claims))
         .await
         .map_err(|e| {
-            super::log(&format!("run {uid}: {e}"));
+            tracing::warn!(run_uid = %uid, "run {uid}: {e}");
             Problem::unavailable("the run's pending approvals cannot be written just now; retry")
         })?;
     Ok(StatusCode::NO_CONTENT.into_response())

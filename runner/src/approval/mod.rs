@@ -356,13 +356,13 @@ impl DecisionSource for Nobody {
             return None;
         }
         match &self.why {
-            None => eprintln!(
+            None => tracing::warn!(
                 "{} {} at node {} needs a person, but there is no terminal to ask (standard input is not a TTY): it expires, which is a rejection (default deny). Run in a terminal to decide.",
                 request.kind.word(),
                 request.id,
                 request.node
             ),
-            Some(why) => eprintln!(
+            Some(why) => tracing::warn!(
                 "{} {} at node {} needs a person, but {why}: it expires, which is a rejection (default deny)",
                 request.kind.word(),
                 request.id,

@@ -203,8 +203,8 @@ impl Inner {
             true,
         );
         if first {
-            eprintln!(
-                "warning: {} {} at node {}: {reason}; retrying until a person decides or the request expires ({})",
+            tracing::warn!(
+                "{} {} at node {}: {reason}; retrying until a person decides or the request expires ({})",
                 request.kind.word(),
                 request.id,
                 visible_inline(&request.node).text,
@@ -358,9 +358,10 @@ impl Inner {
         let deadline = Instant::now() + self.options.settle_timeout;
         let outcome = outcome_word(&item.settlement);
         let said = |why: &str| {
-            eprintln!(
-                "warning: could not tell the sidecar at {} that {} was {outcome}: {why}",
-                self.endpoint, item.id
+            tracing::warn!(
+                "could not tell the sidecar at {} that {} was {outcome}: {why}",
+                self.endpoint,
+                item.id
             );
         };
         let url = match self
@@ -537,8 +538,8 @@ impl DecisionSource for SidecarDecisions {
                     tokio::time::sleep(inner.backoff(failures)).await;
                 }
                 Step::Fatal(why) => {
-                    eprintln!(
-                        "warning: {} {} at node {}: {why}; nobody can decide it, so it expires, which is a rejection (default deny)",
+                    tracing::warn!(
+                        "{} {} at node {}: {why}; nobody can decide it, so it expires, which is a rejection (default deny)",
                         request.kind.word(),
                         request.id,
                         visible_inline(&request.node).text

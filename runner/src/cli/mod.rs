@@ -39,6 +39,16 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines (warnings about the sidecar, remotes, approvals) are written to standard
+    /// error: `text` or `json` (one JSON object a line, with the run's UID in a runner pod;
+    /// what the operator gives runner pods when the chart says so).
+    #[arg(long, global = true, value_name = "FORMAT", env = orrery_crds::logging::FORMAT_ENV, default_value = "text")]
+    pub log_format: orrery_crds::logging::LogFormat,
+    /// Which log lines are written: a level (`error`, `warn`, `info`, `debug`, `trace`) or
+    /// directives such as `warn,orrery_runner=debug`. Default: `RUST_LOG` when set, else info
+    /// for orrery and warnings for the libraries under it.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
 }
 
 /// The subcommands.
@@ -115,6 +125,10 @@ pub fn missing_command(name: &str) -> String {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
+    if let Err(e) = orrery_crds::logging::init(cli.log_format, cli.log_level.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_UNREADABLE);
+    }
     let code = match cli.command {
         Command::Validate(args) => validate::run(&args),
         #[cfg(feature = "cli")]

@@ -383,8 +383,8 @@ fn plan_token(plan: &Path) -> Option<String> {
     match launch::read_plan_token(plan) {
         Ok(Some(token)) => Some(token),
         Ok(None) => {
-            eprintln!(
-                "note: no `{}` file next to the plan: trace events go to standard output only, not to the sidecar",
+            tracing::info!(
+                "no `{}` file next to the plan: trace events go to standard output only, not to the sidecar",
                 launch::TOKEN_FILE
             );
             None
@@ -396,9 +396,9 @@ fn plan_token(plan: &Path) -> Option<String> {
     }
 }
 
-/// Prints a warning on standard error.
+/// A pod run's warning: a log line (JSON when the operator's chart asks for it).
 fn warn(message: &str) {
-    eprintln!("{}: {message}", Style::for_stderr().yellow("warning"));
+    tracing::warn!("{message}");
 }
 
 /// The sink to the sidecar of a pod run with a token; `None`, with a line on standard error
@@ -473,6 +473,12 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
         Ok(d) => d,
         Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
     };
+    // One process, one run: every log line of the pod names it.
+    orrery_crds::logging::set_process_fields([
+        ("run_uid", document.run.uid.clone()),
+        ("namespace", document.run.namespace.clone()),
+        ("name", document.run.name.clone()),
+    ]);
     deployment.limits = document.limits.clone();
     let prepared = match launch::prepare_document(&document) {
         Ok(p) => p,

@@ -291,7 +291,7 @@ impl Shared {
     fn stop(&self, reason: String) {
         let mut state = self.lock();
         if state.stopped.is_none() {
-            eprintln!("warning: {reason}; no more trace events are sent to it");
+            tracing::warn!("{reason}; no more trace events are sent to it");
             state.stopped = Some(reason);
         }
         self.signal(&mut state);
@@ -313,7 +313,7 @@ impl Shared {
         let delivery = state.delivery(&self.endpoint);
         if delivery != Delivery::Complete && !state.noted {
             state.noted = true;
-            eprintln!("warning: {delivery}");
+            tracing::warn!("{delivery}");
         }
         delivery
     }
@@ -673,8 +673,8 @@ impl Sender {
             self.shared.endpoint
         ));
         if !std::mem::replace(&mut state.refusal_noted, true) {
-            eprintln!(
-                "warning: the sidecar at {} refused {why}; the batch was dropped: it cannot succeed",
+            tracing::warn!(
+                "the sidecar at {} refused {why}; the batch was dropped: it cannot succeed",
                 self.shared.endpoint
             );
         }

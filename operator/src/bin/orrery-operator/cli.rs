@@ -10,6 +10,16 @@ use orrery_operator::leader::{self, LeaseSettings};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written to standard error: `text` (one readable line an event) or
+    /// `json` (one JSON object a line, with the object's namespace, name and UID, the run's UID
+    /// and the reconcile's trigger as fields; the chart's default).
+    #[arg(long, global = true, value_name = "FORMAT", env = orrery_crds::logging::FORMAT_ENV, default_value = "text")]
+    pub log_format: orrery_crds::logging::LogFormat,
+    /// Which events are logged: a level (`error`, `warn`, `info`, `debug`, `trace`) or
+    /// directives such as `warn,orrery_operator=debug`. Default: `RUST_LOG` when set, else info
+    /// for the operator and warnings for the libraries under it.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

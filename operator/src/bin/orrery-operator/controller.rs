@@ -27,12 +27,12 @@ pub fn main(args: ControllerArgs) -> ExitCode {
         Ok((config, signer)) => match run(args, config, signer) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("orrery-operator: {e:#}");
+                tracing::error!("{e:#}");
                 ExitCode::from(1)
             }
         },
         Err(e) => {
-            eprintln!("orrery-operator: {e}");
+            tracing::error!("{e}");
             ExitCode::from(1)
         }
     }
@@ -71,14 +71,14 @@ fn run(args: ControllerArgs, config: Config, signer: RunTokenSigner) -> anyhow::
                 let _ = server_stopped.await;
             },
         ));
-        eprintln!("orrery-operator: serving /metrics, /healthz, /readyz on http://{address}");
+        tracing::info!("serving /metrics, /healthz, /readyz on http://{address}");
 
         let code = lead(&args, config, signer, lease, &metrics, &health, stop).await;
         health.not_ready("stopped");
         let _ = server_stop.send(());
         match server.await {
-            Ok(Err(e)) => eprintln!("orrery-operator: the HTTP server on {address}: {e}"),
-            Err(e) => eprintln!("orrery-operator: the HTTP server on {address}: {e}"),
+            Ok(Err(e)) => tracing::error!("the HTTP server on {address}: {e}"),
+            Err(e) => tracing::error!("the HTTP server on {address}: {e}"),
             Ok(Ok(())) => {}
         }
         code
@@ -102,11 +102,11 @@ async fn lead(
     )?;
     let client = Client::try_from(kube_config.clone()).context("building the cluster client")?;
     if !connect(&client, health, stop.clone()).await {
-        eprintln!("orrery-operator: stopped before reaching the cluster");
+        tracing::info!("stopped before reaching the cluster");
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
-        "orrery-operator: config {}; reconciling {}",
+    tracing::info!(
+        "config {}; reconciling {}",
         args.config,
         args.namespace
             .as_deref()
@@ -115,9 +115,7 @@ async fn lead(
 
     let elector = match lease {
         None => {
-            eprintln!(
-                "orrery-operator: leader election off (--leader-elect=false): leading at once"
-            );
+            tracing::info!("leader election off (--leader-elect=false): leading at once");
             None
         }
         Some(settings) => {
@@ -125,7 +123,7 @@ async fn lead(
             if !wait_leading(&elector, health, stop.clone()).await {
                 health.not_ready("stopping");
                 elector.release().await?;
-                eprintln!("orrery-operator: stopped as a standby");
+                tracing::info!("stopped as a standby");
                 return Ok(ExitCode::SUCCESS);
             }
             Some(elector)
@@ -164,10 +162,10 @@ async fn lead(
         stopped = controllers => match stopped {
             Stopped::Drained => {}
             Stopped::Idle => {
-                eprintln!("orrery-operator: no reconcile in flight: the controllers are stopped");
+                tracing::info!("no reconcile in flight: the controllers are stopped");
             }
-            Stopped::Overdue => eprintln!(
-                "orrery-operator: the controllers did not stop within {drain:?} of the signal \
+            Stopped::Overdue => tracing::warn!(
+                "the controllers did not stop within {drain:?} of the signal \
                  (--shutdown-timeout); stopping them now"
             ),
         },
@@ -176,8 +174,8 @@ async fn lead(
             // next await; they are idempotent, so the new leader redoes them.
             metrics.set_leader(false);
             health.not_ready(format!("lost the leader Lease: {reason}"));
-            eprintln!(
-                "orrery-operator: lost the leader Lease: {reason}; stopped the controllers; \
+            tracing::warn!(
+                "lost the leader Lease: {reason}; stopped the controllers; \
                  exiting 1 (restart as a candidate)"
             );
             return Ok(ExitCode::from(1));
@@ -189,17 +187,18 @@ async fn lead(
     if let Some(elector) = elector {
         let settings = elector.settings().clone();
         match elector.release().await {
-            Ok(()) => eprintln!(
-                "orrery-operator: released the Lease {}/{}",
-                settings.namespace, settings.name
+            Ok(()) => tracing::info!(
+                "released the Lease {}/{}",
+                settings.namespace,
+                settings.name
             ),
-            Err(e) => eprintln!(
-                "orrery-operator: could not release the Lease (it expires by itself within {} s): {e}",
+            Err(e) => tracing::warn!(
+                "could not release the Lease (it expires by itself within {} s): {e}",
                 settings.duration_seconds
             ),
         }
     }
-    eprintln!("orrery-operator: stopped");
+    tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -217,7 +216,7 @@ async fn connect(client: &Client, health: &Health, stop: watch::Receiver<bool>) 
             Err(e) => {
                 let text = format!("connecting to the cluster: {e}");
                 if text != last_error {
-                    eprintln!("orrery-operator: {text}; retrying every 2 s");
+                    tracing::warn!("{text}; retrying every 2 s");
                     last_error = text.clone();
                 }
                 health.not_ready(text);
@@ -241,9 +240,11 @@ async fn wait_leading(elector: &Elector, health: &Health, stop: watch::Receiver<
         let now = role.borrow_and_update().clone();
         match now {
             Role::Leader => {
-                eprintln!(
-                    "orrery-operator: {} holds the Lease {}/{}: leading",
-                    settings.identity, settings.namespace, settings.name
+                tracing::info!(
+                    "{} holds the Lease {}/{}: leading",
+                    settings.identity,
+                    settings.namespace,
+                    settings.name
                 );
                 return true;
             }
@@ -251,9 +252,11 @@ async fn wait_leading(elector: &Elector, health: &Health, stop: watch::Receiver<
             Role::Standby { holder } if holder.as_deref() != Some(settings.identity.as_str()) => {
                 let holder = holder.unwrap_or_else(|| "nobody yet".into());
                 if logged.as_ref() != Some(&holder) {
-                    eprintln!(
-                        "orrery-operator: standby {}: waiting for the Lease {}/{}, held by {holder}",
-                        settings.identity, settings.namespace, settings.name
+                    tracing::info!(
+                        "standby {}: waiting for the Lease {}/{}, held by {holder}",
+                        settings.identity,
+                        settings.namespace,
+                        settings.name
                     );
                     logged = Some(holder.clone());
                 }
@@ -303,7 +306,7 @@ async fn listable(client: &Client, namespace: Option<&str>, health: &Health) {
             Ok(()) => return,
             Err(e) => {
                 let text = format!("leader: the controllers cannot start: {e:#}");
-                eprintln!("orrery-operator: {text}; retrying every 2 s");
+                tracing::warn!("{text}; retrying every 2 s");
                 health.not_ready(text);
             }
         }

@@ -17,6 +17,9 @@
 //! once. A leader that loses the Lease stops its controllers at once and exits 1 (its
 //! Deployment restarts it as a candidate).
 //!
+//! Logs go to standard error as text or, with `--log-format json` (the chart's default), one
+//! JSON object a line ([`orrery_crds::logging`]); `--log-level` or `RUST_LOG` picks the levels.
+//!
 //! `sidecar --config FILE` serves runners' trace events and the run API (see
 //! [`orrery_operator::sidecar`]).
 
@@ -30,7 +33,13 @@ use cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Err(e) = orrery_crds::logging::init(cli.log_format, cli.log_level.as_deref()) {
+        // Logging is not set up, so this one line is the process's last word.
+        eprintln!("orrery-operator: {e}");
+        return ExitCode::from(2);
+    }
+    match cli.command {
         Command::Controller(args) => controller::main(args),
         Command::Sidecar(args) => sidecar::main(args),
     }

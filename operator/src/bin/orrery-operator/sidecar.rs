@@ -12,7 +12,7 @@ pub fn main(args: SidecarArgs) -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("orrery-operator sidecar: {e:#}");
+            tracing::error!("{e:#}");
             ExitCode::from(1)
         }
     }
@@ -50,13 +50,13 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
             &settings,
         )
         .await?;
-        eprintln!(
-            "orrery-operator sidecar: serving on http://{} (store: {:?})",
+        tracing::info!(
+            "serving on http://{} (store: {:?})",
             bound.address(),
             bound.sidecar.store
         );
         bound.serve(stopping(stop)).await.context("serving")?;
-        eprintln!("orrery-operator sidecar: stopped");
+        tracing::info!("stopped");
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -15,13 +15,13 @@ pub fn signals() -> anyhow::Result<watch::Receiver<bool>> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-        eprintln!("orrery-operator: stopping: finishing the reconciles in flight");
+        tracing::info!("stopping: finishing the reconciles in flight");
         tx.send_replace(true);
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-        eprintln!("orrery-operator: second signal: exiting at once");
+        tracing::info!("second signal: exiting at once");
         std::process::exit(1);
     });
     Ok(rx)
