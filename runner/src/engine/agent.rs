@@ -1,9 +1,9 @@
 //! Model nodes (LLMAgent, Router, Supervisor): one model turn with a tool loop, labels, and a
 //! supervisor's delegations to its children (tools `n_<id>`).
 
+use super::barrier::wait_barrier;
 use super::ctx::{ExitReport, OpenEntry, RunCtx};
 use super::labels::{parse_labelled, recorded_call_id, recorded_unknown_tool};
-use super::parallel::wait_barrier;
 use crate::events::{CallStatus, EventBody, NodeStatus, Outcome, QUOTE_CUT_BYTES, cut_to};
 use crate::model::{ChatRequest, Message, ModelError, ToolCall, ToolSpec};
 use crate::tools::{ToolContext, ToolError};
