@@ -23,7 +23,6 @@ pub use printer::{PrinterOptions, TerminalPrinter};
 pub use sink::EventSink;
 pub use trace::{
     DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, JsonLinesSink, MemorySink, Trace, TraceOptions,
-    cut_to,
 };
 
 pub use orrery_crds::events::{

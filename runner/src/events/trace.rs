@@ -12,6 +12,7 @@ use super::{
     CONTENT_CUT_BYTES, EventBody, EventSink, MAX_EVENTS, QUOTE_CUT_BYTES, RESERVED_SLOTS,
     TraceEvent,
 };
+use crate::safety::cut_to;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -220,22 +221,6 @@ impl Trace {
         state.content_used += cut.len();
         Some(cut)
     }
-}
-
-/// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
-pub fn cut_to(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    const MARK: &str = "…";
-    let mut end = max.saturating_sub(MARK.len());
-    while end > 0 && !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = String::with_capacity(end + MARK.len());
-    out.push_str(&text[..end]);
-    out.push_str(MARK);
-    out
 }
 
 /// Keeps every event in memory (tests, the run result).
