@@ -10,8 +10,9 @@
 //! carries the run's token as `Authorization: Bearer`; the header is marked sensitive, and the
 //! token is never printed nor put in an error.
 
-use crate::events::{cut_to, visible_inline};
+use crate::safety::cut_to;
 use orrery_crds::events::ingest::ApiError;
+use orrery_crds::events::visible_inline;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use std::hash::{BuildHasher, Hasher as _};
 use std::time::Duration;

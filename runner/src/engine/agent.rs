@@ -1,11 +1,12 @@
 //! Model nodes (LLMAgent, Router, Supervisor): one model turn with a tool loop, labels, and a
 //! supervisor's delegations to its children (tools `n_<id>`).
 
+use super::barrier::wait_barrier;
 use super::ctx::{ExitReport, OpenEntry, RunCtx};
 use super::labels::{parse_labelled, recorded_call_id, recorded_unknown_tool};
-use super::parallel::wait_barrier;
-use crate::events::{CallStatus, EventBody, NodeStatus, Outcome, QUOTE_CUT_BYTES, cut_to};
+use crate::events::{CallStatus, EventBody, NodeStatus, Outcome, QUOTE_CUT_BYTES};
 use crate::model::{ChatRequest, Message, ModelError, ToolCall, ToolSpec};
+use crate::safety::cut_to;
 use crate::tools::{ToolContext, ToolError};
 use futures::future::BoxFuture;
 use orrery_crds::budget::BudgetKey;

@@ -13,7 +13,9 @@
 
 mod agent;
 mod approval_step;
+mod barrier;
 mod ctx;
+mod flow;
 mod labels;
 mod parallel;
 mod walk;
@@ -27,6 +29,7 @@ use crate::ledger::Ledger;
 use crate::model::ModelProvider;
 use crate::tools::Tool;
 use ctx::{NodeTool, RunCtx};
+use flow::Flow;
 use orrery_crds::plan::Plan;
 use orrery_crds::run::RunError;
 use orrery_crds::run::RunTotals;
@@ -221,14 +224,7 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
             );
             ctx.end(Outcome::Failed, problem.0.as_deref(), problem.1);
             ctx.seal();
-            return finish(
-                &ctx,
-                walk::Flow::Stop,
-                None,
-                &tools,
-                options.sink_drain_timeout,
-            )
-            .await;
+            return finish(&ctx, Flow::Stop, None, &tools, options.sink_drain_timeout).await;
         }
     };
     let ctx = Arc::new(RunCtx::new(
@@ -260,14 +256,14 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
     let (flow, cancelled_at) = tokio::select! {
         biased;
         flow = &mut walk => (flow, None),
-        () = &mut watcher => (walk::Flow::Stop, None),
+        () = &mut watcher => (Flow::Stop, None),
         _ = ctx.token.cancelled() => {
             let running = ctx.running_nodes();
             // Everything in flight watches the token; give it a moment to unwind (so each node's
             // exit is recorded), then drop whatever is left.
             let flow = tokio::time::timeout(CANCEL_GRACE, &mut walk)
                 .await
-                .unwrap_or(walk::Flow::Stop);
+                .unwrap_or(Flow::Stop);
             (flow, match running.as_slice() { [one] => Some(one.clone()), _ => None })
         }
     };
@@ -280,7 +276,7 @@ pub async fn run(setup: RunSetup, input: String, cancel: CancellationToken) -> R
 /// Closes the tools, decides the outcome, emits `run.end` and waits for the sinks to have it.
 async fn finish(
     ctx: &RunCtx,
-    flow: walk::Flow,
+    flow: Flow,
     cancelled_at: Option<String>,
     tools: &BTreeMap<String, Arc<dyn Tool>>,
     drain_timeout: Duration,
@@ -292,8 +288,8 @@ async fn finish(
 
     let (outcome, error, output) = match (ctx.take_ending(), flow) {
         (Some(ending), _) => (ending.outcome, ending.error, None),
-        (None, walk::Flow::Answer(output)) => (Outcome::Succeeded, None, Some(output)),
-        (None, walk::Flow::Stop) => (
+        (None, Flow::Answer(output)) => (Outcome::Succeeded, None, Some(output)),
+        (None, Flow::Stop) => (
             Outcome::Cancelled,
             Some(RunError {
                 node: cancelled_at,

@@ -1,27 +1,37 @@
 //! A Parallel node and its section: every branch on its own task, all entered before any
 //! exits (rule 2.22), then the Join's `## <branch>` blocks in edge order.
+//!
+//! A branch is walked like any path of the graph, and a walk may reach a Parallel node: the
+//! walk and the section recurse into each other. The walk passes itself in ([`WalkBranch`]),
+//! so this module does not import it.
 
 use super::ctx::{ExitReport, RunCtx};
-use super::walk::{Flow, screen_edge, walk};
+use super::flow::{Flow, screen_edge};
 use crate::events::{NodeStatus, Outcome};
+use futures::future::BoxFuture;
 use orrery_crds::plan::{Next, NodeIdx};
 use std::sync::Arc;
 use tokio::sync::Barrier;
 
-/// Waits until every parallel branch has entered its first node; false when the run stops
-/// first.
-pub(crate) async fn wait_barrier(ctx: &RunCtx, barrier: &Barrier) -> bool {
-    tokio::select! {
-        _ = barrier.wait() => true,
-        _ = ctx.token.cancelled() => false,
-    }
-}
+/// How a branch is walked (`super::walk::walk`): from its first node with its input and depth,
+/// until it reaches the Join, its first node held by the section's barrier, with the screen
+/// flags of the edge that led to it.
+pub(super) type WalkBranch = fn(
+    Arc<RunCtx>,
+    NodeIdx,
+    String,
+    u32,
+    Option<NodeIdx>,
+    Option<Arc<Barrier>>,
+    Vec<String>,
+) -> BoxFuture<'static, Flow>;
 
 /// A Parallel node and its section: enter/exit the Parallel, run every branch on its own task
-/// (each branch's first `node.enter` before any branch exits), then the Join writes each
-/// branch's answer as a `## <branch>` block in edge order. Returns the Join and its answer.
+/// with `walk` (each branch's first `node.enter` before any branch exits), then the Join writes
+/// each branch's answer as a `## <branch>` block in edge order. Returns the Join and its answer.
 pub(super) async fn run_parallel(
     ctx: &Arc<RunCtx>,
+    walk: WalkBranch,
     idx: NodeIdx,
     input: String,
     depth: u32,

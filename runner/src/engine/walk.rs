@@ -1,25 +1,19 @@
 //! Walking the graph: node after node along the edges, with routes, loop caps and edge
-//! screens. Parallel sections are [`super::parallel`], human approvals [`super::approval_step`].
+//! screens ([`super::flow`]). Parallel sections are [`super::parallel`] (each branch walked by
+//! [`walk`], which it is given), human approvals [`super::approval_step`].
 
 use super::agent;
 use super::approval_step::{Verdict, approval_step};
+use super::barrier::wait_barrier;
 use super::ctx::RunCtx;
-use super::parallel::{run_parallel, wait_barrier};
+use super::flow::{Flow, screen_edge};
+use super::parallel::run_parallel;
 use crate::events::{EventBody, Outcome};
 use futures::future::BoxFuture;
 use orrery_crds::composition::NodeKind;
 use orrery_crds::plan::{EdgeIdx, Next, NodeIdx};
 use std::sync::Arc;
 use tokio::sync::Barrier;
-
-/// Where a walk ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// The branch ended with this answer.
-    Answer(String),
-    /// The run is stopping (the reason is recorded in the context, or it was cancelled).
-    Stop,
-}
 
 /// What happens after a node answered.
 enum Step {
@@ -81,6 +75,7 @@ pub(crate) fn walk(
                 NodeKind::Parallel => {
                     let Some((join, combined)) = run_parallel(
                         &ctx,
+                        walk,
                         current,
                         input.clone(),
                         depth,
@@ -274,18 +269,4 @@ fn reset_nested(ctx: &RunCtx, loops: &mut Loops, l: usize) {
         }
         stack.extend(ctx.plan.loops[inner].nested.iter().copied());
     }
-}
-
-/// Applies the edge screen when the edge asks for it.
-pub(super) fn screen_edge(screen: bool, text: String) -> (String, Vec<String>) {
-    if !screen {
-        return (text, Vec::new());
-    }
-    let screened = crate::safety::screen(&text);
-    let flags = screened
-        .flags
-        .iter()
-        .map(|f| f.as_str().to_owned())
-        .collect();
-    (screened.text, flags)
 }

@@ -10,6 +10,7 @@
 mod hold;
 mod http_sink;
 mod printer;
+mod sink;
 mod trace;
 mod writer;
 
@@ -19,9 +20,9 @@ pub use http_sink::{
     HttpSinkOptions,
 };
 pub use printer::{PrinterOptions, TerminalPrinter};
+pub use sink::EventSink;
 pub use trace::{
-    DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, EventSink, JsonLinesSink, MemorySink, Trace,
-    TraceOptions, cut_to,
+    DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, JsonLinesSink, MemorySink, Trace, TraceOptions,
 };
 
 pub use orrery_crds::events::{

@@ -1,4 +1,5 @@
-//! The per-run event recorder ([`Trace`]) and the sinks events go to.
+//! The per-run event recorder ([`Trace`]) and two sinks of its own: [`MemorySink`] and
+//! [`JsonLinesSink`] (the sink trait is [`super::EventSink`]).
 //!
 //! Sinks never hold up a run: [`Trace::buffered`] hands events to a writer thread through a
 //! bounded queue. When the queue is full (a sink is slow or blocked) ordinary events are dropped
@@ -8,8 +9,10 @@
 
 use super::writer::{Delivery, Pending, Queue};
 use super::{
-    CONTENT_CUT_BYTES, EventBody, MAX_EVENTS, QUOTE_CUT_BYTES, RESERVED_SLOTS, TraceEvent,
+    CONTENT_CUT_BYTES, EventBody, EventSink, MAX_EVENTS, QUOTE_CUT_BYTES, RESERVED_SLOTS,
+    TraceEvent,
 };
+use crate::safety::cut_to;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,14 +21,6 @@ use std::time::Duration;
 pub const DEFAULT_CONTENT_CAP_BYTES: usize = 256 * 1024;
 /// Ordinary events that may wait for slow sinks before new ones are dropped, by default.
 pub const DEFAULT_SINK_QUEUE: usize = 1024;
-
-/// Where events go: a terminal printer, JSON lines, memory, the sidecar.
-pub trait EventSink: Send + Sync {
-    /// Takes one event. Called in `seq` order, one at a time.
-    fn emit(&self, event: &TraceEvent);
-    /// Writes out anything buffered (called after `run.end`).
-    fn flush(&self) {}
-}
 
 /// How a run's trace is recorded.
 #[derive(Clone, Debug)]
@@ -226,22 +221,6 @@ impl Trace {
         state.content_used += cut.len();
         Some(cut)
     }
-}
-
-/// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
-pub fn cut_to(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    const MARK: &str = "…";
-    let mut end = max.saturating_sub(MARK.len());
-    while end > 0 && !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = String::with_capacity(end + MARK.len());
-    out.push_str(&text[..end]);
-    out.push_str(MARK);
-    out
 }
 
 /// Keeps every event in memory (tests, the run result).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::ServerState;
-use super::methods::{Outcome, history_length, invalid_params, view};
+use super::reply::{Outcome, history_length, invalid_params, view};
 use super::store::task_not_found;
 use crate::a2a::types::{
     A2aErrorCode, JsonRpcError, ListTasksRequest, ListTasksResponse, StreamResponse,

@@ -1,24 +1,17 @@
-//! The JSON-RPC methods: typed params, dispatch, and the task views clients get. Sending runs
-//! in [`super::send`]; listing and following tasks in [`super::follow`].
+//! The JSON-RPC methods: typed params and dispatch. Sending runs in [`super::send`]; listing
+//! and following tasks in [`super::follow`]; what the three share (the answer, the task views
+//! clients get, params errors) in [`super::reply`].
 
-use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 
 use super::ServerState;
 use super::follow::{list_tasks, subscribe};
+use super::reply::{Outcome, history_length, now, to_result, view};
 use super::send::{send_message, send_streaming};
 use super::store::task_not_found;
-use crate::a2a::types::{
-    A2aErrorCode, A2aMethod, CancelTaskRequest, GetTaskRequest, JsonRpcError, StreamResponse, Task,
-};
-
-/// What a method answers: one result, or a stream of events.
-pub(crate) enum Outcome {
-    Result(Value),
-    Stream(BoxStream<'static, StreamResponse>),
-}
+use crate::a2a::types::{A2aErrorCode, A2aMethod, CancelTaskRequest, GetTaskRequest, JsonRpcError};
 
 pub(crate) async fn dispatch(
     state: &Arc<ServerState>,
@@ -57,12 +50,6 @@ pub(crate) async fn dispatch(
     }
 }
 
-pub(super) fn to_result<T: serde::Serialize>(value: &T) -> Result<Outcome, JsonRpcError> {
-    serde_json::to_value(value)
-        .map(Outcome::Result)
-        .map_err(|e| JsonRpcError::new(A2aErrorCode::InternalError, format!("Internal error: {e}")))
-}
-
 /// Typed params; errors name the offending field as a `BadRequest` violation.
 fn parse<T: DeserializeOwned>(params: Option<Value>) -> Result<T, JsonRpcError> {
     let value = params.unwrap_or_else(|| Value::Object(Default::default()));
@@ -82,69 +69,4 @@ fn parse<T: DeserializeOwned>(params: Option<Value>) -> Result<T, JsonRpcError> 
         )
         .with_field_violation(path, why)
     })
-}
-
-pub(super) fn invalid_params(field: &str, why: &str) -> JsonRpcError {
-    JsonRpcError::new(
-        A2aErrorCode::InvalidParams,
-        format!("Invalid params: {field}: {why}"),
-    )
-    .with_field_violation(field, why)
-}
-
-pub(super) fn history_length(
-    value: Option<i32>,
-    field: &str,
-) -> Result<Option<usize>, JsonRpcError> {
-    match value {
-        None => Ok(None),
-        Some(n) => usize::try_from(n)
-            .map(Some)
-            .map_err(|_| invalid_params(field, "must not be negative")),
-    }
-}
-
-pub(crate) fn now() -> String {
-    jiff::Timestamp::now().to_string()
-}
-
-pub(super) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-/// The task as a client sees it: history cut to the most recent `history` messages.
-pub(super) fn view(mut task: Task, history: Option<usize>, include_artifacts: bool) -> Task {
-    if let Some(keep) = history {
-        let excess = task.history.len().saturating_sub(keep);
-        task.history.drain(..excess);
-    }
-    if !include_artifacts {
-        task.artifacts.clear();
-    }
-    task
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use super::*;
-    use crate::a2a::types::{Message, Role};
-
-    #[test]
-    fn a_view_keeps_the_most_recent_history() {
-        let msg = |id: &str| Message::text(Role::User, id, "x");
-        let task = Task {
-            history: vec![msg("1"), msg("2"), msg("3")],
-            ..Task::default()
-        };
-        let ids = |t: Task| {
-            t.history
-                .into_iter()
-                .map(|m| m.message_id)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(ids(view(task.clone(), Some(2), true)), ["2", "3"]);
-        assert_eq!(ids(view(task.clone(), Some(0), true)), Vec::<String>::new());
-        assert_eq!(ids(view(task, None, true)), ["1", "2", "3"]);
-    }
 }

@@ -12,6 +12,7 @@ mod envelope;
 mod follow;
 mod handler;
 mod methods;
+mod reply;
 mod send;
 mod store;
 
@@ -35,7 +36,7 @@ use crate::a2a::types::{
     A2aErrorCode, AGENT_CARD_PATH, JsonRpcError, JsonRpcResponse, version_is_supported,
 };
 use envelope::{bearer_matches, content_type_is_json, parse_envelope, requested_version};
-use methods::Outcome;
+use reply::Outcome;
 use store::TaskStore;
 
 /// How the server is mounted and what it accepts.

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::ServerState;
 use super::handler::{AgentReply, AgentRequest};
-use super::methods::{Outcome, history_length, new_id, now, to_result, view};
+use super::reply::{Outcome, history_length, new_id, now, to_result, view};
 use crate::a2a::types::{
     A2aErrorCode, JsonRpcError, Message, Role, SendMessageRequest, SendMessageResponse,
     StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
