@@ -230,6 +230,9 @@ async fn run_example(args: &DemoArgs, fleet: &Fleet) -> u8 {
 
 /// Keeps the fleet running until SIGINT/SIGTERM (or the end of standard input when asked).
 async fn serve(fleet: &Fleet, exit_on_stdin_eof: bool) -> u8 {
+    // The handlers are installed before the banner: whoever reads it may signal at once, and a
+    // signal before them would end the process instead of stopping the fleet.
+    let signalled = launch::shutdown_signal();
     // A closed pipe (`| head`) is no reason to stop the fleet.
     let _ = writeln!(std::io::stdout().lock(), "{}", fleet_banner(fleet));
     let stdin_closed = async {
@@ -245,7 +248,7 @@ async fn serve(fleet: &Fleet, exit_on_stdin_eof: bool) -> u8 {
         let _ = rx.await;
     };
     tokio::select! {
-        () = launch::shutdown_signal() => {}
+        () = signalled => {}
         () = stdin_closed => {}
     }
     eprintln!("stopping the demo fleet…");
