@@ -297,4 +297,31 @@ BBySAhK1GDScWZPioJR+oqoTxUSa7Ab3eiDRmQwSdZTap5791JbvQTzyl9a2ETgH
             .unwrap_or_default();
         assert!(err.contains("openssl genpkey -algorithm ed25519"), "{err}");
     }
+
+    #[test]
+    fn the_example_config_runs_as_shipped_with_its_keys_beside_it() {
+        // Copied as docs/run-on-a-cluster.md copies it, with a fresh key pair beside it, the example
+        // starts both processes' key loading without an edit.
+        let dir =
+            std::env::temp_dir().join(format!("orrery-config-example-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let example = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/operator/config.yaml"
+        );
+        let path = dir.join("config.yaml");
+        std::fs::copy(example, &path).expect("copied");
+        let path = path.to_string_lossy().into_owned();
+        let config = crate::config::Config::load(&path).expect("the example loads");
+        assert_eq!(
+            config.runner.image, "orrery/runner:0.1.0",
+            "the chart's default image"
+        );
+        assert_eq!(config.sidecar.url(), "http://127.0.0.1:8080");
+        std::fs::write(dir.join("run-token.pem"), PRIVATE).expect("key");
+        std::fs::write(dir.join("run-token.pub.pem"), PUBLIC).expect("key");
+        let signer = RunTokenSigner::from_config(&path, &config.run_token);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(signer.is_ok(), "the signing key beside the config is read");
+    }
 }

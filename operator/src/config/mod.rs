@@ -289,7 +289,8 @@ impl SidecarConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunTokenConfig {
-    /// A PEM file with the Ed25519 private key (PKCS#8) tokens are signed with.
+    /// A PEM file with the Ed25519 private key (PKCS#8) tokens are signed with; a relative
+    /// path is read from the config file's directory.
     pub signing_key_file: String,
     /// A PEM file with the matching Ed25519 public key, which the sidecar verifies tokens
     /// with (it never holds the signing key): `openssl pkey -in key.pem -pubout`, or a
@@ -300,6 +301,26 @@ pub struct RunTokenConfig {
     /// The tokens' audience.
     #[serde(default = "default_audience")]
     pub audience: String,
+}
+
+impl RunTokenConfig {
+    /// Key files named by a relative path are read from the config file's directory (as
+    /// kubectl reads a kubeconfig's certificate files): `signingKeyFile: key.pem` beside the
+    /// config works from any working directory.
+    pub fn resolve_against(&mut self, config_path: &str) {
+        let dir = std::path::Path::new(config_path)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        let resolve = |file: &mut String| {
+            if !file.is_empty() && std::path::Path::new(file.as_str()).is_relative() {
+                *file = dir.join(file.as_str()).to_string_lossy().into_owned();
+            }
+        };
+        resolve(&mut self.signing_key_file);
+        if let Some(file) = self.verifying_key_file.as_mut() {
+            resolve(file);
+        }
+    }
 }
 
 fn default_audience() -> String {
@@ -465,7 +486,9 @@ impl Config {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        Config::parse(path, &text)
+        let mut config = Config::parse(path, &text)?;
+        config.run_token.resolve_against(path);
+        Ok(config)
     }
 
     /// Parses and checks config text; `path` only names it in errors.

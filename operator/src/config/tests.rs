@@ -73,6 +73,31 @@ fn the_example_config_in_the_repository_parses_and_checks_clean() {
 }
 
 #[test]
+fn relative_key_files_are_read_from_the_configs_directory_and_absolute_ones_as_written() {
+    let mut config = parse(&MINIMAL.replace(
+        "{signingKeyFile: /etc/orrery/run-token/key.pem}",
+        "{signingKeyFile: key.pem, verifyingKeyFile: keys/key.pub.pem}",
+    ))
+    .expect("parses");
+    config
+        .run_token
+        .resolve_against("/tmp/orrery-op/config.yaml");
+    assert_eq!(config.run_token.signing_key_file, "/tmp/orrery-op/key.pem");
+    assert_eq!(
+        config.run_token.verifying_key_file.as_deref(),
+        Some("/tmp/orrery-op/keys/key.pub.pem")
+    );
+    let mut config = parse(MINIMAL).expect("parses");
+    config
+        .run_token
+        .resolve_against("/tmp/orrery-op/config.yaml");
+    assert_eq!(
+        config.run_token.signing_key_file,
+        "/etc/orrery/run-token/key.pem"
+    );
+}
+
+#[test]
 fn an_unknown_field_is_refused_at_its_path() {
     let err = parse(&MINIMAL.replace("port: 8080", "port: 8080, prot: 1")).err();
     match err {
