@@ -225,15 +225,30 @@ mod tests {
     #[test]
     fn a_process_of_its_node_is_left_and_clear_ends_it() {
         let dir = temp_dir("process");
-        // `sh` stays (its loop is not its last command), its command line names the directory.
+        // `sh` waits in its builtin `read` on a pipe the test holds open: one process that never
+        // forks (a loop running `sleep` showed its children, between fork and exec, under the
+        // same command line), whose command line names the directory.
         let mut child = std::process::Command::new("sh")
             .arg("-c")
-            .arg("while :; do sleep 0.1; done")
+            .arg("read line")
             .arg(node_dir(&dir).join("pod-1"))
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("sh");
-        let found = find(&dir).expect("find");
-        assert_eq!(found.processes.len(), 1, "{found:?}");
+        // The new process's command line can show the spawner's for a moment after the spawn.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut found = find(&dir).expect("find");
+        while found.processes.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            found = find(&dir).expect("find");
+        }
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+        assert_eq!(
+            found.processes.len(),
+            1,
+            "{found:?}; the child's command line: {}",
+            String::from_utf8_lossy(&cmdline)
+        );
         assert!(
             found
                 .describe()
