@@ -13,6 +13,7 @@
 //! mapping, merged keys included, is refused (rule 1.62).
 
 mod resolve;
+mod strconv;
 #[cfg(test)]
 mod tests;
 
