@@ -1,8 +1,9 @@
 //! Reading JSON and YAML into a [`serde_json::Value`] with duplicate keys refused at every
 //! depth. serde alone keeps the last of two equal keys silently, so `pattern: Pipeline` then
 //! `pattern: Router` would read as Router, and `{"url":"https://a","url":"http://127.0.0.1"}`
-//! would pin as the second. One home for the manifests (`orrery validate`), seed import and the
-//! runner's A2A cards and replies.
+//! would pin as the second. One home for JSON manifests (`orrery validate`), seed import and the
+//! runner's A2A cards and replies; manifests' YAML is read event by event, as kubectl reads it,
+//! and refuses a key twice the same way (`manifest::yaml`, rule 1.81).
 //!
 //! [`UniqueKeys`] deserializes from any serde deserializer, so the error carries that format's
 //! position: serde_json and serde_yaml both add "at line L column C". Everything else reads as

@@ -402,3 +402,90 @@ fn crds_prints_the_generated_crds_and_writes_the_checked_in_files() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A Composition whose one node has `instruction: <instruction>`, and the Scripted model entry
+/// it uses, as one file.
+fn composition_with_instruction(instruction: &str) -> String {
+    format!(
+        "apiVersion: studio.orrery.dev/v1alpha1
+kind: Composition
+metadata:
+  name: yes-instruction
+spec:
+  pattern: Pipeline
+  nodes:
+    - id: writer
+      kind: LLMAgent
+      model: scripted
+      instruction: {instruction}
+---
+apiVersion: studio.orrery.dev/v1alpha1
+kind: RegistryEntry
+metadata:
+  name: scripted
+spec:
+  model:
+    provider: Scripted
+    model: scripted-v1
+    script:
+      nodes: {{}}
+"
+    )
+}
+
+#[test]
+fn an_unquoted_yes_is_a_boolean_refused_in_the_apiservers_words_and_a_quoted_one_passes_rule_1_81()
+{
+    let dir = scratch("yaml-1-1");
+    let file = |name: &str, instruction: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, composition_with_instruction(instruction)).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    // What kubectl apply prints for the same file, after the resource's name.
+    let apiserver = "spec.nodes[0].instruction: Invalid value: \"boolean\": spec.nodes[0].instruction in body must be of type string: \"boolean\"";
+    for word in ["yes", "on", "y", "off", "No"] {
+        let path = file(&format!("{word}.yaml"), word);
+        let out = orrery(&["validate", &path]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{word}: {text}{}", stderr(&out));
+        assert!(
+            text.contains(&format!(
+                "  error[invalid_type] {apiserver} (an unquoted yes, no"
+            )),
+            "{word}: {text}"
+        );
+        assert!(text.contains("✗ invalid: 1 error"), "{word}: {text}");
+        let json = orrery(&["validate", "-o", "json", &path]);
+        assert_eq!(json.status.code(), Some(1));
+        let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let finding = &doc["findings"][0];
+        assert_eq!(
+            (finding["code"].as_str(), finding["field"].as_str()),
+            (Some("invalid_type"), Some("spec.nodes[0].instruction")),
+            "{word}: {doc}"
+        );
+    }
+    for quoted in ["\"yes\"", "'on'", "|\n        yes", "yes please"] {
+        let path = file("quoted.yaml", quoted);
+        let out = orrery(&["validate", &path]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{quoted}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stdout(&out).starts_with("✓ valid"), "{}", stdout(&out));
+    }
+    // What JSON cannot hold, kubectl cannot send: the file is unreadable, as to kubectl.
+    let path = file("inf.yaml", ".inf");
+    let out = orrery(&["validate", &path]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("inf.yaml: document 1 cannot become JSON as kubectl reads it: line 11 column 20: the number is +Inf"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

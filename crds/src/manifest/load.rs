@@ -1,9 +1,9 @@
 //! Reading files and folders into documents.
 
 use super::depth::too_deep_at;
+use super::yaml::{YamlError, documents};
 use super::{Format, LoadError, MAX_FILE_BYTES, ManifestSet};
 use crate::unique_keys::UniqueKeys;
-use serde::Deserialize;
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -184,8 +184,10 @@ impl ManifestSet {
 }
 
 /// Splits a text into its documents (YAML `---` separated, or concatenated JSON values). An
-/// empty YAML document reads as `null`. A key twice in one mapping, at any depth, is an error
-/// naming the key and its line ([`UniqueKeys`]), never the last one silently winning.
+/// empty YAML document reads as `null`. YAML reads as kubectl reads it (`yes` a boolean, `0777`
+/// octal: [`super::yaml`], rule 1.81); JSON is JSON. A key twice in one mapping, at any depth, is
+/// an error naming the key and its line ([`UniqueKeys`], [`super::yaml`]), never the last one
+/// silently winning.
 fn split_documents(
     path: &Path,
     text: &str,
@@ -200,19 +202,18 @@ fn split_documents(
                 path: path.to_path_buf(),
                 message: e.to_string(),
             }),
-        Format::Yaml => {
-            let mut documents = Vec::new();
-            for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-                let UniqueKeys(value) =
-                    UniqueKeys::deserialize(doc).map_err(|e| LoadError::Yaml {
-                        path: path.to_path_buf(),
-                        document: i + 1,
-                        message: e.to_string(),
-                    })?;
-                documents.push(value);
-            }
-            Ok(documents)
-        }
+        Format::Yaml => documents(text).map_err(|error| match error {
+            YamlError::Syntax { document, message } => LoadError::Yaml {
+                path: path.to_path_buf(),
+                document,
+                message,
+            },
+            YamlError::NotJson { document, message } => LoadError::NotJson {
+                path: path.to_path_buf(),
+                document,
+                message,
+            },
+        }),
     }
 }
 

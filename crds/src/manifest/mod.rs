@@ -15,6 +15,7 @@ mod entries;
 mod load;
 mod parse;
 mod schema;
+mod yaml;
 
 pub use check::{Report, Summary, check, composition_spec};
 pub use load::load_paths;
@@ -144,6 +145,17 @@ pub enum LoadError {
         /// The parser's message (with line and column).
         message: String,
     },
+    /// A YAML document that kubectl cannot turn into JSON (`.inf`, a null key, a value its tag
+    /// does not take…): kubectl refuses the file too.
+    #[error("{}: document {document} cannot become JSON as kubectl reads it: {message}", path.display())]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// The document's position, from 1.
+        document: usize,
+        /// What cannot become JSON, with line and column, and what to do.
+        message: String,
+    },
     /// A JSON file does not parse.
     #[error("{}: not valid JSON: {message}", path.display())]
     Json {
@@ -189,6 +201,7 @@ impl LoadError {
             LoadError::Io { path, .. }
             | LoadError::NotUtf8 { path }
             | LoadError::Yaml { path, .. }
+            | LoadError::NotJson { path, .. }
             | LoadError::Json { path, .. }
             | LoadError::NoManifests { path }
             | LoadError::EmptyFile { path }

@@ -130,12 +130,13 @@ impl ManifestSet {
             ));
             return;
         }
-        let document = Value::Object(object.clone());
+        // What the CRD's OpenAPI schema refuses (types, lengths, ranges, item counts…), in the
+        // apiserver's words.
+        let schema = schema_problems(&kind, &Value::Object(object.clone()));
         match parse_resource(&kind, object) {
             Ok(resource) => {
-                // What the CRD's OpenAPI schema refuses (lengths, ranges, item counts…): the
-                // resource is still checked further.
-                for found in schema_problems(&kind, &document) {
+                // The resource is still checked further.
+                for found in schema {
                     self.problems
                         .push(problem(&source, Some(reference.clone()), found));
                 }
@@ -144,6 +145,20 @@ impl ManifestSet {
                     reference,
                     resource,
                 })
+            }
+            // A field of the wrong type: the schema names every one, as the apiserver does
+            // (`instruction: yes` is a boolean: rule 1.81), where the typed reading stops at the
+            // first in serde's words.
+            Err(issue)
+                if issue.code == codes::INVALID_TYPE
+                    && schema.iter().any(|found| {
+                        found.code == codes::INVALID_TYPE && found.loc == issue.loc
+                    }) =>
+            {
+                for found in schema {
+                    self.problems
+                        .push(problem(&source, Some(reference.clone()), found));
+                }
             }
             Err(issue) => self.problems.push(problem(&source, Some(reference), issue)),
         }
@@ -368,7 +383,7 @@ spec:
                 loc!["spec", "pattern"],
             ),
             (
-                "spec: {pattern: Pipeline, nodes: [], edges: [{from: a, to: b, maxIterations: many}]}",
+                "spec: {pattern: Pipeline, nodes: [{id: a, kind: LLMAgent}], edges: [{from: a, to: b, maxIterations: many}]}",
                 "invalid_type",
                 loc!["spec", "edges", 0usize, "maxIterations"],
             ),

@@ -1,5 +1,5 @@
 //! The CRDs' own OpenAPI schema applied offline, so that `orrery validate` refuses what the
-//! apiserver's schema refuses: lengths (in Unicode code points, as Kubernetes counts them),
+//! apiserver's schema refuses: types (in the apiserver's words, rule 1.81), lengths (in Unicode code points, as Kubernetes counts them),
 //! ranges, item counts, patterns, enums, required fields and the keys of map-type lists. The
 //! schema is the one generated from the types ([`crate::crd_yaml::validation_schemas`]), read
 //! from its checked-in copy in `crds/schema/` (compiled into the binary; a test fails when it
@@ -87,17 +87,16 @@ fn check(schema: &Value, value: &Value, loc: &mut Loc, out: &mut Vec<ValidationI
     let Some(ty) = schema.get("type").and_then(Value::as_str) else {
         return;
     };
-    let type_ok = match ty {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "boolean" => value.is_boolean(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        _ => true,
-    };
-    if !type_ok {
-        out.push(violation(loc, format!("must be of type {ty}, not {value}")));
+    let format = schema
+        .get("format")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some((expected, found)) = type_mismatch(ty, format, value) {
+        out.push(issue(
+            loc.clone(),
+            codes::INVALID_TYPE,
+            type_message(loc, &expected, &found),
+        ));
         return;
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
@@ -116,6 +115,63 @@ fn check(schema: &Value, value: &Value, loc: &mut Loc, out: &mut Vec<ValidationI
         Value::Object(map) => check_object(schema, map, loc, out),
         _ => {}
     }
+}
+
+/// The apiserver's type check (kube-openapi's `typeValidator`, format included): `Some((the
+/// type or format wanted, what the value is))` when it refuses `value`. Values are named as Go
+/// sees the JSON the apiserver decoded: an integer that fits 64 bits is an `integer` (format
+/// `int64`), any other number a `number` (`float64`).
+fn type_mismatch(ty: &str, format: &str, value: &Value) -> Option<(String, String)> {
+    let (found, found_format) = match value {
+        Value::Null => return None,
+        Value::Bool(_) => ("boolean", ""),
+        Value::String(_) => ("string", ""),
+        Value::Number(n) if n.is_i64() => ("integer", "int64"),
+        Value::Number(_) => ("number", "float64"),
+        Value::Array(_) => ("array", ""),
+        Value::Object(_) => ("object", ""),
+    };
+    let text_or_list = value.is_string() || value.is_array();
+    let float_int =
+        found == "number" && ty == "integer" && value.as_f64().is_some_and(is_json_integer);
+    let int_float = found == "integer" && ty == "number";
+    let fits = ty == found || float_int || int_float;
+    if !(text_or_list || format.is_empty() || fits || found_format == format) {
+        return Some((format.to_owned(), found_format.to_owned()));
+    }
+    if !matches!(ty, "number" | "integer") && !format.is_empty() && text_or_list {
+        return None;
+    }
+    (!fits).then(|| (ty.to_owned(), found.to_owned()))
+}
+
+/// go-openapi's `IsFloat64AJSONInteger`: within ±(2^53-1), and whole (to a relative 1e-9).
+fn is_json_integer(f: f64) -> bool {
+    const MAX: f64 = 9_007_199_254_740_991.0;
+    if !f.is_finite() || !(-MAX..=MAX).contains(&f) {
+        return false;
+    }
+    let whole = f.trunc();
+    f == whole || (f - whole).abs() / (f.abs() + whole.abs()) < 1e-9
+}
+
+/// The apiserver's words for a value of the wrong type (`field.Invalid` around kube-openapi's
+/// `InvalidType`), then how to keep a YAML scalar as text.
+fn type_message(loc: &Loc, expected: &str, found: &str) -> String {
+    let field = crate::common::loc_to_string(loc);
+    let hint = match (expected, found) {
+        ("string", "boolean") => {
+            " (an unquoted yes, no, on, off, y, n, true or false is a boolean in YAML, as kubectl reads it: quote the value to keep it text)"
+        }
+        ("string", "integer" | "number") => {
+            " (an unquoted number is a number in YAML, 0777 octal and 0x1F hex included: quote the value to keep it text)"
+        }
+        ("integer" | "number" | "int32" | "int64" | "float" | "double", _) => {
+            " (the field takes a number, written without quotes)"
+        }
+        _ => "",
+    };
+    format!("Invalid value: {found:?}: {field} in body must be of type {expected}: {found:?}{hint}")
 }
 
 fn bound(schema: &Map<String, Value>, key: &str) -> Option<u64> {
@@ -515,6 +571,51 @@ mod tests {
         assert!(!refused_by_pattern("(unclosed", "anything"));
         let compiled = PATTERNS.lock().unwrap();
         assert!(compiled.get("(unclosed").is_some_and(Option::is_none));
+    }
+
+    /// Table: a field of the wrong type → the apiserver's words (kube-openapi's type check, with
+    /// its format rule: a boolean in an `int64` field is "must be of type int64: \"\""). The
+    /// same words come back from the real apiserver in `tests/tests/e2e_yaml.rs`.
+    #[test]
+    fn a_value_of_the_wrong_type_is_refused_in_the_apiservers_words_rule_1_81() {
+        let composition = |node: &str, budgets: &str| {
+            format!(
+                "apiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nmetadata: {{name: c}}\nspec: {{pattern: Pipeline, nodes: [{{id: a, kind: LLMAgent, {node}}}], budgets: {{{budgets}}}}}\n"
+            )
+        };
+        #[rustfmt::skip]
+        let cases: [(&str, &str, &str, &str); 9] = [
+            ("instruction: yes", "", "spec.nodes[0].instruction", "string: \"boolean\""),
+            ("instruction: 0777", "", "spec.nodes[0].instruction", "string: \"integer\""),
+            ("instruction: 1.5", "", "spec.nodes[0].instruction", "string: \"number\""),
+            ("instruction: [a]", "", "spec.nodes[0].instruction", "string: \"array\""),
+            ("instruction: {a: b}", "", "spec.nodes[0].instruction", "string: \"object\""),
+            ("instruction: x", "maxTokens: on", "spec.budgets.maxTokens", "int64: \"\""),
+            ("instruction: x", "maxTokens: '5'", "spec.budgets.maxTokens", "integer: \"string\""),
+            ("instruction: x", "maxTokens: 1.5", "spec.budgets.maxTokens", "int64: \"float64\""),
+            ("instruction: x", "maxTokens: [1]", "spec.budgets.maxTokens", "integer: \"array\""),
+        ];
+        for (node, budgets, field, wanted) in cases {
+            let doc = crate::manifest::yaml::documents(&composition(node, budgets))
+                .unwrap()
+                .remove(0);
+            let got = schema_problems("Composition", &doc);
+            assert_eq!(got.len(), 1, "{node} {budgets}: {got:?}");
+            let (found, value) = wanted.split_once(": ").unwrap();
+            let words =
+                format!("Invalid value: {value}: {field} in body must be of type {found}: {value}");
+            assert_eq!(
+                (got[0].field.as_str(), got[0].code.as_str()),
+                (field, "invalid_type")
+            );
+            assert!(got[0].message.starts_with(&words), "{}", got[0].message);
+        }
+        // A number where a number goes, and an integer-valued float where an integer goes.
+        let fine =
+            crate::manifest::yaml::documents(&composition("instruction: x", "maxTokens: 1.0e3"))
+                .unwrap()
+                .remove(0);
+        assert!(schema_problems("Composition", &fine).is_empty());
     }
 
     #[test]
