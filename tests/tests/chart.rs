@@ -126,6 +126,17 @@ fn the_charts_crds_are_the_generated_crd_yaml() -> Result<()> {
     Ok(())
 }
 
+/// The operator config the chart renders into its ConfigMap, as the operator parses it.
+fn rendered_config(docs: &[serde_json::Value]) -> Result<orrery_operator::Config> {
+    let map = find(docs, "ConfigMap", "orrery-operator-config")
+        .context("no ConfigMap orrery-operator-config")?;
+    let text = map["data"]["config.yaml"]
+        .as_str()
+        .context("no config.yaml in the ConfigMap")?;
+    orrery_operator::Config::parse("config.yaml", text)
+        .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}\n{text}"))
+}
+
 #[test]
 fn the_rendered_deployment_config_is_one_the_operator_accepts() -> Result<()> {
     let values = fixtures().join("ha-postgres.values.yaml");
@@ -134,14 +145,7 @@ fn the_rendered_deployment_config_is_one_the_operator_accepts() -> Result<()> {
         vec!["--values", values.to_str().unwrap_or_default()],
     ] {
         let docs = documents(&template(RELEASE, NAMESPACE, &extra)?.ok()?)?;
-        let map = find(&docs, "ConfigMap", "orrery-operator-config")
-            .context("no ConfigMap orrery-operator-config")?;
-        let text = map["data"]["config.yaml"]
-            .as_str()
-            .context("no config.yaml in the ConfigMap")?;
-        let config = orrery_operator::Config::parse("config.yaml", text).map_err(|e| {
-            anyhow::anyhow!("the operator refuses the chart's config ({extra:?}): {e}")
-        })?;
+        let config = rendered_config(&docs).with_context(|| format!("{extra:?}"))?;
         // The runner NetworkPolicy's sidecar peer must select the chart's own pods.
         let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
         let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
@@ -226,12 +230,7 @@ fn trusted_certificates_reach_the_operators_config() -> Result<()> {
     let rendered = template(RELEASE, NAMESPACE, &["--set-file", &set]);
     let _ = std::fs::remove_file(&file);
     let docs = documents(&rendered?.ok()?)?;
-    let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
-    let text = map["data"]["config.yaml"]
-        .as_str()
-        .context("no config.yaml")?;
-    let config = orrery_operator::Config::parse("config.yaml", text)
-        .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
+    let config = rendered_config(&docs)?;
     ensure!(
         config.runner.trusted_certificates.as_deref() == Some(pem),
         "{:?}",
@@ -248,13 +247,8 @@ fn redact_ips_reaches_the_operators_config_and_is_off_by_default() -> Result<()>
         (&["--set", "runner.redactIps=true"][..], true),
     ] {
         let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
-        let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
-        let text = map["data"]["config.yaml"]
-            .as_str()
-            .context("no config.yaml")?;
-        let config = orrery_operator::Config::parse("config.yaml", text)
-            .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
-        ensure!(config.runner.redact_ips == want, "{extra:?}: {text}");
+        let config = rendered_config(&docs)?;
+        ensure!(config.runner.redact_ips == want, "{extra:?}");
     }
     Ok(())
 }
@@ -278,13 +272,8 @@ fn the_log_format_is_json_by_default_for_every_process_and_text_when_asked() -> 
         ),
     ] {
         let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
-        let map = find(&docs, "ConfigMap", "orrery-operator-config").context("no config")?;
-        let text = map["data"]["config.yaml"]
-            .as_str()
-            .context("no config.yaml")?;
-        let config = orrery_operator::Config::parse("config.yaml", text)
-            .map_err(|e| anyhow::anyhow!("the operator refuses the chart's config: {e}"))?;
-        ensure!(config.runner.log_format == format, "{extra:?}: {text}");
+        let config = rendered_config(&docs)?;
+        ensure!(config.runner.log_format == format, "{extra:?}");
         let deployment = find(&docs, "Deployment", "orrery-operator").context("no deployment")?;
         let containers = deployment["spec"]["template"]["spec"]["containers"]
             .as_array()
