@@ -205,7 +205,8 @@ pub async fn start_fleet(cfg: FleetConfig) -> Result<Fleet, FleetError> {
             serve(writer_listener, writer.router(), shutdown.clone()),
         ),
     ];
-    tracing::info!(tools = %tools_addr, writer = %writer_addr, "demo fleet listening");
+    // The CLI prints its own banner with these addresses; this is for a debug log.
+    tracing::debug!(tools = %tools_addr, writer = %writer_addr, "demo fleet listening");
     Ok(Fleet {
         tools_addr,
         writer_addr,
