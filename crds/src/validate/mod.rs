@@ -24,7 +24,6 @@ mod report;
 #[cfg(test)]
 mod schema_bounds_tests;
 mod screen;
-mod sections;
 mod structure;
 mod supervisor;
 #[cfg(test)]
