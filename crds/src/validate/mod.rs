@@ -11,15 +11,15 @@ mod analysis;
 mod approval;
 mod bounds;
 #[cfg(test)]
-mod generated_tests;
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod issues_tests;
 mod kinds;
 mod labels;
 mod loops;
 mod models;
 mod parallel;
 mod patterns;
-#[cfg(test)]
-mod plan_tests;
 mod report;
 #[cfg(test)]
 mod schema_bounds_tests;
@@ -27,7 +27,7 @@ mod screen;
 mod structure;
 mod supervisor;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod tools;
 
 pub(crate) use analysis::Analysis;
