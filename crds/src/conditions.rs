@@ -87,20 +87,3 @@ pub mod reasons {
     /// pulled, a Secret missing): it is deleted and the run fails with what it waited on.
     pub const POD_NOT_STARTED: &str = "PodNotStarted";
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_printer_columns_read_the_conditions_these_constants_name() {
-        let crds = crate::crd_yaml::all_crds();
-        let text = serde_json::to_string(&crds).unwrap_or_default();
-        for condition in [READY, VALID, PINNED] {
-            assert!(
-                text.contains(&format!("@.type==\\\"{condition}\\\"")),
-                "no printer column reads condition {condition}"
-            );
-        }
-    }
-}

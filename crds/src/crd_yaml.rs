@@ -268,6 +268,18 @@ mod tests {
     }
 
     #[test]
+    fn the_printer_columns_read_the_conditions_these_constants_name() {
+        use crate::conditions::{PINNED, READY, VALID};
+        let text = serde_json::to_string(&all_crds()).unwrap_or_default();
+        for condition in [READY, VALID, PINNED] {
+            assert!(
+                text.contains(&format!("@.type==\\\"{condition}\\\"")),
+                "no printer column reads condition {condition}"
+            );
+        }
+    }
+
+    #[test]
     fn descriptions_join_wrapped_lines_and_keep_paragraph_breaks() {
         assert_eq!(
             unwrap_paragraphs("The nodes of\nthe graph.\n\nSecond\n  paragraph.\n"),

@@ -57,3 +57,19 @@ fn sanitize(name: &str) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_facing_names_write_dashes_and_dots_as_underscores() {
+        assert_eq!(model_tool_name(ToolKind::Mcp, "my-x", "t"), "mcp_my_x_t");
+        assert_eq!(model_tool_name(ToolKind::Mcp, "my_x", "t"), "mcp_my_x_t");
+        assert_eq!(
+            model_tool_name(ToolKind::A2a, "demo-writer", "draft.v2"),
+            "a2a_demo_writer_draft_v2"
+        );
+        assert_eq!(child_tool_name("fact-checker"), "n_fact_checker");
+    }
+}

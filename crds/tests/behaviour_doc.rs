@@ -532,7 +532,7 @@ fn a_rule_marked_untested_but_cited_by_a_test_is_reported_and_code_outside_tests
             .all(|t| *t)
     );
     assert!(
-        test_lines(Path::new("crds/src/validate/plan_tests.rs"), "x")
+        test_lines(Path::new("crds/src/plan/generated_tests.rs"), "x")
             .iter()
             .all(|t| *t)
     );

@@ -11,24 +11,23 @@ mod analysis;
 mod approval;
 mod bounds;
 #[cfg(test)]
-mod generated_tests;
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod issues_tests;
 mod kinds;
 mod labels;
 mod loops;
 mod models;
 mod parallel;
 mod patterns;
-#[cfg(test)]
-mod plan_tests;
 mod report;
 #[cfg(test)]
 mod schema_bounds_tests;
 mod screen;
-mod sections;
 mod structure;
 mod supervisor;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod tools;
 
 pub(crate) use analysis::Analysis;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::tests::{env, spec};
+use super::fixtures::{env, spec};
 use super::*;
 use crate::codes::{self, limits};
 use crate::composition::{Composition, ID_PATTERN};

@@ -1,89 +1,14 @@
 //! Table-driven tests of the validator: for every code in [`crate::codes::ALL_CODES`], at least
 //! one composition that fails with exactly that code at the expected field, and a passing
-//! neighbour (a minimal change that makes it valid, and plannable).
+//! neighbour (a minimal change that makes it valid). The plan's tests plan every passing
+//! neighbour ([`passing_neighbours`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use super::fixtures::{Env, HEAD_FIRST_LOOP, brief, env, set, spec};
 use super::*;
 use crate::codes::{self, ALL_CODES};
 use crate::common::Severity;
-use crate::registry::{Effect, ModelProvider};
-use std::collections::BTreeSet;
-
-/// The registry and deployment a case runs against.
-pub(crate) struct Env {
-    pub registry: RegistryView,
-    pub limits: DeploymentLimits,
-}
-
-fn set(items: &[&str]) -> BTreeSet<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// tirraflow (MCP, delete_article not read-only), my-x / my_x (MCP, tool t), wide (MCP, 40
-/// read-only tools t0…t39), a long-named MCP server, demo-writer (A2A, draft), deployer (A2A,
-/// acting), models fast and smart; default model fast.
-pub(crate) fn env() -> Env {
-    let mut entries = BTreeMap::new();
-    let mcp = |tools: &[&str], ro: &[&str]| EntryView::Mcp {
-        tools: set(tools),
-        read_only: set(ro),
-    };
-    entries.insert(
-        "tirraflow".to_owned(),
-        mcp(
-            &["search_articles", "get_article", "delete_article"],
-            &["search_articles", "get_article"],
-        ),
-    );
-    entries.insert("my-x".to_owned(), mcp(&["t"], &["t"]));
-    let wide: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
-    let wide: Vec<&str> = wide.iter().map(String::as_str).collect();
-    entries.insert("wide".to_owned(), mcp(&wide, &wide));
-    entries.insert("my_x".to_owned(), mcp(&["t"], &["t"]));
-    entries.insert(
-        "knowledge-base-of-the-platform-engineering-team".to_owned(),
-        mcp(&["search_everything"], &["search_everything"]),
-    );
-    entries.insert(
-        "demo-writer".to_owned(),
-        EntryView::A2a {
-            skills: set(&["draft"]),
-            effect: Effect::ReadOnly,
-        },
-    );
-    entries.insert(
-        "deployer".to_owned(),
-        EntryView::A2a {
-            skills: set(&["deploy"]),
-            effect: Effect::Acting,
-        },
-    );
-    entries.insert(
-        "fast".to_owned(),
-        EntryView::Model {
-            provider: ModelProvider::Scripted,
-        },
-    );
-    entries.insert(
-        "smart".to_owned(),
-        EntryView::Model {
-            provider: ModelProvider::OpenAi,
-        },
-    );
-    Env {
-        registry: RegistryView { entries },
-        limits: DeploymentLimits {
-            default_model: Some("fast".to_owned()),
-            ..DeploymentLimits::default()
-        },
-    }
-}
-
-/// Parses a spec written in YAML (flow style keeps cases short).
-pub(crate) fn spec(yaml: &str) -> CompositionSpec {
-    serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("bad test spec: {e}\n{yaml}"))
-}
 
 struct Case {
     code: &'static str,
@@ -500,11 +425,25 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The passing neighbour of every case, named `code (case)`, with the registry and deployment
+/// it passes against.
+pub(crate) fn passing_neighbours() -> Vec<(String, Env, CompositionSpec)> {
+    cases()
+        .into_iter()
+        .map(|c| {
+            let mut e = env();
+            (c.setup)(&mut e);
+            (c.pass_setup)(&mut e);
+            (format!("{} ({})", c.code, c.name), e, spec(&c.pass))
+        })
+        .collect()
+}
+
 /// Codes whose failing and passing cases live in other test modules.
 const COVERED_ELSEWHERE: &[(&str, &str)] = &[
     (
         codes::PLAN_INCONSISTENT,
-        "plan_tests::an_invalid_spec_cannot_be_built_unchecked",
+        "plan::tests::an_invalid_spec_cannot_be_built_unchecked",
     ),
     // Only a supervisor cycle leaves no node on the graph, so it never comes alone.
     (
@@ -567,21 +506,7 @@ fn run_case(c: &Case) -> Result<(), String> {
             brief(&pass.warnings)
         ));
     }
-    crate::plan::plan(&pass_spec, &e.registry, &e.limits)
-        .map(|_| ())
-        .map_err(|v| {
-            format!(
-                "{label}: passing neighbour does not plan: {:?}",
-                brief(&v.errors)
-            )
-        })
-}
-
-fn brief(issues: &[crate::common::ValidationIssue]) -> Vec<String> {
-    issues
-        .iter()
-        .map(|i| format!("{} at {}: {}", i.code, i.field, i.message))
-        .collect()
+    Ok(())
 }
 
 #[test]
@@ -622,47 +547,6 @@ fn every_seed_pattern_check_has_a_case() {
                 .any(|c| c.code == code && c.fail.starts_with(&word)),
             "no failing case for pattern {}",
             pattern.as_str()
-        );
-    }
-}
-
-/// The canonical critic loop starting at its head: `draft → review`, `review → draft` when
-/// `again`. Nothing but the back edge enters `draft`, so it is the first node.
-const HEAD_FIRST_LOOP: &str = "pattern: CriticLoop
-nodes: [{id: draft, kind: LLMAgent}, {id: review, kind: LLMAgent, output: {labels: [again, done]}}]
-edges: [{from: draft, to: review}, {from: review, to: draft, when: again, maxIterations: 2}]";
-
-#[test]
-fn a_critic_loop_may_start_at_its_head_and_plans_from_it() {
-    // (what, spec, first node, loop heads outer first)
-    #[rustfmt::skip]
-    let cases: &[(&str, String, &str, &[&str])] = &[
-        ("the canonical loop", HEAD_FIRST_LOOP.to_owned(), "draft", &["draft"]),
-        ("the critic listed first", "pattern: CriticLoop\nnodes: [{id: review, kind: LLMAgent, output: {labels: [again, done]}}, {id: draft, kind: LLMAgent}]\nedges: [{from: draft, to: review}, {from: review, to: draft, when: again, maxIterations: 2}]".to_owned(), "draft", &["draft"]),
-        ("a node after the loop", HEAD_FIRST_LOOP.replace("]\nedges: [", ", {id: publish, kind: LLMAgent}]\nedges: [{from: review, to: publish, when: done}, "), "draft", &["draft"]),
-        ("a loop nested in it", "pattern: CriticLoop\nnodes: [{id: h, kind: LLMAgent}, {id: a, kind: LLMAgent}, {id: b, kind: LLMAgent, output: {labels: [redo, again, done]}}]\nedges: [{from: h, to: a}, {from: a, to: b}, {from: b, to: a, when: redo, maxIterations: 2}, {from: b, to: h, when: again, maxIterations: 3}]".to_owned(), "h", &["h", "a"]),
-        ("a person sending the draft back", "pattern: CriticLoop\nnodes: [{id: draft, kind: LLMAgent}, {id: ok, kind: HumanApproval}, {id: send, kind: LLMAgent}]\nedges: [{from: draft, to: ok}, {from: ok, to: draft, when: rejected, maxIterations: 2}, {from: ok, to: send, when: approved}]".to_owned(), "draft", &["draft"]),
-    ];
-    let e = env();
-    for (what, yaml, first, heads) in cases {
-        let spec = spec(yaml);
-        let v = validate(&spec, &e.registry, &e.limits);
-        assert!(v.is_valid(), "{what}: {:?}", brief(&v.errors));
-        let p = crate::plan::plan(&spec, &e.registry, &e.limits)
-            .unwrap_or_else(|v| panic!("{what}: does not plan: {:?}", brief(&v.errors)));
-        assert_eq!(p.nodes[p.start].id, *first, "{what}: first node");
-        let got: Vec<&str> = p
-            .loops
-            .iter()
-            .map(|l| p.nodes[l.head].id.as_str())
-            .collect();
-        assert_eq!(&got, heads, "{what}: loop heads");
-        assert!(
-            p.edges
-                .iter()
-                .filter(|e| e.to == p.start)
-                .all(|e| e.back_edge_of.is_some()),
-            "{what}: only back edges enter the first node"
         );
     }
 }

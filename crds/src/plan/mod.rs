@@ -5,6 +5,14 @@
 //!
 //! PUBLIC API (fixed; the runner codes against it). [`plan`] validates first and builds on the
 //! validator's graph analysis (one home for every rule).
+//!
+//! Its tests: `tests.rs` (each construct's plan) and `generated_tests.rs` (generated
+//! compositions: valid ones always plan, any spec plans exactly when it validates).
+
+#[cfg(test)]
+mod generated_tests;
+#[cfg(test)]
+mod tests;
 
 use crate::budget::BudgetLimits;
 use crate::common::{Loc, PathSegment, ValidationIssue, loc_to_string};

@@ -1,7 +1,9 @@
 //! Parallel sections as the analysis sees them: each branch of a Parallel node walked from the
 //! Parallel until a Join, or until the first thing that makes it more than a chain of agents.
+//! A part of the analysis (it walks [`Analysis`]'s edges); the rule modules reach its types
+//! through the analysis's re-export.
 
-use super::analysis::Analysis;
+use super::Analysis;
 use crate::composition::NodeKind;
 use std::collections::BTreeSet;
 

@@ -10,11 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::tests::env;
-use super::*;
+use super::{Next, Plan, plan};
 use crate::codes;
-use crate::composition::{Edge, Node, NodeKind, NodeOutput, Pattern};
-use crate::plan::{Next, Plan, plan};
+use crate::composition::{CompositionSpec, Edge, Node, NodeKind, NodeOutput, Pattern};
+use crate::validate::fixtures::{Env, env};
+use crate::validate::validate;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// xorshift64*: small, deterministic, good enough to pick shapes.
@@ -641,7 +641,7 @@ fn mutate(spec: &mut CompositionSpec, rng: &mut Rng) {
     }
 }
 
-fn plan_agrees_with_validate(spec: &CompositionSpec, e: &super::tests::Env, what: &str) {
+fn plan_agrees_with_validate(spec: &CompositionSpec, e: &Env, what: &str) {
     let v = validate(spec, &e.registry, &e.limits);
     match plan(spec, &e.registry, &e.limits) {
         Ok(p) => {

@@ -12,6 +12,11 @@
 //! a node no edge enters at all; when every node has an incoming edge (a critic loop that
 //! starts at its head: `draft → review`, `review → draft` when `again`), it is the head of the
 //! loop that nothing outside enters, see [`loop_head_first`].
+//!
+//! The walk of each Parallel's branches is its child module `sections`; its types are
+//! re-exported here, where the rule modules find them.
+
+mod sections;
 
 use crate::composition::{CompositionSpec, NodeKind};
 use petgraph::algo::dominators::{Dominators, simple_fast};
@@ -20,7 +25,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{DfsEvent, depth_first_search};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-pub(crate) use super::sections::{BranchEnd, SectionInfo};
+pub(crate) use sections::{BranchEnd, SectionInfo};
 
 /// Past this many nodes (far over the 30 allowed) the graph is not searched.
 const GRAPH_ANALYSIS_NODE_CAP: usize = 1000;

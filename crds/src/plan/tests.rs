@@ -1,28 +1,18 @@
-//! Tests of the plan: every field filled as its doc comment says, for each construct.
+//! Tests of the plan: every field filled as its doc comment says, for each construct; a critic
+//! loop that starts at its head; and every spec the validator accepts plans (the passing
+//! neighbours of the validator's table), while one it refuses is refused with its errors.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::tests::{env, spec};
 use super::*;
 use crate::codes;
-use crate::plan::{Next, Plan, ToolKind, build, child_tool_name, model_tool_name, plan};
+use crate::validate::fixtures::{HEAD_FIRST_LOOP, RELEASE_NOTES, brief, env, spec};
+use crate::validate::validate;
 
 fn plan_of(yaml: &str) -> Plan {
     let e = env();
     plan(&spec(yaml), &e.registry, &e.limits).unwrap_or_else(|v| panic!("does not plan: {v:#?}"))
 }
-
-/// The seeds' release-notes composition (001 Compositions), as a CRD spec.
-const RELEASE_NOTES: &str = "pattern: CriticLoop
-budgets: {maxTokens: 120000, maxToolCalls: 20, maxRemoteCalls: 4, timeoutSeconds: 240}
-nodes:
-  - {id: research, kind: LLMAgent, instruction: 'Search Tirraflow.', tools: ['mcp:tirraflow.search_articles', 'mcp:tirraflow.get_article']}
-  - {id: writer, kind: LLMAgent, tools: ['a2a:demo-writer.draft'], model: smart}
-  - {id: critic, kind: LLMAgent, output: {labels: [approved, rejected]}}
-edges:
-  - {from: research, to: writer}
-  - {from: writer, to: critic}
-  - {from: critic, to: writer, when: rejected, maxIterations: 3}";
 
 #[test]
 fn the_seeds_critic_loop_plans_with_its_loop_routes_tools_models_and_budgets() {
@@ -92,16 +82,6 @@ fn the_seeds_critic_loop_plans_with_its_loop_routes_tools_models_and_budgets() {
             ..c
         }
     );
-}
-
-#[test]
-fn a_label_with_no_edge_warns_but_still_plans() {
-    let e = env();
-    let v = validate(&spec(RELEASE_NOTES), &e.registry, &e.limits);
-    assert!(v.is_valid());
-    let fields: Vec<&str> = v.warnings.iter().map(|w| w.field.as_str()).collect();
-    assert_eq!(fields, ["spec.nodes[2].output.labels[0]"]);
-    assert_eq!(v.warnings[0].code, codes::LABEL_ENDS_RUN);
 }
 
 #[test]
@@ -289,72 +269,65 @@ fn an_invalid_spec_cannot_be_built_unchecked() {
 }
 
 #[test]
-fn model_facing_names_write_dashes_and_dots_as_underscores() {
-    assert_eq!(model_tool_name(ToolKind::Mcp, "my-x", "t"), "mcp_my_x_t");
-    assert_eq!(model_tool_name(ToolKind::Mcp, "my_x", "t"), "mcp_my_x_t");
-    assert_eq!(
-        model_tool_name(ToolKind::A2a, "demo-writer", "draft.v2"),
-        "a2a_demo_writer_draft_v2"
-    );
-    assert_eq!(child_tool_name("fact-checker"), "n_fact_checker");
-}
-
-#[test]
-fn the_seeds_example_messages_read_as_written() {
+fn a_critic_loop_may_start_at_its_head_and_plans_from_it() {
+    // (what, spec, first node, loop heads outer first)
+    #[rustfmt::skip]
+    let cases: &[(&str, String, &str, &[&str])] = &[
+        ("the canonical loop", HEAD_FIRST_LOOP.to_owned(), "draft", &["draft"]),
+        ("the critic listed first", "pattern: CriticLoop\nnodes: [{id: review, kind: LLMAgent, output: {labels: [again, done]}}, {id: draft, kind: LLMAgent}]\nedges: [{from: draft, to: review}, {from: review, to: draft, when: again, maxIterations: 2}]".to_owned(), "draft", &["draft"]),
+        ("a node after the loop", HEAD_FIRST_LOOP.replace("]\nedges: [", ", {id: publish, kind: LLMAgent}]\nedges: [{from: review, to: publish, when: done}, "), "draft", &["draft"]),
+        ("a loop nested in it", "pattern: CriticLoop\nnodes: [{id: h, kind: LLMAgent}, {id: a, kind: LLMAgent}, {id: b, kind: LLMAgent, output: {labels: [redo, again, done]}}]\nedges: [{from: h, to: a}, {from: a, to: b}, {from: b, to: a, when: redo, maxIterations: 2}, {from: b, to: h, when: again, maxIterations: 3}]".to_owned(), "h", &["h", "a"]),
+        ("a person sending the draft back", "pattern: CriticLoop\nnodes: [{id: draft, kind: LLMAgent}, {id: ok, kind: HumanApproval}, {id: send, kind: LLMAgent}]\nedges: [{from: draft, to: ok}, {from: ok, to: draft, when: rejected, maxIterations: 2}, {from: ok, to: send, when: approved}]".to_owned(), "draft", &["draft"]),
+    ];
     let e = env();
-    let s = spec(
-        "pattern: Pipeline\nnodes: [{id: research, kind: LLMAgent, tools: ['a2a:demo-writer.deploy']}, {id: writer, kind: LLMAgent}, {id: critic, kind: RemoteA2A}]\nedges: [{from: research, to: writer}, {from: writer, to: writr}]",
-    );
-    let v = validate(&s, &e.registry, &e.limits);
-    let find = |code: &str| {
-        v.errors
+    for (what, yaml, first, heads) in cases {
+        let spec = spec(yaml);
+        let v = validate(&spec, &e.registry, &e.limits);
+        assert!(v.is_valid(), "{what}: {:?}", brief(&v.errors));
+        let p = plan(&spec, &e.registry, &e.limits)
+            .unwrap_or_else(|v| panic!("{what}: does not plan: {:?}", brief(&v.errors)));
+        assert_eq!(p.nodes[p.start].id, *first, "{what}: first node");
+        let got: Vec<&str> = p
+            .loops
             .iter()
-            .find(|i| i.code == code)
-            .unwrap_or_else(|| panic!("{code} missing: {v:#?}"))
-    };
-    let tool = find(codes::UNKNOWN_TOOL);
-    assert_eq!(
-        tool.message,
-        "remote agent 'demo-writer' is not registered for skill 'deploy'"
-    );
-    assert_eq!(
-        serde_json::to_value(&tool.loc).unwrap(),
-        serde_json::json!(["spec", "nodes", 0, "tools", 0])
-    );
-    assert_eq!(tool.field, "spec.nodes[0].tools[0]");
-    assert_eq!(
-        find(codes::NOT_SUPPORTED_YET).message,
-        "node kind 'RemoteA2A' is not supported yet (use an LLMAgent with an a2a: tool)"
-    );
-    assert_eq!(
-        find(codes::UNKNOWN_NODE).message,
-        "edge 1 goes to 'writr', which is not a node; use one of: research, writer, critic"
-    );
+            .map(|l| p.nodes[l.head].id.as_str())
+            .collect();
+        assert_eq!(&got, heads, "{what}: loop heads");
+        assert!(
+            p.edges
+                .iter()
+                .filter(|e| e.to == p.start)
+                .all(|e| e.back_edge_of.is_some()),
+            "{what}: only back edges enter the first node"
+        );
+    }
 }
 
 #[test]
-fn every_problem_is_reported_at_once() {
-    let e = env();
-    let s = spec(
-        "pattern: Pipeline
-budgets: {maxTokens: 900000}
-nodes: [{id: a, kind: LLMAgent, tools: ['mcp:tirraflow.delete_article'], model: nope}, {id: a, kind: LLMAgent}, {id: p, kind: Parallel, prompt: hi}]
-edges: [{from: a, to: p}, {from: a, to: ghost}]",
+fn every_passing_neighbour_of_the_validators_table_plans() {
+    // The validator's table (`every_case_fails_with_exactly_its_code_and_its_neighbour_passes`)
+    // checks that each neighbour validates; a spec that validates always plans (rule 1.19).
+    let neighbours = crate::validate::tests::passing_neighbours();
+    assert!(
+        neighbours.len() > 50,
+        "the table has {} cases",
+        neighbours.len()
     );
-    let v = validate(&s, &e.registry, &e.limits);
-    let mut found: Vec<&str> = v.errors.iter().map(|i| i.code.as_str()).collect();
-    found.sort_unstable();
-    found.dedup();
-    for code in [
-        codes::BUDGET_OVER_CEILING,
-        codes::TOOL_NOT_READ_ONLY,
-        codes::MODEL_NOT_ALLOWED,
-        codes::DUPLICATE_ID,
-        codes::FIELD_NOT_ALLOWED,
-        codes::UNKNOWN_NODE,
-        codes::TOO_FEW_BRANCHES,
-        codes::PATTERN_MISMATCH,
-    ] {
-        assert!(found.contains(&code), "{code} missing from {found:?}");
-    }
+    let failures: Vec<String> = neighbours
+        .into_iter()
+        .filter_map(|(label, e, spec)| {
+            plan(&spec, &e.registry, &e.limits).err().map(|v| {
+                format!(
+                    "{label}: passing neighbour does not plan: {:?}",
+                    brief(&v.errors)
+                )
+            })
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} neighbour(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
