@@ -24,6 +24,7 @@ pub mod api;
 pub mod approvals;
 pub mod body;
 pub mod caller;
+pub mod console;
 pub mod events;
 pub mod extract;
 pub mod hub;
@@ -66,6 +67,9 @@ pub struct SidecarSettings {
     /// install): the retention sweep lists and sweeps that namespace's runs only. `None`: every
     /// namespace.
     pub namespace: Option<String>,
+    /// The web console's built files (`--console-dir`; the operator image carries them at
+    /// `/usr/share/orrery/console`): `None` serves no console.
+    pub console_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for SidecarSettings {
@@ -76,6 +80,7 @@ impl Default for SidecarSettings {
             starts_per_minute: 30,
             decisions_per_minute: 30,
             namespace: None,
+            console_dir: None,
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Sidecar {
     pub shutdown: CancellationToken,
     /// The one namespace served, if the install serves one (see [`SidecarSettings::namespace`]).
     pub namespace: Option<String>,
+    /// The web console's files (see [`console`]), when served.
+    pub console_dir: Option<std::path::PathBuf>,
     ingested: AtomicU64,
 }
 
@@ -142,6 +149,7 @@ impl Sidecar {
             ingest_slots: Semaphore::new(settings.ingest_concurrency.max(1)),
             shutdown: CancellationToken::new(),
             namespace: settings.namespace.clone(),
+            console_dir: settings.console_dir.clone(),
             ingested: AtomicU64::new(0),
         }
     }
@@ -230,9 +238,7 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
         .route("/api/v1/openapi.json", get(openapi))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .fallback(|| async {
-            Problem::not_found("no such endpoint; the API is under /api/v1 (docs/sidecar-api.md)")
-        })
+        .fallback(console::fallback)
         .layer(axum::middleware::from_fn_with_state(
             body::MAX_BODY_BYTES,
             body::body_limit,
@@ -303,13 +309,16 @@ pub async fn security_headers(mut response: Response) -> Response {
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::REFERRER_POLICY, "no-referrer"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; frame-ancestors 'none'",
-        ),
     ];
     for (name, value) in set {
         headers.insert(name, HeaderValue::from_static(value));
+    }
+    // The API's policy unless the reply is the console's own (which sets its policy).
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
     }
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -357,6 +366,11 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
 ";
 
     pub(super) async fn sidecar() -> Arc<Sidecar> {
+        sidecar_with(&SidecarSettings::default()).await
+    }
+
+    /// A test sidecar with `settings` (in-memory store, the test key, no cluster).
+    pub(super) async fn sidecar_with(settings: &SidecarSettings) -> Arc<Sidecar> {
         let store = Store::open("sqlite::memory:").await.expect("store");
         let verifier =
             RunTokenVerifier::from_public_pem(PUBLIC.as_bytes(), "orrery-sidecar").expect("key");
@@ -371,7 +385,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
             verifier,
             kube,
             Arc::new(config),
-            &SidecarSettings::default(),
+            settings,
         ))
     }
 

@@ -80,6 +80,12 @@ pub struct SidecarArgs {
     /// namespace only, so it needs no cluster-wide right. Default: every namespace.
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// The web console's built files (`web/dist`; the operator image carries them at
+    /// /usr/share/orrery/console), served for GET and HEAD of every path outside the API.
+    /// Without it (or when the directory is missing) such paths answer 404 "the console is not
+    /// installed".
+    #[arg(long, value_name = "DIR")]
+    pub console_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

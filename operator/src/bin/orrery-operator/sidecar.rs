@@ -33,6 +33,7 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         starts_per_minute: args.starts_per_minute,
         decisions_per_minute: args.decisions_per_minute,
         namespace: args.namespace,
+        console_dir: args.console_dir,
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
