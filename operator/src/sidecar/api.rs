@@ -30,12 +30,23 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// `GET /api/v1/me`.
-pub async fn me(caller: Caller) -> Result<Json<Value>, Problem> {
-    Ok(Json(json!({
+pub async fn me(
+    State(sidecar): State<Arc<Sidecar>>,
+    caller: Caller,
+) -> Result<Json<Value>, Problem> {
+    Ok(Json(me_view(&caller, sidecar.namespace.as_deref())))
+}
+
+/// What `/api/v1/me` says: the caller's name, groups, whether a person (a service account
+/// cannot decide approvals), and the namespaces this install serves (its `--namespace`, else
+/// none named: the console asks the person to type one).
+fn me_view(caller: &Caller, served: Option<&str>) -> Value {
+    json!({
         "username": caller.username,
         "groups": caller.groups,
         "person": !caller.is_service_account(),
-    })))
+        "namespaces": served.into_iter().collect::<Vec<_>>(),
+    })
 }
 
 /// `GET /api/v1/schema`: public to every authenticated caller (it says what this deployment
@@ -359,4 +370,30 @@ pub async fn cancel_run(
         Json(json!({"namespace": namespace, "name": name, "cancel": true})),
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn caller(username: &str) -> Caller {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+        Caller {
+            username: username.into(),
+            groups: vec!["system:authenticated".into()],
+            client: kube::Client::try_from(config).unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn me_names_the_namespace_a_single_namespace_install_serves_and_none_otherwise() {
+        let view = me_view(&caller("alice"), Some("team-a"));
+        assert_eq!(view["namespaces"], json!(["team-a"]));
+        assert_eq!(view["person"], true);
+        let view = me_view(&caller("system:serviceaccount:ci:bot"), None);
+        assert_eq!(view["namespaces"], json!([]));
+        assert_eq!(view["person"], false);
+        assert_eq!(view["username"], "system:serviceaccount:ci:bot");
+    }
 }

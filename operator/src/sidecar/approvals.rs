@@ -52,6 +52,10 @@ pub struct ApprovalView {
     pub text: String,
     /// How many characters of the text were made visible, when some were.
     pub text_note: Option<String>,
+    /// The text exactly as asked (empty once settled), so a client computes the digest itself
+    /// (`orrery_crds::relay::approval_digest` of the run's UID, the id and this text) and shows
+    /// `text` to the person.
+    pub exact_text: String,
     /// The digest of the exact text.
     pub digest: String,
     /// Its size in bytes.
@@ -75,6 +79,7 @@ impl From<&StoredApproval> for ApprovalView {
             prompt: visible(&r.prompt).text.into_owned(),
             text_note: shown.note(),
             text: shown.text.into_owned(),
+            exact_text: r.text.clone(),
             digest: r.digest.clone(),
             size: r.size,
             complete: r.complete,
@@ -298,5 +303,43 @@ async fn await_outcome(
             return Ok((StatusCode::ACCEPTED, Json(reply)).into_response());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use orrery_crds::approval::ApprovalRequest;
+    use orrery_crds::relay::approval_digest;
+
+    #[test]
+    fn the_exact_text_hashes_to_the_digest_while_the_shown_text_makes_escapes_visible() {
+        let text = "Publish?\u{202e}evil\u{1b}[31m red";
+        let request = ApprovalRequest {
+            id: "approval-1".into(),
+            kind: ApprovalKind::Approval,
+            node: "review".into(),
+            prompt: "Publish these notes?".into(),
+            text: text.into(),
+            digest: approval_digest("uid-1", "approval-1", text),
+            size: text.len() as u64,
+            complete: true,
+            expires_at: "2026-12-05T10:00:00Z".into(),
+        };
+        let view = ApprovalView::from(&StoredApproval {
+            run_uid: "uid-1".into(),
+            request,
+            settled: None,
+            settled_index: None,
+        });
+        assert_eq!(view.exact_text, text);
+        assert_eq!(
+            approval_digest("uid-1", &view.id, &view.exact_text),
+            view.digest
+        );
+        assert_ne!(view.text, text, "the shown text makes the escapes visible");
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["exactText"], text);
     }
 }
