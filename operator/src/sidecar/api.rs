@@ -12,8 +12,9 @@
 //!   `POST /api/v1/runs/{ns}/{name}/cancel`.
 
 use super::Sidecar;
-use super::caller::{Caller, cluster_problem, owns_or_approves, run_for_owner_or_approver};
+use super::caller::{Caller, cluster_problem, run_for_owner_or_approver};
 use super::problem::{Problem, body_loc};
+use super::run_list::RunsQuery;
 use crate::registry_view::registry_view;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -176,16 +177,8 @@ pub async fn registry(
     Ok(Json(json!({ "items": items })))
 }
 
-/// The query of the run list.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunsQuery {
-    /// Only runs of this Composition.
-    pub composition: Option<String>,
-}
-
 /// `GET /api/v1/runs/{ns}`: the runs of the namespace the caller owns or approves, newest
-/// first, optionally of one composition.
+/// first, narrowed and paged by the query ([`super::run_list`]).
 pub async fn list_runs(
     Path(namespace): Path<String>,
     query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
@@ -194,33 +187,20 @@ pub async fn list_runs(
     let Query(query) = query.map_err(|e| {
         Problem::invalid(
             vec!["query".into()],
-            format!("{}; the one parameter is `composition`", e.body_text()),
+            format!("{}; {}", e.body_text(), super::run_list::QUERY_HELP),
         )
     })?;
     let list = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
         .list(&ListParams::default())
         .await
         .map_err(|e| cluster_problem(&e, &format!("studioruns in {namespace}")))?;
-    let mut runs: Vec<&StudioRun> = list
-        .items
-        .iter()
-        .filter(|r| owns_or_approves(r, &caller))
-        .filter(|r| match &query.composition {
-            Some(c) => r
-                .spec
-                .composition_ref
-                .as_ref()
-                .is_some_and(|x| &x.name == c),
-            None => true,
-        })
-        .collect();
-    runs.sort_by(|a, b| {
-        b.metadata
-            .creation_timestamp
-            .cmp(&a.metadata.creation_timestamp)
-    });
+    let (runs, next) = super::run_list::page(&list.items, &query, &caller)?;
     let items: Vec<Value> = runs.into_iter().map(tidy).collect();
-    Ok(Json(json!({ "items": items })))
+    let mut reply = json!({ "items": items });
+    if let Some(next) = next {
+        reply["continue"] = Value::String(next);
+    }
+    Ok(Json(reply))
 }
 
 /// `GET /api/v1/runs/{ns}/{name}`: the run, to its owner and approvers (404 to anyone else).

@@ -156,9 +156,11 @@ pub async fn get_run(caller: &Caller, namespace: &str, name: &str) -> Result<Stu
 /// Whether `caller` is the run's owner or one of its approvers (a user named, or a member of
 /// a group named): who may read what only the sidecar holds (events, approval text).
 pub fn owns_or_approves(run: &StudioRun, caller: &Caller) -> bool {
-    if run.spec.owner == caller.username {
-        return true;
-    }
+    run.spec.owner == caller.username || is_approver(run, caller)
+}
+
+/// Whether the caller is one of the run's approvers, by name or by one of their groups.
+pub fn is_approver(run: &StudioRun, caller: &Caller) -> bool {
     run.spec.approvers.as_ref().is_some_and(|a| {
         a.users.contains(&caller.username) || a.groups.iter().any(|g| caller.groups.contains(g))
     })

@@ -33,6 +33,7 @@ pub mod limits;
 pub mod problem;
 pub mod process;
 pub mod relay;
+pub mod run_list;
 pub mod run_status;
 pub mod store;
 
