@@ -23,6 +23,7 @@
 //! never import each other's modules; `operator/tests/modules.rs` checks it):
 //! - [`run_token`]: the run-scoped token, its claims, minting and checking;
 //! - [`registry_view`]: the registry as the validator sees it;
+//! - [`revisions`]: a Composition revision's ControllerRevision name, its spec, the spec digest;
 //! - [`endpoints`]: what a RegistryEntry reaches (its URLs and secret references);
 //! - [`kstatus`] and [`config`] above.
 //!
@@ -41,6 +42,7 @@ pub mod metrics;
 pub mod names;
 pub mod registry;
 pub mod registry_view;
+pub mod revisions;
 pub mod run;
 pub mod run_token;
 pub mod sandbox;

@@ -3,11 +3,12 @@
 //! [`REVISION_HISTORY_LIMIT`] are kept. A StudioRun names the revision it ran.
 
 use crate::error::{Error, Result};
+use crate::revisions::revision_name;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kube::Resource;
-use orrery_crds::{Composition, CompositionSpec};
+use orrery_crds::Composition;
 use std::collections::BTreeMap;
 
 /// Revisions kept per Composition (the seeds keep the latest 50 versions).
@@ -17,12 +18,6 @@ pub const REVISION_HISTORY_LIMIT: usize = 50;
 pub const COMPOSITION_UID_LABEL: &str = "studio.orrery.dev/composition-uid";
 /// Annotation on every revision: its Composition's name, for people.
 pub const COMPOSITION_NAME_ANNOTATION: &str = "studio.orrery.dev/composition";
-
-/// The name of revision `revision` of Composition `composition`: `<composition>-r<revision>`
-/// (shortened and tagged with a hash when too long for an object name).
-pub fn revision_name(composition: &str, revision: i64) -> String {
-    crate::names::suffixed(composition, &format!("-r{revision}"))
-}
 
 /// The revision the Composition's current generation is recorded as (its generation).
 pub fn current_revision(composition: &Composition) -> Result<i64> {
@@ -89,19 +84,6 @@ pub fn same_data(existing: &ControllerRevision, wanted: &ControllerRevision) -> 
     existing.revision == wanted.revision && existing.data == wanted.data
 }
 
-/// The spec a revision holds.
-pub fn spec_of(revision: &ControllerRevision) -> Result<CompositionSpec> {
-    let name = revision.metadata.name.clone().unwrap_or_default();
-    let data = revision.data.as_ref().ok_or_else(|| Error::Revision {
-        name: name.clone(),
-        problem: "it has no data".into(),
-    })?;
-    serde_json::from_value(data.0.clone()).map_err(|e| Error::Revision {
-        name,
-        problem: format!("its data is not a composition spec: {e}"),
-    })
-}
-
 /// The revision numbered `number` among `revisions`.
 pub fn find_revision(revisions: &[ControllerRevision], number: i64) -> Option<&ControllerRevision> {
     revisions.iter().find(|r| r.revision == number)
@@ -123,6 +105,8 @@ pub fn revisions_to_prune(revisions: &[ControllerRevision], keep: usize) -> Vec<
 mod tests {
     #![allow(clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::revisions::spec_of;
+    use orrery_crds::CompositionSpec;
 
     fn composition(name: &str, generation: i64) -> Composition {
         let spec: CompositionSpec = serde_yaml::from_str(

@@ -1,35 +1,18 @@
 //! A Composition's status from the one validator's answer: the `Valid` condition, the errors
 //! and warnings at their fields, the spec digest, the revision and the kstatus conditions.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kstatus::{self, Health};
+use crate::revisions::spec_digest;
 use k8s_openapi::jiff::Timestamp;
 use orrery_crds::common::{ConditionStatus, ValidationIssue, set_condition};
 use orrery_crds::conditions::{VALID, reasons};
 use orrery_crds::validate::Validation;
-use orrery_crds::{Composition, CompositionSpec, CompositionStatus};
-use serde::Serialize;
-use sha2::{Digest, Sha256};
+use orrery_crds::{Composition, CompositionStatus};
 
 /// At most this many errors (and as many warnings) go into a status, so its size stays
 /// bounded; the `Valid` message says how many there were.
 pub const MAX_ISSUES_IN_STATUS: usize = 100;
-
-/// SHA-256 (hex) of the RFC 8785 canonical JSON of `value`.
-pub fn canonical_sha256(what: &str, value: &impl Serialize) -> Result<String> {
-    let json = serde_json::to_value(value).map_err(|e| Error::json(what, e))?;
-    let text = serde_json_canonicalizer::to_string(&json).map_err(|e| Error::Canonical {
-        what: what.to_owned(),
-        message: e.to_string(),
-    })?;
-    Ok(hex::encode(Sha256::digest(text.as_bytes())))
-}
-
-/// The spec digest: SHA-256 (hex) of the canonical JSON of the spec. Key order and formatting
-/// of the manifest do not change it; any value does.
-pub fn spec_digest(spec: &CompositionSpec) -> Result<String> {
-    canonical_sha256("composition spec", spec)
-}
 
 /// The status of `composition` after validating its current spec. `revision` is the revision
 /// recorded for this generation (`None` while it is not yet stored: the composition is then
@@ -121,6 +104,7 @@ mod tests {
     #![allow(clippy::expect_used)]
     use super::*;
     use crate::kstatus::find;
+    use orrery_crds::CompositionSpec;
     use orrery_crds::conditions::{READY, RECONCILING, STALLED};
 
     fn spec(yaml: &str) -> CompositionSpec {

@@ -8,10 +8,10 @@ use super::admission::{
     EntryReadiness, apply_budget_overrides, entries_readiness, needs_approvers,
 };
 use super::builders::{PlanDocument, plan_document};
-use crate::composition::status::spec_digest;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::registry_view::registry_view;
+use crate::revisions::spec_digest;
 use orrery_crds::conditions::reasons;
 use orrery_crds::registry::RegistryEntry;
 use orrery_crds::run::{RanComposition, check_input};

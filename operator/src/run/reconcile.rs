@@ -19,10 +19,11 @@ use super::queue::{queue_head, reason_of, waiting_runs};
 use super::status::{
     cancelled_status, is_final, refused_status, run_status, ttl_remaining, waiting_status,
 };
-use crate::composition::builders::{current_revision, revision_name, spec_of};
+use crate::composition::builders::current_revision;
 use crate::controller::{Context, apply_status, drain, scoped};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
+use crate::revisions::{revision_name, spec_of};
 use crate::run_token::RunTokenSigner;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;

@@ -34,6 +34,7 @@ pub mod problem;
 pub mod process;
 pub mod relay;
 pub mod run_list;
+pub mod run_spec;
 pub mod run_status;
 pub mod store;
 
@@ -211,6 +212,10 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
         .route(
             "/api/v1/runs/{namespace}/{name}/cancel",
             post(api::cancel_run),
+        )
+        .route(
+            "/api/v1/runs/{namespace}/{name}/composition",
+            get(run_spec::run_composition),
         )
         .route(
             "/api/v1/runs/{namespace}/{name}/events",
