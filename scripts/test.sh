@@ -16,7 +16,10 @@
 #     sidecar store's tests start a throwaway server of their own, tests/src/postgres.rs),
 #     buildah and runc (the images' tests build the images without a daemon and run them),
 #     nftables and iproute2 (the development node's network tests), busybox-static, openssl
-#     (e2e_netpol's throwaway CA); the list lives in scripts/install-packages.sh.
+#     (e2e_netpol's throwaway CA); the list lives in scripts/install-packages.sh;
+#   - the web console's packages (web/package-lock.json, `npm ci --engine-strict`, Node 20.19 or
+#     later; npm's cache under ${XDG_CACHE_HOME:-~/.cache}/orrery/npm), then its type check,
+#     lint, Vitest tests and build into web/dist: the `web` step.
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #
@@ -112,6 +115,19 @@ runner_pod_binary() {
             cargo build "${pod[@]}" --target "${host}"
 }
 
+# The web console (web/): its locked packages installed afresh, then `npm run check` (type check,
+# lint with no warning, the Vitest tests, the build into web/dist, which fails on anything the
+# sidecar's console policy forbids). npm's cache lives beside the other caches, and
+# --prefer-offline takes what it holds without asking the registry again.
+web_console() {
+    local cache="${XDG_CACHE_HOME:-$HOME/.cache}/orrery/npm"
+    (
+        cd web \
+            && npm ci --engine-strict --prefer-offline --cache "${cache}" --no-audit --no-fund \
+            && npm run check
+    )
+}
+
 step "format" cargo fmt --all --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "runner pod binary" runner_pod_binary
@@ -119,6 +135,7 @@ step "interop peers" install_peers
 step "control plane" build_control_plane
 step "helm" build_helm
 step "debian packages" install_packages
+step "web" web_console
 step "tests" tests/e2e.sh cargo test --workspace --locked --no-fail-fast
 
 echo

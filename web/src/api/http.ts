@@ -1,0 +1,93 @@
+// What every call to the sidecar's API shares (docs/sidecar-api.md, "Every reply"): the
+// caller's bearer token as `Authorization`, never in a URL; errors as
+// `{"loc": [...], "code": "...", "message": "..."}`, 429 and 503 with `Retry-After`.
+
+/** The `fetch` the API functions call: the browser's, or a test's fake. */
+export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
+
+/** Where and how to call the API. */
+export interface ApiOptions {
+  /** The sidecar's origin, empty for the page's own (the sidecar serves the console). */
+  readonly base?: string;
+  /** Defaults to the global `fetch`. */
+  readonly fetch?: Fetch;
+  readonly signal?: AbortSignal;
+}
+
+/** A reply that was not what was asked for, in the sidecar's own words when it gave them. */
+export interface Problem {
+  /** The HTTP status, or 0 when no reply came (the network, an abort). */
+  readonly status: number;
+  /** The sidecar's stable `code` (`unauthenticated`, `forbidden`…), or `network`, `reply`. */
+  readonly code: string;
+  /** What is wrong and what to do. */
+  readonly message: string;
+  /** Where in the request (`["query"]`, `["header", "Last-Event-ID"]`), or empty. */
+  readonly loc: readonly (string | number)[];
+  /** `Retry-After` in seconds, on 429 and 503. */
+  readonly retryAfterSeconds: number | null;
+}
+
+export function globalFetch(): Fetch {
+  return (input, init) => fetch(input, init);
+}
+
+/** The request headers of an API call made as the holder of `token`. */
+export function authorized(token: string, extra: Record<string, string> = {}): Headers {
+  const headers = new Headers(extra);
+  headers.set('Authorization', `Bearer ${token}`);
+  return headers;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+function retryAfter(response: Response): number | null {
+  const value = response.headers.get('Retry-After');
+  if (value === null || !/^\d+$/.test(value.trim())) return null;
+  return Number(value.trim());
+}
+
+/** The problem a non-2xx reply describes; its body when it is the sidecar's error JSON. */
+export async function problemOf(response: Response): Promise<Problem> {
+  let body: unknown = null;
+  try {
+    body = await response.json();
+  } catch {
+    // not JSON: a proxy's page, an empty body
+  }
+  const fallback = `the sidecar answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
+  const record = isRecord(body) ? body : {};
+  const code = record['code'];
+  const message = record['message'];
+  const loc = record['loc'];
+  return {
+    status: response.status,
+    code: typeof code === 'string' ? code : 'reply',
+    message: typeof message === 'string' && message !== '' ? message : fallback,
+    loc: Array.isArray(loc) ? loc.filter((l): l is string | number => typeof l === 'string' || typeof l === 'number') : [],
+    retryAfterSeconds: retryAfter(response),
+  };
+}
+
+/** The problem of a call that got no reply at all. */
+export function networkProblem(error: unknown): Problem {
+  const detail = error instanceof Error ? error.message : String(error);
+  return {
+    status: 0,
+    code: 'network',
+    message: `the sidecar could not be reached (${detail})`,
+    loc: [],
+    retryAfterSeconds: null,
+  };
+}
+
+/** `/api/v1/…` path segments, each percent-encoded. */
+export function apiPath(...segments: string[]): string {
+  return `/api/v1/${segments.map((s) => encodeURIComponent(s)).join('/')}`;
+}
