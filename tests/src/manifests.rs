@@ -45,6 +45,46 @@ pub fn draft_review_publish() -> Value {
     })
 }
 
+/// Who a RoleBinding binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject<'a> {
+    /// A user, by name.
+    User(&'a str),
+    /// Every member of a group.
+    Group(&'a str),
+    /// A ServiceAccount.
+    ServiceAccount {
+        /// Its namespace.
+        namespace: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+}
+
+/// A RoleBinding `name` of the example `studio-user` Role (`examples/rbac/studio-user-role.yaml`)
+/// to `subjects`, as `kubectl create rolebinding --role=studio-user` makes it.
+pub fn studio_user_binding(name: &str, subjects: &[Subject<'_>]) -> String {
+    let rbac = "rbac.authorization.k8s.io";
+    let subjects: Vec<Value> = subjects
+        .iter()
+        .map(|s| match s {
+            Subject::User(user) => json!({"apiGroup": rbac, "kind": "User", "name": user}),
+            Subject::Group(group) => json!({"apiGroup": rbac, "kind": "Group", "name": group}),
+            Subject::ServiceAccount { namespace, name } => {
+                json!({"kind": "ServiceAccount", "namespace": namespace, "name": name})
+            }
+        })
+        .collect();
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "studio-user"},
+        "subjects": subjects
+    })
+    .to_string()
+}
+
 /// Several documents as one YAML stream.
 pub fn documents(docs: &[String]) -> String {
     docs.join("\n---\n")
@@ -100,6 +140,43 @@ mod tests {
         );
         let bare = entry(scripted_model_with("bare", Value::Null));
         assert_eq!(bare.spec.model.expect("a model").script, None);
+    }
+
+    #[test]
+    fn a_studio_user_binding_binds_the_role_to_each_kind_of_subject() {
+        let binding: k8s_openapi::api::rbac::v1::RoleBinding =
+            serde_json::from_str(&studio_user_binding(
+                "people",
+                &[
+                    Subject::User("alice"),
+                    Subject::Group("release-managers"),
+                    Subject::ServiceAccount {
+                        namespace: "team-a",
+                        name: "pipeline",
+                    },
+                ],
+            ))
+            .expect("a RoleBinding");
+        assert_eq!(binding.role_ref.kind, "Role");
+        assert_eq!(binding.role_ref.name, "studio-user");
+        let subjects: Vec<(String, String, Option<String>)> = binding
+            .subjects
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| (s.kind, s.name, s.namespace))
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                ("User".into(), "alice".into(), None),
+                ("Group".into(), "release-managers".into(), None),
+                (
+                    "ServiceAccount".into(),
+                    "pipeline".into(),
+                    Some("team-a".into())
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -21,10 +21,12 @@
 //!
 //! [`Studio::test`] runs a test on a studio and shuts it down whatever happens (a panic too).
 
+use crate::admission::{PolicyBindings, bind_policies, wait_policies_act};
 use crate::front::Front;
 use crate::harness::{
     TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
 };
+use crate::manifests::{Subject, studio_user_binding};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
 use crate::pod_executor::net::NetworkConfig;
@@ -59,7 +61,8 @@ pub struct Studio {
     pub sidecar_url: String,
     exec: PodExecutor,
     operator: OperatorHandle,
-    bindings: Vec<String>,
+    /// The admission policies' bindings to [`Studio::ns`] ([`StudioOptions::policies`]).
+    bindings: Option<PolicyBindings>,
     /// Forwards on the pod network's gateway to services of this machine (PostgreSQL).
     fronts: Vec<Front>,
     /// The namespace of the chart's release when it is not [`Studio::ns`]
@@ -502,9 +505,9 @@ impl Studio {
         )
         .await?;
         let bindings = if options.policies {
-            bind_policies(env, &ns.name).await?
+            Some(bind_policies(env, &ns.name).await?)
         } else {
-            Vec::new()
+            None
         };
         if !options.manifests.trim().is_empty() {
             apply_yaml(&admin, Some(&ns.name), options.manifests).await?;
@@ -658,7 +661,7 @@ impl Studio {
             sidecar_url: operator.sidecar_url.clone(),
             exec,
             operator: OperatorHandle::Chart(Box::new(operator)),
-            bindings: Vec::new(),
+            bindings: None,
             fronts,
             home: None,
         }
@@ -965,49 +968,19 @@ impl Studio {
         for front in self.fronts {
             front.stop().await;
         }
-        for binding in &self.bindings {
-            let _ = kubectl_ok(
-                self.env,
-                ADMIN,
-                &[
-                    "delete",
-                    "validatingadmissionpolicybinding",
-                    binding,
-                    "--ignore-not-found",
-                ],
-            )
-            .await;
-        }
+        drop(self.bindings);
         stopped.and(node)
     }
 }
 
-/// Binds the example `studio-user` Role (`examples/rbac/`) to `user` in `ns`.
+/// Binds the example `studio-user` Role (`examples/rbac/`) to `user` in `ns` (RoleBinding
+/// `<user>-studio-user`), and waits until the authorizer lets them create runs there.
 pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()> {
-    kubectl_ok(
+    grant_studio_role(
         env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/studio-user-role.yaml",
-        ],
-    )
-    .await?;
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "create",
-            "rolebinding",
-            &format!("{user}-studio-user"),
-            "-n",
-            ns,
-            "--role=studio-user",
-            &format!("--user={user}"),
-        ],
+        ns,
+        &format!("{user}-studio-user"),
+        &[Subject::User(user)],
     )
     .await?;
     if let Ok(client) = env.client(user).await {
@@ -1023,95 +996,43 @@ pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()
     Ok(())
 }
 
+/// Applies the example `studio-user` Role in `ns` (`kubectl apply -f
+/// examples/rbac/studio-user-role.yaml`, with the file's own example RoleBinding) and binds it to
+/// `subjects` as RoleBinding `binding` ([`studio_user_binding`]). The authorizer learns of a
+/// RoleBinding a moment later: wait for what the subjects may do before relying on it.
+pub async fn grant_studio_role(
+    env: &TestEnv,
+    ns: &str,
+    binding: &str,
+    subjects: &[Subject<'_>],
+) -> Result<()> {
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "examples/rbac/studio-user-role.yaml",
+        ],
+    )
+    .await?;
+    apply_yaml(
+        &env.admin().await?,
+        Some(ns),
+        &studio_user_binding(binding, subjects),
+    )
+    .await?;
+    Ok(())
+}
+
 /// A user's bearer token (`TESTENV_<USER>_TOKEN`).
 pub fn token(env: &TestEnv, user: &str) -> Result<String> {
     let key = format!("TESTENV_{}_TOKEN", user.to_uppercase());
     env.var(&key)
         .map(str::to_owned)
         .with_context(|| format!("{key} missing from the testenv"))
-}
-
-/// The name of `policy`'s binding for namespace `ns`.
-pub fn binding_name(policy: &str, ns: &str) -> String {
-    format!("{policy}.{ns}")
-}
-
-/// The chart's admission-policy templates.
-pub const POLICY_TEMPLATES: &[&str] = &[
-    "templates/policies/studioruns-create.yaml",
-    "templates/policies/studioruns-decisions.yaml",
-    "templates/policies/studioruns-pending.yaml",
-];
-
-/// The chart's policy documents (`charts/orrery/templates/policies/`, rendered as the release
-/// `orrery` in `orrery-system`), and bindings derived from the chart's for `ns` alone: each
-/// chart binding (cluster-wide, `validationActions: [Deny]`) gets the name [`binding_name`] and
-/// a `namespaceSelector` on `ns`'s immutable name label.
-pub fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
-    let mut args = Vec::new();
-    for file in POLICY_TEMPLATES {
-        args.extend(["--show-only", *file]);
-    }
-    let rendered = crate::chart::template(
-        crate::operator_identity::RELEASE,
-        crate::operator_identity::OPERATOR_NAMESPACE,
-        &args,
-    )?
-    .ok()?;
-    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
-    let path = std::path::Path::new("charts/orrery/templates/policies");
-    {
-        for mut doc in crate::chart::documents(&rendered)? {
-            match doc["kind"].as_str() {
-                Some("ValidatingAdmissionPolicy") => {
-                    ensure!(
-                        doc["spec"]["failurePolicy"] == "Fail",
-                        "{}: failurePolicy must be Fail",
-                        path.display()
-                    );
-                    policies.push(doc);
-                }
-                Some("ValidatingAdmissionPolicyBinding") => {
-                    ensure!(
-                        doc["spec"]["validationActions"] == json!(["Deny"]),
-                        "{}: a shipped binding denies",
-                        path.display()
-                    );
-                    ensure!(
-                        doc["spec"].get("matchResources").is_none(),
-                        "{}: a shipped binding is cluster-wide",
-                        path.display()
-                    );
-                    let policy = doc["spec"]["policyName"]
-                        .as_str()
-                        .context("a binding without policyName")?
-                        .to_owned();
-                    doc["metadata"] = json!({"name": binding_name(&policy, ns)});
-                    doc["spec"]["matchResources"] = json!({"namespaceSelector": {
-                        "matchLabels": {"kubernetes.io/metadata.name": ns}
-                    }});
-                    bindings.push(doc);
-                }
-                other => bail!("{}: unexpected document kind {other:?}", path.display()),
-            }
-        }
-    }
-    Ok((policies, bindings))
-}
-
-/// Applies the chart's policies and binds them to `ns` alone; returns the bindings' names.
-/// Waits until a policy is seen to act (admission policies take effect asynchronously).
-pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
-    let (policies, bindings) = policies_for(ns)?;
-    let admin = env.admin().await?;
-    for doc in policies.iter().chain(bindings.iter()) {
-        apply_yaml(&admin, None, &serde_json::to_string(doc)?).await?;
-    }
-    wait_policies_act(env, ns).await?;
-    Ok(bindings
-        .iter()
-        .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
-        .collect())
 }
 
 /// Waits until the sidecar at `url` answers `/healthz` (at most `timeout`).
@@ -1128,46 +1049,6 @@ pub async fn wait_sidecar(url: &str, timeout: Duration) -> Result<()> {
         Ok(())
     })
     .await
-}
-
-/// Waits until the admission policies act in `ns` (they take effect asynchronously): a run
-/// created by admin but owned by someone else is refused.
-pub async fn wait_policies_act(env: &TestEnv, ns: &str) -> Result<()> {
-    let admin = env.admin().await?;
-    let probe = json!({
-        "apiVersion": "studio.orrery.dev/v1alpha1",
-        "kind": "StudioRun",
-        "metadata": {"name": "policy-probe"},
-        "spec": {"compositionRef": {"name": "nothing"}, "input": "x", "owner": "somebody-else"}
-    })
-    .to_string();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match apply_yaml(&admin, Some(ns), &probe).await {
-            Err(_) => break,
-            Ok(_) => {
-                let _ = kubectl_ok(
-                    env,
-                    ADMIN,
-                    &[
-                        "delete",
-                        "studiorun",
-                        "policy-probe",
-                        "-n",
-                        ns,
-                        "--wait=false",
-                    ],
-                )
-                .await;
-            }
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the admission policies did not take effect in {ns} within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    Ok(())
 }
 
 /// An HTTP client for the sidecar's API: no proxy, a timeout.

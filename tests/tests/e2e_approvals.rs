@@ -23,9 +23,9 @@ use anyhow::{Context as _, Result, ensure};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
 use orrery_tests::harness::kubectl_ok;
-use orrery_tests::manifests::{documents, draft_review_publish, scripted_model};
+use orrery_tests::manifests::{Subject, documents, draft_review_publish, scripted_model};
 use orrery_tests::studio::{
-    ChartStudioOptions, ReplicatedOptions, Studio, api_call, http_client, token,
+    ChartStudioOptions, ReplicatedOptions, Studio, api_call, grant_studio_role, http_client, token,
 };
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
@@ -225,18 +225,14 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
             &["create", "serviceaccount", "pipeline", "-n", &ns],
         )
         .await?;
-        kubectl_ok(
+        grant_studio_role(
             env,
-            "admin",
-            &[
-                "create",
-                "rolebinding",
-                "pipeline-studio-user",
-                "-n",
-                &ns,
-                "--role=studio-user",
-                &format!("--serviceaccount={ns}:pipeline"),
-            ],
+            &ns,
+            "pipeline-studio-user",
+            &[Subject::ServiceAccount {
+                namespace: &ns,
+                name: "pipeline",
+            }],
         )
         .await?;
         let sa = kubectl_ok(env, "admin", &["create", "token", "pipeline", "-n", &ns]).await?;
