@@ -1,11 +1,13 @@
 //! Test infrastructure: the control-plane fixture ([`testenv`]), helpers for tests against it
-//! ([`harness`]), the operator's controllers in-process ([`operator_fixture`]) with its
-//! ServiceAccount client ([`operator_identity`]), the pod executor that stands in for a kubelet
-//! ([`pod_executor`]), the stub model server ([`stub_model`]), and a throwaway PostgreSQL server
-//! with a database per test ([`postgres`]). The harness only: `orrery up` (`tests/up/`, crate
-//! `orrery-up`) and the benchmarks (`tests/bench/`, crate `orrery-bench`) use it from crates of
-//! their own.
+//! ([`harness`]), the manifests several tests apply ([`manifests`]), the whole system in one
+//! test namespace ([`studio`]), the operator's controllers in-process ([`operator_fixture`]) with
+//! its ServiceAccount client ([`operator_identity`]), the chart's admission policies bound to one
+//! namespace ([`admission`]), the pod executor that stands in for a kubelet ([`pod_executor`]),
+//! the stub model server ([`stub_model`]), and a throwaway PostgreSQL server with a database per
+//! test ([`postgres`]). The harness only: `orrery up` (`tests/up/`, crate `orrery-up`) and the
+//! benchmarks (`tests/bench/`, crate `orrery-bench`) use it from crates of their own.
 
+pub mod admission;
 pub mod chart;
 pub mod front;
 pub mod harness;

@@ -7,15 +7,80 @@ use serde_json::{Value, json};
 /// answers with its list of turns (`{"reply": …, "delayMs": …, "usage": …, "toolCalls": …}`),
 /// so no network is needed.
 pub fn scripted_model(name: &str, nodes: Value) -> String {
+    scripted_model_with(name, json!({"nodes": nodes}))
+}
+
+/// [`scripted_model`] with its whole `script` (`{"nodes": …, "fallback": …}`); `null` for an
+/// entry without one, whose every node echoes its input.
+pub fn scripted_model_with(name: &str, script: Value) -> String {
+    let mut model = json!({"provider": "Scripted", "model": "scripted-v1"});
+    if !script.is_null() {
+        model["script"] = script;
+    }
     json!({
         "apiVersion": "studio.orrery.dev/v1alpha1",
         "kind": "RegistryEntry",
         "metadata": {"name": name},
-        "spec": {"model": {
-            "provider": "Scripted",
-            "model": "scripted-v1",
-            "script": {"nodes": nodes}
-        }}
+        "spec": {"model": model}
+    })
+    .to_string()
+}
+
+/// An inline composition that asks a person: `draft` → `review` (a HumanApproval) → `publish`,
+/// both LLM nodes on the model entry `scripted`; a rejection ends the run Rejected. (A labelled
+/// edge out of a HumanApproval is a route: the pattern is Router.)
+pub fn draft_review_publish() -> Value {
+    json!({
+        "pattern": "Router",
+        "budgets": {"timeoutSeconds": 600},
+        "nodes": [
+            {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
+            {"id": "review", "kind": "HumanApproval", "prompt": "Publish these notes?"},
+            {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
+        ],
+        "edges": [
+            {"from": "draft", "to": "review"},
+            {"from": "review", "to": "publish", "when": "approved"}
+        ]
+    })
+}
+
+/// Who a RoleBinding binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject<'a> {
+    /// A user, by name.
+    User(&'a str),
+    /// Every member of a group.
+    Group(&'a str),
+    /// A ServiceAccount.
+    ServiceAccount {
+        /// Its namespace.
+        namespace: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+}
+
+/// A RoleBinding `name` of the example `studio-user` Role (`examples/rbac/studio-user-role.yaml`)
+/// to `subjects`, as `kubectl create rolebinding --role=studio-user` makes it.
+pub fn studio_user_binding(name: &str, subjects: &[Subject<'_>]) -> String {
+    let rbac = "rbac.authorization.k8s.io";
+    let subjects: Vec<Value> = subjects
+        .iter()
+        .map(|s| match s {
+            Subject::User(user) => json!({"apiGroup": rbac, "kind": "User", "name": user}),
+            Subject::Group(group) => json!({"apiGroup": rbac, "kind": "Group", "name": group}),
+            Subject::ServiceAccount { namespace, name } => {
+                json!({"kind": "ServiceAccount", "namespace": namespace, "name": name})
+            }
+        })
+        .collect();
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "studio-user"},
+        "subjects": subjects
     })
     .to_string()
 }
@@ -52,5 +117,72 @@ mod tests {
             serde_json::to_value(model).expect("json")["script"]["nodes"]["draft"][0]["delayMs"],
             600000
         );
+    }
+
+    #[test]
+    fn a_scripted_model_entry_may_have_a_fallback_or_no_script_at_all() {
+        let entry = |text: String| -> orrery_crds::registry::RegistryEntry {
+            serde_json::from_str(&text).expect("an entry")
+        };
+        let fallback = entry(scripted_model_with(
+            "fallback",
+            json!({"fallback": {"reply": "the same"}}),
+        ));
+        let script = fallback
+            .spec
+            .model
+            .and_then(|m| m.script)
+            .expect("a script");
+        assert!(script.nodes.is_empty());
+        assert_eq!(
+            script.fallback.and_then(|t| t.reply).as_deref(),
+            Some("the same")
+        );
+        let bare = entry(scripted_model_with("bare", Value::Null));
+        assert_eq!(bare.spec.model.expect("a model").script, None);
+    }
+
+    #[test]
+    fn a_studio_user_binding_binds_the_role_to_each_kind_of_subject() {
+        let binding: k8s_openapi::api::rbac::v1::RoleBinding =
+            serde_json::from_str(&studio_user_binding(
+                "people",
+                &[
+                    Subject::User("alice"),
+                    Subject::Group("release-managers"),
+                    Subject::ServiceAccount {
+                        namespace: "team-a",
+                        name: "pipeline",
+                    },
+                ],
+            ))
+            .expect("a RoleBinding");
+        assert_eq!(binding.role_ref.kind, "Role");
+        assert_eq!(binding.role_ref.name, "studio-user");
+        let subjects: Vec<(String, String, Option<String>)> = binding
+            .subjects
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| (s.kind, s.name, s.namespace))
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                ("User".into(), "alice".into(), None),
+                ("Group".into(), "release-managers".into(), None),
+                (
+                    "ServiceAccount".into(),
+                    "pipeline".into(),
+                    Some("team-a".into())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_review_composition_is_a_composition_spec() {
+        let spec: orrery_crds::composition::CompositionSpec =
+            serde_json::from_value(draft_review_publish()).expect("a composition");
+        assert_eq!(spec.nodes.len(), 3);
     }
 }

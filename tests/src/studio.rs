@@ -8,29 +8,40 @@
 //!   policies (the chart's own: pending approvals bound to that namespace, the create and
 //!   decisions rules cluster-wide, the same in every release) are what the test exercises; runner
 //!   and probe pods run from the runner's image. Needs root, buildah and runc.
+//!   [`Studio::install_on`] says what else the node runs ([`Kubelet`]: the runner image as
+//!   shipped, or no node for the namespace and the release in a namespace of its own) and how
+//!   the namespace is labelled before anything runs in it.
 //! - [`Studio::start`]: the controllers in-process as the operator's ServiceAccount, with the
-//!   runners posting to a sidecar the test runs itself (so it can kill or restart either), and
-//!   optionally the chart's admission policies bound to this namespace alone.
+//!   runners posting to a sidecar the test runs itself (so it can kill or restart either:
+//!   [`Studio::kill_operator`], [`Studio::start_operator`]), the runner pods run as processes of
+//!   the local `orrery` binary, and optionally the chart's admission policies bound to this
+//!   namespace alone.
 //! - [`Studio::install_replicated`]: the chart with several operator replicas on PostgreSQL,
 //!   every pod in its own network namespace (NetworkPolicies enforced, Services routed).
+//!
+//! [`Studio::test`] runs a test on a studio and shuts it down whatever happens (a panic too).
 
+use crate::admission::{PolicyBindings, bind_policies, wait_policies_act};
 use crate::front::Front;
 use crate::harness::{
     TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
 };
+use crate::manifests::{Subject, studio_user_binding};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
 use crate::pod_executor::net::NetworkConfig;
 use crate::pod_executor::{ExecutorConfig, NetworkMode, PodExecutor, default_bin_dir};
 use crate::testenv::{self, ADMIN, TestEnv};
 use anyhow::{Context as _, Result, bail, ensure};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use orrery_crds::StudioRun;
 use orrery_crds::events::TraceEvent;
 use orrery_crds::run::RunPhase;
 use orrery_operator::Config;
+use orrery_operator::kstatus::find;
 use orrery_operator::run::builders::RUN_UID_LABEL;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -50,25 +61,62 @@ pub struct Studio {
     pub sidecar_url: String,
     exec: PodExecutor,
     operator: OperatorHandle,
-    bindings: Vec<String>,
+    /// The admission policies' bindings to [`Studio::ns`] ([`StudioOptions::policies`]).
+    bindings: Option<PolicyBindings>,
     /// Forwards on the pod network's gateway to services of this machine (PostgreSQL).
     fronts: Vec<Front>,
+    /// The namespace of the chart's release when it is not [`Studio::ns`]
+    /// ([`Kubelet::OperatorOnly`]).
+    home: Option<TestNamespace>,
 }
 
 /// How the operator of a [`Studio`] runs.
 enum OperatorHandle {
-    /// The controllers on a task of the test.
-    InProcess(Operator),
+    /// The controllers on a task of the test (none between [`Studio::kill_operator`] and
+    /// [`Studio::start_operator`]), with the config they start with.
+    InProcess {
+        running: Option<Operator>,
+        config: Box<Config>,
+    },
     /// The chart's release (uninstalled when dropped).
     Chart(Box<ChartOperator>),
+}
+
+/// What runs the pods of a chart studio's namespace ([`Studio::install_on`]). (A
+/// [`Studio::start`] runs them as processes of the local `orrery` binary.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Kubelet {
+    /// The dev node in container mode: the chart's operator pod and the runner and probe pods
+    /// as runc containers from the project's images ([`container_executor`]).
+    #[default]
+    Containers,
+    /// [`Kubelet::Containers`], with the runner image's binary built as `operator/Dockerfile`
+    /// ships it: static, without the `cli` feature ([`crate::images::built_with_pod_build`]).
+    ContainersAsShipped,
+    /// No node runs the namespace: its runner and probe pods stay Pending. The chart's release
+    /// lives in a namespace of its own (`<prefix>-home`), whose node (container mode) runs only
+    /// that namespace's pods: the operator's.
+    OperatorOnly,
+}
+
+/// The node under a chart studio and the namespace it starts with, beyond
+/// [`ChartStudioOptions`] ([`Studio::install`] takes the defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChartNode<'a> {
+    /// What runs the namespace's pods.
+    pub kubelet: Kubelet,
+    /// Labels put on the namespace before anything is created in it (e.g.
+    /// `pod-security.kubernetes.io/enforce=restricted`: the apiserver then admits the
+    /// operator's pod and every runner pod against that level).
+    pub namespace_labels: &'a [(&'a str, &'a str)],
 }
 
 /// What [`Studio::install`] starts with.
 pub struct ChartStudioOptions<'a> {
     /// The namespace's name prefix.
     pub prefix: &'a str,
-    /// Manifests applied in the namespace before the install: what the values name (a Secret
-    /// for `runToken.existingSecret`…).
+    /// Manifests applied in the release's namespace before the install: what the values name
+    /// (a Secret for `runToken.existingSecret`…).
     pub prelude: &'a str,
     /// Manifests applied in the namespace first (model entries…).
     pub manifests: &'a str,
@@ -457,9 +505,9 @@ impl Studio {
         )
         .await?;
         let bindings = if options.policies {
-            bind_policies(env, &ns.name).await?
+            Some(bind_policies(env, &ns.name).await?)
         } else {
-            Vec::new()
+            None
         };
         if !options.manifests.trim().is_empty() {
             apply_yaml(&admin, Some(&ns.name), options.manifests).await?;
@@ -472,40 +520,128 @@ impl Studio {
         config.default_model = None;
         config.sidecar.url = Some(options.sidecar_url.to_owned());
         (options.configure)(&mut config);
-        let operator = Operator::start(operator_client(env, &ns.name).await?, config, &ns.name)?;
-        Ok(Studio {
+        let mut studio = Studio {
             env,
             ns,
             admin,
             sidecar_url: options.sidecar_url.to_owned(),
             exec,
-            operator: OperatorHandle::InProcess(operator),
+            operator: OperatorHandle::InProcess {
+                running: None,
+                config: Box::new(config),
+            },
             bindings,
             fronts: Vec::new(),
-        })
+            home: None,
+        };
+        studio.start_operator().await?;
+        Ok(studio)
+    }
+
+    /// Starts the in-process controllers of a [`Studio::start`] again (after
+    /// [`Studio::kill_operator`]), as the operator's ServiceAccount (never admin), with the
+    /// config they first started with.
+    pub async fn start_operator(&mut self) -> Result<()> {
+        let OperatorHandle::InProcess { running, config } = &mut self.operator else {
+            bail!("the chart's operator is not started by the test");
+        };
+        ensure!(running.is_none(), "the controllers are running");
+        let client = operator_client(self.env, &self.ns.name).await?;
+        *running = Some(Operator::start(
+            client,
+            config.as_ref().clone(),
+            &self.ns.name,
+        )?);
+        Ok(())
+    }
+
+    /// Kills the in-process controllers of a [`Studio::start`] where they are (a crash: no
+    /// reconcile finishes); the runner pods and the sidecar go on.
+    pub async fn kill_operator(&mut self) -> Result<()> {
+        let OperatorHandle::InProcess { running, .. } = &mut self.operator else {
+            bail!("the chart's operator is not killed by the test");
+        };
+        running
+            .take()
+            .context("the controllers are not running")?
+            .kill()
+            .await;
+        Ok(())
     }
 
     /// Installs the chart into a new namespace, serving it alone, with the operator's pod and
     /// every runner and probe pod run from the project's images (see the module docs); returns
     /// once the controller runs and the sidecar answers.
     pub async fn install(options: ChartStudioOptions<'_>) -> Result<Studio> {
+        Studio::install_on(ChartNode::default(), options).await
+    }
+
+    /// [`Studio::install`] on the node `node` says, in a namespace labelled as it says.
+    pub async fn install_on(
+        node: ChartNode<'_>,
+        options: ChartStudioOptions<'_>,
+    ) -> Result<Studio> {
         let env = testenv::shared_async().await?;
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, options.prefix).await?;
         let admin = env.admin().await?;
-        if !options.prelude.trim().is_empty() {
-            apply_yaml(&admin, Some(&ns.name), options.prelude).await?;
+        if !node.namespace_labels.is_empty() {
+            let labels: serde_json::Map<String, Value> = node
+                .namespace_labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), json!(v)))
+                .collect();
+            let namespaces: Api<Namespace> = Api::all(admin.clone());
+            namespaces
+                .patch(
+                    &ns.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"metadata": {"labels": labels}})),
+                )
+                .await
+                .with_context(|| format!("labelling namespace {}", ns.name))?;
         }
-        let exec = container_executor(env, &admin, &ns.name).await?;
-        let operator =
-            match ChartOperator::install(env, &ns.name, options.policies, options.values).await {
-                Ok(o) => o,
-                Err(e) => {
-                    let _ = exec.shutdown().await;
-                    return Err(e);
-                }
-            };
-        let studio = Studio::of_chart(env, ns, admin, exec, operator, Vec::new());
+        let home = match node.kubelet {
+            Kubelet::OperatorOnly => {
+                Some(TestNamespace::create(env, &format!("{}-home", options.prefix)).await?)
+            }
+            Kubelet::Containers | Kubelet::ContainersAsShipped => None,
+        };
+        let release_ns = home.as_ref().unwrap_or(&ns).name.clone();
+        if !options.prelude.trim().is_empty() {
+            apply_yaml(&admin, Some(&release_ns), options.prelude).await?;
+        }
+        let exec = match node.kubelet {
+            Kubelet::Containers | Kubelet::OperatorOnly => {
+                container_executor(env, &admin, &release_ns).await?
+            }
+            Kubelet::ContainersAsShipped => {
+                container_executor_from(
+                    env,
+                    &admin,
+                    &release_ns,
+                    crate::images::built_with_pod_build,
+                )
+                .await?
+            }
+        };
+        let installed = ChartOperator::install_serving(
+            env,
+            &release_ns,
+            &ns.name,
+            options.policies,
+            options.values,
+        )
+        .await;
+        let operator = match installed {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = exec.shutdown().await;
+                return Err(e);
+            }
+        };
+        let mut studio = Studio::of_chart(env, ns, admin, exec, operator, Vec::new());
+        studio.home = home;
         studio.prepare(&options).await
     }
 
@@ -525,8 +661,9 @@ impl Studio {
             sidecar_url: operator.sidecar_url.clone(),
             exec,
             operator: OperatorHandle::Chart(Box::new(operator)),
-            bindings: Vec::new(),
+            bindings: None,
             fronts,
+            home: None,
         }
     }
 
@@ -646,8 +783,47 @@ impl Studio {
         Ok((studio.prepare(&options).await?, urls))
     }
 
+    /// Runs `test` on this studio, then shuts it down whatever happened: an error, or a panic
+    /// (an `assert!`), which goes on once the studio is down.
+    pub async fn test(mut self, test: impl AsyncFnOnce(&mut Studio) -> Result<()>) -> Result<()> {
+        use futures::FutureExt as _;
+        let result = std::panic::AssertUnwindSafe(test(&mut self))
+            .catch_unwind()
+            .await;
+        let stopped = self.shutdown().await;
+        match result {
+            Ok(result) => result.and(stopped),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// The chart's operator, unless the controllers run in-process ([`Studio::start`]).
+    pub fn chart(&self) -> Option<&ChartOperator> {
+        match &self.operator {
+            OperatorHandle::Chart(operator) => Some(operator),
+            OperatorHandle::InProcess { .. } => None,
+        }
+    }
+
+    /// The dev node that runs the namespace's pods (for a [`Kubelet::OperatorOnly`] studio, the
+    /// release namespace's).
+    pub fn executor(&self) -> &PodExecutor {
+        &self.exec
+    }
+
+    /// Server-side applies `yaml` (one or more documents) in the namespace, as admin.
+    pub async fn apply(&self, yaml: &str) -> Result<()> {
+        apply_yaml(&self.admin, Some(&self.ns.name), yaml).await?;
+        Ok(())
+    }
+
     /// The namespace's runs, as admin.
     pub fn runs(&self) -> Api<StudioRun> {
+        self.ns.api(&self.admin)
+    }
+
+    /// The namespace's pods, as admin.
+    pub fn pods(&self) -> Api<Pod> {
         self.ns.api(&self.admin)
     }
 
@@ -655,6 +831,19 @@ impl Studio {
     pub async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
         self.wait_run(name, &format!("{phase:?}"), move |r| {
             r.status.as_ref().and_then(|s| s.phase) == Some(phase)
+        })
+        .await
+    }
+
+    /// Waits until the `Succeeded` condition of run `name` has `reason` (a wait, a queue, a
+    /// refusal).
+    pub async fn wait_reason(&self, name: &str, reason: &str) -> Result<StudioRun> {
+        let want = reason.to_owned();
+        self.wait_run(name, reason, move |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| find(&s.conditions, "Succeeded"))
+                .is_some_and(|c| c.reason == want)
         })
         .await
     }
@@ -677,23 +866,65 @@ impl Studio {
         .with_context(|| format!("{name} is gone"))
     }
 
-    /// The trace the runner printed on its standard output (`kubectl logs`), event by event.
-    pub async fn runner_log(&self, run: &StudioRun) -> Result<Vec<TraceEvent>> {
+    /// The runner pods of run `run` (by its UID label), however many there are.
+    pub async fn runner_pods(&self, run: &StudioRun) -> Result<Vec<Pod>> {
         let uid = run.uid().context("uid")?;
-        let pods: Api<Pod> = self.ns.api(&self.admin);
-        let pod = pods
+        Ok(self
+            .pods()
             .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
             .await?
-            .items
-            .into_iter()
-            .next()
-            .context("no runner pod")?;
-        let log = self.exec.pod_dir(&pod).join("logs").join("runner.log");
+            .items)
+    }
+
+    /// Where the dev node keeps what `pod`'s runner container wrote (`kubectl logs`).
+    fn runner_log_file(&self, pod: &Pod) -> std::path::PathBuf {
+        self.exec.pod_dir(pod).join("logs").join("runner.log")
+    }
+
+    /// The trace the runner printed on its standard output (`kubectl logs`), event by event.
+    pub async fn runner_log(&self, run: &StudioRun) -> Result<Vec<TraceEvent>> {
+        let pods = self.runner_pods(run).await?;
+        let pod = pods.first().context("no runner pod")?;
+        let log = self.runner_log_file(pod);
         let text =
             std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
         Ok(text
             .lines()
             .filter_map(|l| serde_json::from_str::<TraceEvent>(l).ok())
+            .collect())
+    }
+
+    /// Waits until the runner of run `name` has started the run (its `run.start` event is in
+    /// the pod's log): its signal handlers are installed by then. A SIGTERM before that reaches
+    /// a container's first process with no handler yet, which the kernel ignores (as in any
+    /// cluster), and only the grace period's SIGKILL would stop it.
+    pub async fn wait_run_started(&self, name: &str) -> Result<()> {
+        let run = self.runs().get(name).await?;
+        crate::harness::eventually(RUN_TIMEOUT, || async {
+            let pods = self.runner_pods(&run).await?;
+            let pod = pods.first().context("no runner pod yet")?;
+            let log = self.runner_log_file(pod);
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            ensure!(
+                text.contains("\"type\":\"run.start\""),
+                "no run.start in {} yet",
+                log.display()
+            );
+            Ok(())
+        })
+        .await
+    }
+
+    /// The Events about the object `name` in the namespace, as `(reason, note)`.
+    pub async fn events_of(&self, name: &str) -> Result<Vec<(String, String)>> {
+        let events: Api<Event> = self.ns.api(&self.admin);
+        Ok(events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
             .collect())
     }
 
@@ -722,59 +953,34 @@ impl Studio {
     }
 
     /// Stops the operator (the in-process controllers, or `helm uninstall` of the chart's
-    /// release and its pod gone) and the pod executor, and removes the policy bindings.
+    /// release and its pod gone) and the pod executor, and removes the policy bindings. Each
+    /// step runs even when an earlier one failed (so no pod's process outlives the test); the
+    /// first error is returned.
     pub async fn shutdown(self) -> Result<()> {
-        match self.operator {
-            OperatorHandle::InProcess(operator) => operator.stop().await?,
-            OperatorHandle::Chart(operator) => operator.stop().await?,
-        }
-        self.exec.shutdown().await?;
+        let stopped = match self.operator {
+            OperatorHandle::InProcess { running, .. } => match running {
+                Some(operator) => operator.stop().await,
+                None => Ok(()),
+            },
+            OperatorHandle::Chart(operator) => operator.stop().await,
+        };
+        let node = self.exec.shutdown().await.map_err(anyhow::Error::from);
         for front in self.fronts {
             front.stop().await;
         }
-        for binding in &self.bindings {
-            let _ = kubectl_ok(
-                self.env,
-                ADMIN,
-                &[
-                    "delete",
-                    "validatingadmissionpolicybinding",
-                    binding,
-                    "--ignore-not-found",
-                ],
-            )
-            .await;
-        }
-        Ok(())
+        drop(self.bindings);
+        stopped.and(node)
     }
 }
 
-/// Binds the example `studio-user` Role (`examples/rbac/`) to `user` in `ns`.
+/// Binds the example `studio-user` Role (`examples/rbac/`) to `user` in `ns` (RoleBinding
+/// `<user>-studio-user`), and waits until the authorizer lets them create runs there.
 pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()> {
-    kubectl_ok(
+    grant_studio_role(
         env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/studio-user-role.yaml",
-        ],
-    )
-    .await?;
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "create",
-            "rolebinding",
-            &format!("{user}-studio-user"),
-            "-n",
-            ns,
-            "--role=studio-user",
-            &format!("--user={user}"),
-        ],
+        ns,
+        &format!("{user}-studio-user"),
+        &[Subject::User(user)],
     )
     .await?;
     if let Ok(client) = env.client(user).await {
@@ -790,95 +996,43 @@ pub async fn grant_studio_user(env: &TestEnv, ns: &str, user: &str) -> Result<()
     Ok(())
 }
 
+/// Applies the example `studio-user` Role in `ns` (`kubectl apply -f
+/// examples/rbac/studio-user-role.yaml`, with the file's own example RoleBinding) and binds it to
+/// `subjects` as RoleBinding `binding` ([`studio_user_binding`]). The authorizer learns of a
+/// RoleBinding a moment later: wait for what the subjects may do before relying on it.
+pub async fn grant_studio_role(
+    env: &TestEnv,
+    ns: &str,
+    binding: &str,
+    subjects: &[Subject<'_>],
+) -> Result<()> {
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "examples/rbac/studio-user-role.yaml",
+        ],
+    )
+    .await?;
+    apply_yaml(
+        &env.admin().await?,
+        Some(ns),
+        &studio_user_binding(binding, subjects),
+    )
+    .await?;
+    Ok(())
+}
+
 /// A user's bearer token (`TESTENV_<USER>_TOKEN`).
 pub fn token(env: &TestEnv, user: &str) -> Result<String> {
     let key = format!("TESTENV_{}_TOKEN", user.to_uppercase());
     env.var(&key)
         .map(str::to_owned)
         .with_context(|| format!("{key} missing from the testenv"))
-}
-
-/// The name of `policy`'s binding for namespace `ns`.
-pub fn binding_name(policy: &str, ns: &str) -> String {
-    format!("{policy}.{ns}")
-}
-
-/// The chart's admission-policy templates.
-pub const POLICY_TEMPLATES: &[&str] = &[
-    "templates/policies/studioruns-create.yaml",
-    "templates/policies/studioruns-decisions.yaml",
-    "templates/policies/studioruns-pending.yaml",
-];
-
-/// The chart's policy documents (`charts/orrery/templates/policies/`, rendered as the release
-/// `orrery` in `orrery-system`), and bindings derived from the chart's for `ns` alone: each
-/// chart binding (cluster-wide, `validationActions: [Deny]`) gets the name [`binding_name`] and
-/// a `namespaceSelector` on `ns`'s immutable name label.
-pub fn policies_for(ns: &str) -> Result<(Vec<Value>, Vec<Value>)> {
-    let mut args = Vec::new();
-    for file in POLICY_TEMPLATES {
-        args.extend(["--show-only", *file]);
-    }
-    let rendered = crate::chart::template(
-        crate::operator_identity::RELEASE,
-        crate::operator_identity::OPERATOR_NAMESPACE,
-        &args,
-    )?
-    .ok()?;
-    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
-    let path = std::path::Path::new("charts/orrery/templates/policies");
-    {
-        for mut doc in crate::chart::documents(&rendered)? {
-            match doc["kind"].as_str() {
-                Some("ValidatingAdmissionPolicy") => {
-                    ensure!(
-                        doc["spec"]["failurePolicy"] == "Fail",
-                        "{}: failurePolicy must be Fail",
-                        path.display()
-                    );
-                    policies.push(doc);
-                }
-                Some("ValidatingAdmissionPolicyBinding") => {
-                    ensure!(
-                        doc["spec"]["validationActions"] == json!(["Deny"]),
-                        "{}: a shipped binding denies",
-                        path.display()
-                    );
-                    ensure!(
-                        doc["spec"].get("matchResources").is_none(),
-                        "{}: a shipped binding is cluster-wide",
-                        path.display()
-                    );
-                    let policy = doc["spec"]["policyName"]
-                        .as_str()
-                        .context("a binding without policyName")?
-                        .to_owned();
-                    doc["metadata"] = json!({"name": binding_name(&policy, ns)});
-                    doc["spec"]["matchResources"] = json!({"namespaceSelector": {
-                        "matchLabels": {"kubernetes.io/metadata.name": ns}
-                    }});
-                    bindings.push(doc);
-                }
-                other => bail!("{}: unexpected document kind {other:?}", path.display()),
-            }
-        }
-    }
-    Ok((policies, bindings))
-}
-
-/// Applies the chart's policies and binds them to `ns` alone; returns the bindings' names.
-/// Waits until a policy is seen to act (admission policies take effect asynchronously).
-pub async fn bind_policies(env: &TestEnv, ns: &str) -> Result<Vec<String>> {
-    let (policies, bindings) = policies_for(ns)?;
-    let admin = env.admin().await?;
-    for doc in policies.iter().chain(bindings.iter()) {
-        apply_yaml(&admin, None, &serde_json::to_string(doc)?).await?;
-    }
-    wait_policies_act(env, ns).await?;
-    Ok(bindings
-        .iter()
-        .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
-        .collect())
 }
 
 /// Waits until the sidecar at `url` answers `/healthz` (at most `timeout`).
@@ -895,46 +1049,6 @@ pub async fn wait_sidecar(url: &str, timeout: Duration) -> Result<()> {
         Ok(())
     })
     .await
-}
-
-/// Waits until the admission policies act in `ns` (they take effect asynchronously): a run
-/// created by admin but owned by someone else is refused.
-pub async fn wait_policies_act(env: &TestEnv, ns: &str) -> Result<()> {
-    let admin = env.admin().await?;
-    let probe = json!({
-        "apiVersion": "studio.orrery.dev/v1alpha1",
-        "kind": "StudioRun",
-        "metadata": {"name": "policy-probe"},
-        "spec": {"compositionRef": {"name": "nothing"}, "input": "x", "owner": "somebody-else"}
-    })
-    .to_string();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match apply_yaml(&admin, Some(ns), &probe).await {
-            Err(_) => break,
-            Ok(_) => {
-                let _ = kubectl_ok(
-                    env,
-                    ADMIN,
-                    &[
-                        "delete",
-                        "studiorun",
-                        "policy-probe",
-                        "-n",
-                        ns,
-                        "--wait=false",
-                    ],
-                )
-                .await;
-            }
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the admission policies did not take effect in {ns} within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    Ok(())
 }
 
 /// An HTTP client for the sidecar's API: no proxy, a timeout.

@@ -23,49 +23,26 @@ use anyhow::{Context as _, Result, ensure};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
 use orrery_tests::harness::kubectl_ok;
+use orrery_tests::manifests::{Subject, documents, draft_review_publish, scripted_model};
 use orrery_tests::studio::{
-    ChartStudioOptions, ReplicatedOptions, Studio, api_call, http_client, token,
+    ChartStudioOptions, ReplicatedOptions, Studio, api_call, grant_studio_role, http_client, token,
 };
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// The model: a draft, then (after the person) a published version.
-const MODELS: &str = r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: scripted}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{reply: "Release notes for: {{input}}"}]
-        publish: [{reply: "Changelog: {{input}}"}]
-"#;
-
-/// draft → review (a person) → publish; a rejection ends the run Rejected. (A labelled edge
-/// out of a HumanApproval is a route: the pattern is Router.)
-fn composition() -> Value {
-    json!({
-        "pattern": "Router",
-        "budgets": {"timeoutSeconds": 600},
-        "nodes": [
-            {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
-            {"id": "review", "kind": "HumanApproval", "prompt": "Publish these notes?"},
-            {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
-        ],
-        "edges": [
-            {"from": "draft", "to": "review"},
-            {"from": "review", "to": "publish", "when": "approved"}
-        ]
-    })
+fn models() -> String {
+    scripted_model(
+        "scripted",
+        json!({"draft": [{"reply": "Release notes for: {{input}}"}],
+               "publish": [{"reply": "Changelog: {{input}}"}]}),
+    )
 }
 
 /// Starts a run through the sidecar's API as the holder of `token`; returns its name.
 async fn start(sidecar: &str, ns: &str, token: &str, extra: Value) -> Result<String> {
-    let mut body = json!({"composition": composition(), "input": "version 2.4"});
+    let mut body = json!({"composition": draft_review_publish(), "input": "version 2.4"});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.extend(e.clone());
     }
@@ -102,7 +79,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-owner",
         prelude: "",
-        manifests: MODELS,
+        manifests: &models(),
         users: &[ALICE, BOB],
         policies: true,
         values: &[],
@@ -232,7 +209,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-sa",
         prelude: "",
-        manifests: MODELS,
+        manifests: &models(),
         users: &[ALICE],
         policies: true,
         values: &[],
@@ -248,18 +225,14 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
             &["create", "serviceaccount", "pipeline", "-n", &ns],
         )
         .await?;
-        kubectl_ok(
+        grant_studio_role(
             env,
-            "admin",
-            &[
-                "create",
-                "rolebinding",
-                "pipeline-studio-user",
-                "-n",
-                &ns,
-                "--role=studio-user",
-                &format!("--serviceaccount={ns}:pipeline"),
-            ],
+            &ns,
+            "pipeline-studio-user",
+            &[Subject::ServiceAccount {
+                namespace: &ns,
+                name: "pipeline",
+            }],
         )
         .await?;
         let sa = kubectl_ok(env, "admin", &["create", "token", "pipeline", "-n", &ns]).await?;
@@ -269,7 +242,7 @@ async fn a_service_accounts_run_is_decided_by_its_named_approver_and_never_by_th
             reqwest::Method::POST,
             format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
             &sa,
-            Some(json!({"composition": composition(), "input": "version 2.4"})),
+            Some(json!({"composition": draft_review_publish(), "input": "version 2.4"})),
         )
         .await?;
         ensure!(
@@ -325,7 +298,7 @@ async fn a_decision_after_the_approval_expired_is_refused_409_and_the_run_ends_r
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-late",
         prelude: "",
-        manifests: MODELS,
+        manifests: &models(),
         users: &[ALICE],
         policies: true,
         values: &["config.approvalTimeoutSeconds=4"],
@@ -402,7 +375,7 @@ async fn two_sidecar_replicas_on_postgresql_serve_one_run_the_runner_on_one_the_
         ChartStudioOptions {
             prefix: "ap-replicas",
             prelude: "",
-            manifests: MODELS,
+            manifests: &models(),
             users: &[ALICE],
             policies: true,
             values: &[],
@@ -483,32 +456,28 @@ async fn a_remote_agents_question_is_answered_by_the_runs_owner_through_the_api(
         ..FleetConfig::default()
     })
     .await?;
-    let manifests = format!(
-        r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {{name: scripted}}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        writer:
-          - toolCalls:
-              - name: a2a_demo_writer_draft
-                arguments: {{request: "{open}\n- Search is faster."}}
-          - reply: "{{{{tool_results.reply}}}}"
----
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {{name: demo-writer}}
-spec:
-  a2a: {{cardUrl: "{card}", skills: [draft]}}
-"#,
-        open = orrery_runner::demo::writer::UNKNOWN_VERSION,
-        card = fleet.writer_card_url()
-    );
+    let manifests = documents(&[
+        scripted_model(
+            "scripted",
+            json!({"writer": [
+                {"toolCalls": [{
+                    "name": "a2a_demo_writer_draft",
+                    "arguments": {"request": format!(
+                        "{}\n- Search is faster.",
+                        orrery_runner::demo::writer::UNKNOWN_VERSION
+                    )}
+                }]},
+                {"reply": "{{tool_results.reply}}"}
+            ]}),
+        ),
+        json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1",
+            "kind": "RegistryEntry",
+            "metadata": {"name": "demo-writer"},
+            "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
+        })
+        .to_string(),
+    ]);
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-input",
         prelude: "",

@@ -16,6 +16,7 @@ use orrery_crds::StudioRun;
 use orrery_crds::plan_document::TOKEN_FILE;
 use orrery_crds::run::RunPhase;
 use orrery_operator::run::builders::child_names;
+use orrery_tests::manifests::{draft_review_publish, scripted_model};
 use orrery_tests::studio::{ChartStudioOptions, Studio, api_call, token};
 use orrery_tests::testenv::ALICE;
 use reqwest::StatusCode;
@@ -24,38 +25,13 @@ use serde_json::{Value, json};
 /// The approval's text carries this; no log may.
 const TEXT_CANARY: &str = "CANARY-APPROVAL-TEXT-5f3c9a";
 
+/// The model: a draft carrying the canary, then (after the person) a published version.
 fn models() -> String {
-    format!(
-        r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {{name: scripted}}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        draft: [{{reply: "Release notes for: {{{{input}}}} {TEXT_CANARY}"}}]
-        publish: [{{reply: "Changelog: {{{{input}}}}"}}]
-"#
+    scripted_model(
+        "scripted",
+        json!({"draft": [{"reply": format!("Release notes for: {{{{input}}}} {TEXT_CANARY}")}],
+               "publish": [{"reply": "Changelog: {{input}}"}]}),
     )
-}
-
-fn composition() -> Value {
-    json!({
-        "pattern": "Router",
-        "budgets": {"timeoutSeconds": 600},
-        "nodes": [
-            {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
-            {"id": "review", "kind": "HumanApproval", "prompt": "Publish these notes?"},
-            {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
-        ],
-        "edges": [
-            {"from": "draft", "to": "review"},
-            {"from": "review", "to": "publish", "when": "approved"}
-        ]
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,7 +56,7 @@ async fn every_operator_log_line_is_json_naming_the_run_and_no_log_holds_approva
             reqwest::Method::POST,
             format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
             &alice,
-            Some(json!({"composition": composition(), "input": "version 2.4"})),
+            Some(json!({"composition": draft_review_publish(), "input": "version 2.4"})),
         )
         .await?;
         ensure!(status == StatusCode::CREATED, "start: {status} {run}");

@@ -61,6 +61,7 @@ use orrery_runner::demo::fleet::loopback_hosts;
 use orrery_runner::demo::{FleetConfig, start_fleet};
 use orrery_tests::front::{Front, TestCa};
 use orrery_tests::harness::{TestNamespace, ensure_crds, eventually, workspace_root};
+use orrery_tests::manifests::scripted_model_with;
 use orrery_tests::netcheck::{self, CountingListener, host_has_orrery_table};
 use orrery_tests::pod_executor::PodExecutor;
 use orrery_tests::pod_executor::net::{self, Ipv4Net, NetworkConfig};
@@ -338,11 +339,12 @@ fn run_policy(
             "spec": {"mcp": {"url": format!("https://{endpoint}/mcp"), "tools": ["current_time"],
                              "readOnly": ["current_time"], "privateNetwork": true}}
         }))?,
-        entry(json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
-            "metadata": {"name": "scripted", "namespace": ns},
-            "spec": {"model": {"provider": "Scripted", "model": "scripted-v1"}}
-        }))?,
+        {
+            let mut model: RegistryEntry =
+                serde_json::from_str(&scripted_model_with("scripted", serde_json::Value::Null))?;
+            model.metadata.namespace = Some(ns.to_owned());
+            model
+        },
     ];
     let view = RegistryView::from_entries(&entries);
     let plan = orrery_crds::plan::plan(&spec, &view, &config.deployment_limits())

@@ -10,10 +10,11 @@
 //! as the impersonated user and groups), and a ServiceAccount `pipeline` with a token from the
 //! TokenRequest API (`kubectl create token`), as a GitOps pipeline would have.
 //!
-//! The policies are applied unchanged from the chart's admission policies (`charts/orrery/templates/policies/`); their bindings are derived from
-//! the shipped ones, keeping `policyName` and `validationActions` and replacing the name and
-//! `matchResources` so that each binding selects only its test's namespace: the other tests
-//! sharing the control plane are unaffected.
+//! The policies are applied unchanged from the chart's admission policies
+//! (`charts/orrery/templates/policies/`); their bindings are derived from the shipped ones,
+//! keeping `policyName` and `validationActions` and replacing the name and `matchResources` so
+//! that each binding selects only its test's namespace: the other tests sharing the control
+//! plane are unaffected (`orrery_tests::admission`, which `Studio` uses too).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary.
@@ -24,12 +25,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
+use orrery_tests::admission::{PolicyBindings, apply_policies, binding_name};
 use orrery_tests::harness::{
-    KubectlOutput, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, keep, kubectl_ok,
-    run_kubectl,
+    KubectlOutput, TIMEOUT, TestNamespace, ensure_crds, eventually, kubectl_ok, run_kubectl,
 };
+use orrery_tests::manifests::Subject;
 use orrery_tests::operator_identity::operator_client;
-use orrery_tests::studio::{binding_name, policies_for};
+use orrery_tests::studio::grant_studio_role;
 use orrery_tests::testenv::{self, ADMIN, ALICE, BOB, TestEnv};
 use serde_json::{Value, json};
 
@@ -299,31 +301,15 @@ async fn decisions(env: &TestEnv, ns: &str, run: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// A test namespace with the shipped policies bound to it alone; the bindings are deleted on
-/// drop (the policies stay: without a binding they act on nothing).
+/// A test namespace with the shipped policies bound to it alone (the bindings are deleted on
+/// drop), and no operator: not a `Studio`, whose controllers would write the runs' status that
+/// these tests write by hand to set the scene (and whose node would run pods no test here needs).
 struct Policed {
     env: &'static TestEnv,
     ns: TestNamespace,
-    bindings: Vec<String>,
+    /// Deletes the bindings when dropped.
+    _bindings: PolicyBindings,
     scratch: Scratch,
-}
-
-impl Drop for Policed {
-    fn drop(&mut self) {
-        if keep() || self.bindings.is_empty() {
-            return;
-        }
-        let mut cmd = self.env.kubectl(ADMIN);
-        cmd.args([
-            "delete",
-            "validatingadmissionpolicybinding",
-            "--ignore-not-found",
-        ])
-        .args(&self.bindings)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-        let _ = cmd.status();
-    }
 }
 
 impl Policed {
@@ -335,30 +321,17 @@ impl Policed {
         ensure_crds(env).await?;
         let ns = TestNamespace::create(env, prefix).await?;
         let scratch = Scratch::new(&ns.name)?;
-        let (policies, bindings) = policies_for(&ns.name)?;
+        let bindings = apply_policies(env, &ns.name).await?;
         ensure!(
-            policies.len() == 3 && bindings.len() == 3,
+            bindings.policies.len() == 3 && bindings.bindings.len() == 3,
             "the chart ships three policies with a binding each"
         );
-        let admin = env.admin().await?;
-        let yaml = |docs: &[Value]| -> Result<String> {
-            docs.iter()
-                .map(|d| serde_yaml::to_string(d).map_err(Into::into))
-                .collect::<Result<Vec<_>>>()
-                .map(|d| d.join("---\n"))
-        };
-        apply_yaml(&admin, None, &yaml(&policies)?).await?;
-        let names = bindings
-            .iter()
-            .filter_map(|b| b["metadata"]["name"].as_str().map(str::to_owned))
-            .collect();
         let policed = Policed {
             env,
             ns,
-            bindings: names,
+            _bindings: bindings,
             scratch,
         };
-        apply_yaml(&admin, None, &yaml(&bindings)?).await?;
         policed.grant_studio_users().await?;
         policed.wait_until_the_policies_act().await?;
         Ok(policed)
@@ -373,35 +346,21 @@ impl Policed {
         kubectl_ok(
             env,
             ADMIN,
-            &[
-                "apply",
-                "-n",
-                ns,
-                "-f",
-                "examples/rbac/studio-user-role.yaml",
-            ],
-        )
-        .await?;
-        kubectl_ok(
-            env,
-            ADMIN,
             &["create", "serviceaccount", PIPELINE, "-n", ns],
         )
         .await?;
-        kubectl_ok(
+        grant_studio_role(
             env,
-            ADMIN,
+            ns,
+            "e2e-studio-users",
             &[
-                "create",
-                "rolebinding",
-                "e2e-studio-users",
-                "-n",
-                ns,
-                "--role=studio-user",
-                "--user=alice",
-                "--user=bob",
-                &format!("--group={APPROVER_GROUP}"),
-                &format!("--serviceaccount={ns}:{PIPELINE}"),
+                Subject::User(ALICE),
+                Subject::User(BOB),
+                Subject::Group(APPROVER_GROUP),
+                Subject::ServiceAccount {
+                    namespace: ns,
+                    name: PIPELINE,
+                },
             ],
         )
         .await?;

@@ -9,250 +9,62 @@
 //!
 //! Models are Scripted (a `delayMs` turn makes a run last), so no network is needed.
 //!
-//! The operator is the Helm chart's (`helm install` into the test's namespace, serving it
-//! alone), its pod and the runner pods run from the project's images as runc containers on the
-//! dev node, so the chart's args, config, RBAC and sidecar wiring are what these tests exercise.
-//! One test keeps the controllers in-process (as the operator's ServiceAccount bound to the
-//! chart's RBAC, never as admin), because it does what a chart install cannot: kill the operator
-//! mid-run and start it again (the controllers are a task the test aborts; its runners run as
-//! processes of the dev node's process mode). A killed runner is killed as its container (`runc
-//! kill`); a pod that never starts is one in a namespace no node runs (the release lives in a
-//! namespace of its own).
+//! The operator is the Helm chart's (`Studio::install_on`: `helm install` into the test's
+//! namespace, serving it alone), its pod and the runner pods run from the project's images as
+//! runc containers on the dev node, so the chart's args, config, RBAC and sidecar wiring are what
+//! these tests exercise. One test keeps the controllers in-process (`Studio::start`: as the
+//! operator's ServiceAccount bound to the chart's RBAC, never as admin), because it does what a
+//! chart install cannot: kill the operator mid-run and start it again (the controllers are a
+//! task the test aborts; its runners run as processes of the dev node's process mode). A killed
+//! runner is killed as its container (`runc kill`); a pod that never starts is one in a
+//! namespace no node runs (`Kubelet::OperatorOnly`: the release lives in a namespace of its
+//! own).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images), and the `orrery` binary.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
 use orrery_crds::run::RunPhase;
 use orrery_crds::{Composition, StudioRun};
-use orrery_operator::Config;
 use orrery_operator::kstatus::find;
 use orrery_operator::run::builders::RUN_UID_LABEL;
 use orrery_tests::harness::{
-    GC_TIMEOUT, TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition,
-    kubectl, wait_deleted, wait_for,
+    GC_TIMEOUT, TIMEOUT, apply_yaml, eventually, has_condition, kubectl, wait_deleted, wait_for,
 };
 use orrery_tests::images;
 use orrery_tests::manifests::{documents, scripted_model};
-use orrery_tests::operator_fixture::{Operator, test_config};
-use orrery_tests::operator_identity::operator_client;
-use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
-use orrery_tests::studio::{ChartOperator, container_executor, container_executor_from};
-use orrery_tests::testenv::{self, ADMIN, TestEnv};
+use orrery_tests::sidecar_fixture;
+use orrery_tests::studio::{
+    ChartNode, ChartStudioOptions, Kubelet, RUN_TIMEOUT, Studio, StudioOptions,
+};
+use orrery_tests::testenv::ADMIN;
 use serde_json::json;
 
-/// A run that a Scripted model answers at once takes a few seconds end to end here.
-const RUN_TIMEOUT: Duration = Duration::from_secs(90);
-
-struct Fixture {
-    env: &'static TestEnv,
-    ns: TestNamespace,
-    admin: Client,
-    exec: Option<PodExecutor>,
+/// The chart's operator serving a namespace of its own (`values` on top of the tests', see
+/// `ChartOperator`), its pod and the runner pods run as runc containers, with the Scripted model
+/// entries ([`scripted`]).
+async fn chart(prefix: &str, values: &[&str]) -> Result<Studio> {
+    chart_on(ChartNode::default(), prefix, values).await
 }
 
-fn bin_dir() -> Result<PathBuf> {
-    let dir = default_bin_dir();
-    ensure!(
-        dir.join("orrery").is_file(),
-        "no orrery binary in {}: build it first (cargo build -p orrery-runner)",
-        dir.display()
-    );
-    Ok(dir)
-}
-
-/// What runs the namespace's pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kubelet {
-    /// Nothing: pods stay Pending.
-    None,
-    /// The pod executor, running the runner image as the local `orrery` binary (the test that
-    /// runs the controllers in-process and kills them mid-run).
-    Processes,
-    /// The pod executor in container mode: the chart's operator pod and the runner pods as runc
-    /// containers from the project's images.
-    Containers,
-    /// [`Kubelet::Containers`], with the runner image's binary built as `operator/Dockerfile`
-    /// ships it: static, without the `cli` feature.
-    ContainersAsShipped,
-}
-
-impl Fixture {
-    /// A namespace with the Scripted model entries and what `kubelet` says runs its pods.
-    async fn new(prefix: &str, kubelet: Kubelet) -> Result<Fixture> {
-        let env = testenv::shared_async().await?;
-        ensure_crds(env).await?;
-        let ns = TestNamespace::create(env, prefix).await?;
-        let admin = env.admin().await?;
-        let exec = match kubelet {
-            Kubelet::None => None,
-            Kubelet::Processes => {
-                let config = ExecutorConfig::new(format!("node-{}", ns.name))
-                    .namespace(&ns.name)
-                    .bin_dir(bin_dir()?)
-                    .api_server(&env.server);
-                Some(PodExecutor::start_with(admin.clone(), config).await?)
-            }
-            Kubelet::Containers => Some(container_executor(env, &admin, &ns.name).await?),
-            Kubelet::ContainersAsShipped => Some(
-                container_executor_from(env, &admin, &ns.name, images::built_with_pod_build)
-                    .await?,
-            ),
-        };
-        let f = Fixture {
-            env,
-            ns,
-            admin,
-            exec,
-        };
-        f.apply(&scripted()).await?;
-        Ok(f)
-    }
-
-    fn config(&self) -> Result<Config> {
-        let mut config = test_config()?;
-        // The test's own model entries, whatever their names.
-        config.allowed_models = None;
-        config.default_model = None;
-        Ok(config)
-    }
-
-    /// The chart's operator serving this namespace (`helm install`; the fixture must run its
-    /// pods in containers), with `values` on top of the tests' (see `ChartOperator`).
-    async fn chart(&self, values: &[&str]) -> Result<ChartOperator> {
-        ChartOperator::install(self.env, &self.ns.name, false, values).await
-    }
-
-    /// The controllers in-process, as the operator's ServiceAccount (never admin), watching
-    /// this namespace: for the tests that kill the operator or a runner by its pid.
-    async fn operator(&self, config: Config) -> Result<Operator> {
-        let client = operator_client(self.env, &self.ns.name).await?;
-        Operator::start(client, config, &self.ns.name)
-    }
-
-    fn runs(&self) -> Api<StudioRun> {
-        self.ns.api(&self.admin)
-    }
-
-    fn pods(&self) -> Api<Pod> {
-        self.ns.api(&self.admin)
-    }
-
-    async fn apply(&self, yaml: &str) -> Result<()> {
-        apply_yaml(&self.admin, Some(&self.ns.name), yaml).await?;
-        Ok(())
-    }
-
-    async fn wait_phase(&self, name: &str, phase: RunPhase) -> Result<StudioRun> {
-        wait_for(
-            &self.runs(),
-            name,
-            &format!("phase {phase:?}"),
-            RUN_TIMEOUT,
-            move |r: Option<&StudioRun>| phase_of(r) == Some(phase),
-        )
-        .await?
-        .with_context(|| format!("{name} is gone"))
-    }
-
-    /// Waits until the run's `Succeeded` condition has `reason` (a wait, a queue, a refusal).
-    async fn wait_reason(&self, name: &str, reason: &'static str) -> Result<StudioRun> {
-        wait_for(
-            &self.runs(),
-            name,
-            reason,
-            RUN_TIMEOUT,
-            move |r: Option<&StudioRun>| {
-                r.and_then(|r| condition_reason(r, "Succeeded")).as_deref() == Some(reason)
-            },
-        )
-        .await?
-        .with_context(|| format!("{name} is gone"))
-    }
-
-    /// The runner pods of run `run` (by its UID label), however many there are.
-    async fn runner_pods(&self, run: &StudioRun) -> Result<Vec<Pod>> {
-        let uid = run.uid().context("uid")?;
-        Ok(self
-            .pods()
-            .list(&ListParams::default().labels(&format!("{RUN_UID_LABEL}={uid}")))
-            .await?
-            .items)
-    }
-
-    /// Waits until the runner of run `name` has started the run (its `run.start` event is in
-    /// the pod's log): its signal handlers are installed by then. A SIGTERM before that reaches
-    /// a container's first process with no handler yet, which the kernel ignores (as in any
-    /// cluster), and only the grace period's SIGKILL would stop it.
-    async fn wait_run_started(&self, name: &str) -> Result<()> {
-        let exec = self
-            .exec
-            .as_ref()
-            .context("no kubelet runs this namespace's pods")?;
-        let run = self.runs().get(name).await?;
-        eventually(RUN_TIMEOUT, || async {
-            let pods = self.runner_pods(&run).await?;
-            let pod = pods.first().context("no runner pod yet")?;
-            let log = exec.pod_dir(pod).join("logs").join("runner.log");
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            ensure!(
-                text.contains("\"type\":\"run.start\""),
-                "no run.start in {} yet",
-                log.display()
-            );
-            Ok(())
-        })
-        .await
-    }
-
-    async fn events_of(&self, name: &str) -> Result<Vec<(String, String)>> {
-        let events: Api<Event> = self.ns.api(&self.admin);
-        Ok(events
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-            .collect())
-    }
-
-    async fn shutdown(mut self) -> Result<()> {
-        if let Some(exec) = self.exec.take() {
-            exec.shutdown().await?;
-        }
-        Ok(())
-    }
-}
-
-/// Runs `test` with a fresh fixture whose pods run as runc containers (for the chart's
-/// operator), and stops the pod executor whatever happens.
-async fn run(prefix: &str, test: impl AsyncFnOnce(&Fixture) -> Result<()>) -> Result<()> {
-    run_with(prefix, Kubelet::Containers, test).await
-}
-
-/// [`run`], with another kind of kubelet.
-async fn run_with(
-    prefix: &str,
-    kubelet: Kubelet,
-    test: impl AsyncFnOnce(&Fixture) -> Result<()>,
-) -> Result<()> {
-    use futures::FutureExt;
-    let f = Fixture::new(prefix, kubelet).await?;
-    let result = std::panic::AssertUnwindSafe(test(&f)).catch_unwind().await;
-    let stopped = f.shutdown().await;
-    match result {
-        Ok(result) => result.and(stopped),
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
+/// [`chart`] on the node `node` says.
+async fn chart_on(node: ChartNode<'_>, prefix: &str, values: &[&str]) -> Result<Studio> {
+    Studio::install_on(
+        node,
+        ChartStudioOptions {
+            prefix,
+            prelude: "",
+            manifests: &scripted(),
+            users: &[],
+            policies: false,
+            values,
+        },
+    )
+    .await
 }
 
 fn phase_of(run: Option<&StudioRun>) -> Option<RunPhase> {
@@ -332,16 +144,15 @@ fn ref_run(name: &str, composition: &str, revision: Option<i64>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy() -> Result<()> {
-    run("run-ok", async |f| {
-        // The namespace enforces Pod Security restricted: the apiserver itself admits the
-        // runner pod against it.
-        let label =
-            json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
-        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(f.admin.clone());
-        namespaces
-            .patch(&f.ns.name, &PatchParams::default(), &Patch::Merge(&label))
-            .await?;
-        let operator = f.chart(&[]).await?;
+    // The namespace enforces Pod Security restricted (from before the install): the apiserver
+    // itself admits the runner pod against it.
+    let restricted = ChartNode {
+        kubelet: Kubelet::Containers,
+        namespace_labels: &[("pod-security.kubernetes.io/enforce", "restricted")],
+    };
+    let studio = chart_on(restricted, "run-ok", &[]).await?;
+    Studio::test(studio, async |f| {
+        let operator = f.chart().context("the chart's operator")?;
         f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
             .await?;
         // What a person types: kubectl wait on the Succeeded condition.
@@ -464,7 +275,7 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
             !reasons.contains(&"PodSecurityNotEnforced"),
             "the namespace enforces restricted: {events:?}"
         );
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -490,8 +301,12 @@ async fn a_run_succeeds_with_the_runner_image_built_as_shipped_static_and_withou
         "the shipped build has no demo: {} {stderr}",
         demo.status
     );
-    run_with("run-shipped", Kubelet::ContainersAsShipped, async |f| {
-        let operator = f.chart(&[]).await?;
+    let as_shipped = ChartNode {
+        kubelet: Kubelet::ContainersAsShipped,
+        ..ChartNode::default()
+    };
+    let studio = chart_on(as_shipped, "run-shipped", &[]).await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("notes-1", "scripted", "jane@example.com"))
             .await?;
         wait_for(
@@ -520,7 +335,7 @@ async fn a_run_succeeds_with_the_runner_image_built_as_shipped_static_and_withou
             },
         )
         .await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -528,8 +343,8 @@ async fn a_run_succeeds_with_the_runner_image_built_as_shipped_static_and_withou
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_there_yet()
 -> Result<()> {
-    run("run-rev", async |f| {
-        let operator = f.chart(&[]).await?;
+    let studio = chart("run-rev", &[]).await?;
+    Studio::test(studio, async |f| {
         f.apply(&composition("notes", "scripted")).await?;
         // Each generation the controller sees is recorded; wait for the first before the next.
         let compositions: Api<Composition> = f.ns.api(&f.admin);
@@ -590,15 +405,15 @@ async fn a_run_executes_the_revision_it_names_and_waits_for_a_composition_not_th
         assert_eq!(phase_of(Some(&waiting)), Some(RunPhase::Pending));
         f.apply(&composition("later", "scripted")).await?;
         f.wait_phase("early", RunPhase::Succeeded).await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Result<()> {
-    run("run-cancel", async |f| {
-        let operator = f.chart(&[]).await?;
+    let studio = chart("run-cancel", &[]).await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("long", "slow", "jane@example.com"))
             .await?;
         f.wait_phase("long", RunPhase::Running).await?;
@@ -644,7 +459,7 @@ async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Re
                 .contains("\"Cancelled\""),
             "the runner's summary is the termination message"
         );
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -666,8 +481,8 @@ fn runc_id(pod: &Pod) -> Result<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
-    run("run-kill", async |f| {
-        let operator = f.chart(&[]).await?;
+    let studio = chart("run-kill", &[]).await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("killed", "slow", "jane@example.com"))
             .await?;
         f.apply(&inline_run("orphaned", "slow", "jane@example.com"))
@@ -680,9 +495,8 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
         let pod = f.pods().get("killed-runner").await?;
         let id = runc_id(&pod)?;
         let state = f
-            .exec
-            .as_ref()
-            .and_then(|e| e.runc_state_dir())
+            .executor()
+            .runc_state_dir()
             .context("container mode has a runc state directory")?
             .to_path_buf();
         let out = tokio::process::Command::new("runc")
@@ -717,7 +531,7 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
             condition_reason(&orphaned, "Succeeded").as_deref(),
             Some("PodDeleted")
         );
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -725,14 +539,25 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_records_the_outcome()
 -> Result<()> {
-    run_with("run-restart", Kubelet::Processes, async |f| {
-        let operator = f.operator(f.config()?).await?;
+    // The controllers in-process (a task the test aborts), as the operator's ServiceAccount
+    // bound to the chart's RBAC; the runners run as processes of the dev node and post to the
+    // test binary's sidecar.
+    let studio = Studio::start(StudioOptions {
+        prefix: "run-restart",
+        sidecar_url: &sidecar_fixture::shared()?.url,
+        manifests: &scripted(),
+        users: &[],
+        policies: false,
+        configure: &|_| {},
+    })
+    .await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("steady", "brief", "jane@example.com"))
             .await?;
         let running = f.wait_phase("steady", RunPhase::Running).await?;
         let first = f.runner_pods(&running).await?;
         ensure!(first.len() == 1, "one pod before the crash");
-        operator.kill().await;
+        f.kill_operator().await?;
         ensure!(
             phase_of(Some(&f.runs().get("steady").await?)) == Some(RunPhase::Running),
             "the run was still running when the operator died"
@@ -757,7 +582,7 @@ async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_
             },
         )
         .await?;
-        let operator = f.operator(f.config()?).await?;
+        f.start_operator().await?;
         let done = f.wait_phase("steady", RunPhase::Succeeded).await?;
         let after = f.runner_pods(&done).await?;
         assert_eq!(after.len(), 1, "no second pod");
@@ -769,17 +594,19 @@ async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_
             Some("inline"),
             "the composition it ran, read back from its plan Secret"
         );
-        operator.stop().await
+        Ok(())
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> Result<()> {
-    run("run-queue", async |f| {
-        let operator = f
-            .chart(&["config.runLimits.maxConcurrentRunsPerOwner=1"])
-            .await?;
+    let studio = chart(
+        "run-queue",
+        &["config.runLimits.maxConcurrentRunsPerOwner=1"],
+    )
+    .await?;
+    Studio::test(studio, async |f| {
         // The slot is held until the test frees it (a ten-minute turn), whatever the speed of
         // the machine.
         f.apply(&inline_run("first", "slow", "jane@example.com"))
@@ -816,15 +643,15 @@ async fn over_the_owner_limit_a_run_is_queued_and_starts_when_a_slot_frees() -> 
             .await?;
         f.wait_phase("first", RunPhase::Cancelled).await?;
         f.wait_phase("second", RunPhase::Succeeded).await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<()> {
-    run("run-ttl", async |f| {
-        let operator = f.chart(&["config.ttlSecondsAfterFinished=3"]).await?;
+    let studio = chart("run-ttl", &["config.ttlSecondsAfterFinished=3"]).await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("brief-life", "scripted", "jane@example.com"))
             .await?;
         let done = f.wait_phase("brief-life", RunPhase::Succeeded).await?;
@@ -840,7 +667,7 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
             }
         })
         .await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -848,8 +675,8 @@ async fn a_finished_run_is_deleted_with_its_children_after_its_ttl() -> Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_needing_a_person_waits_for_them_and_a_cancel_settles_the_approval_rules_4_14_10_15()
 -> Result<()> {
-    run("run-relay", async |f| {
-        let operator = f.chart(&[]).await?;
+    let studio = chart("run-relay", &[]).await?;
+    Studio::test(studio, async |f| {
         let mut spec = pipeline("scripted");
         spec["nodes"]
             .as_array_mut()
@@ -916,17 +743,19 @@ async fn a_run_needing_a_person_waits_for_them_and_a_cancel_settles_the_approval
             },
         )
         .await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_not() -> Result<()> {
-    run("run-budget", async |f| {
-        let operator = f
-            .chart(&["config.runLimits.dailyTokenBudgetPerOwner=1000"])
-            .await?;
+    let studio = chart(
+        "run-budget",
+        &["config.runLimits.dailyTokenBudgetPerOwner=1000"],
+    )
+    .await?;
+    Studio::test(studio, async |f| {
         f.apply(&scripted_model(
             "costly",
             json!({"draft": [{"reply": "expensive",
@@ -967,7 +796,7 @@ async fn an_owner_over_the_daily_token_budget_is_refused_and_another_owner_is_no
         f.apply(&inline_run("fresh", "scripted", "raj@example.com"))
             .await?;
         f.wait_phase("fresh", RunPhase::Succeeded).await?;
-        operator.stop().await
+        Ok(())
     })
     .await
 }
@@ -1006,9 +835,9 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_lifted()
 -> Result<()> {
-    run("run-policy", async |f| {
-        // The operator's own pod first: the policy refuses every pod created in the namespace.
-        let operator = f.chart(&[]).await?;
+    // The operator's own pod first: the policy refuses every pod created in the namespace.
+    let studio = chart("run-policy", &[]).await?;
+    Studio::test(studio, async |f| {
         apply_yaml(&f.admin, None, &deny_runner_pods(&f.ns.name)).await?;
         let policy = format!("pause-{}", f.ns.name);
         let result = async {
@@ -1048,7 +877,7 @@ async fn a_run_whose_pod_a_policy_forbids_waits_saying_so_and_starts_once_it_is_
                 &["delete", "validatingadmissionpolicybinding", &policy],
             )?;
             f.wait_phase("held", RunPhase::Succeeded).await?;
-            operator.stop().await
+            Ok(())
         }
         .await;
         let _ = kubectl(
@@ -1071,20 +900,17 @@ async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_
 -> Result<()> {
     // No kubelet for this namespace: the runner pod is never scheduled. The chart's operator
     // lives in a namespace of its own, whose node runs only that namespace's pods.
-    run_with("run-stuck", Kubelet::None, async |f| {
-        let home = TestNamespace::create(f.env, "run-stuck-home").await?;
-        let exec = container_executor(f.env, &f.admin, &home.name).await?;
-        let values = ["runner.startTimeoutSeconds=10"];
-        let operator =
-            match ChartOperator::install_serving(f.env, &home.name, &f.ns.name, false, &values)
-                .await
-            {
-                Ok(o) => o,
-                Err(e) => {
-                    let _ = exec.shutdown().await;
-                    return Err(e);
-                }
-            };
+    let operator_only = ChartNode {
+        kubelet: Kubelet::OperatorOnly,
+        ..ChartNode::default()
+    };
+    let studio = chart_on(
+        operator_only,
+        "run-stuck",
+        &["runner.startTimeoutSeconds=10"],
+    )
+    .await?;
+    Studio::test(studio, async |f| {
         f.apply(&inline_run("stuck", "scripted", "jane@example.com"))
             .await?;
         let failed = f.wait_phase("stuck", RunPhase::Failed).await?;
@@ -1105,9 +931,7 @@ async fn a_pod_that_never_starts_fails_the_run_past_the_start_timeout_with_what_
             "{message}"
         );
         wait_deleted(&f.pods(), "stuck-runner", TIMEOUT).await?;
-        let stopped = operator.stop().await;
-        exec.shutdown().await?;
-        stopped
+        Ok(())
     })
     .await
 }

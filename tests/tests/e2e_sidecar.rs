@@ -26,6 +26,7 @@ use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
 use orrery_operator::run_token::run_claims;
 use orrery_operator::sidecar::SidecarSettings;
 use orrery_tests::harness::apply_yaml;
+use orrery_tests::manifests::scripted_model;
 use orrery_tests::operator_fixture::{TEST_SIGNING_KEY, TEST_VERIFYING_KEY, test_signer};
 use orrery_tests::sidecar_fixture::TestSidecar;
 use orrery_tests::studio::{
@@ -37,22 +38,10 @@ use serde_json::json;
 
 /// A model whose every node answers after `delay` ms: a four-node pipeline then lasts a while.
 fn models(delay: u64) -> String {
-    format!(
-        r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {{name: scripted}}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        a: [{{delayMs: {delay}, reply: "a: {{{{input}}}}"}}]
-        b: [{{delayMs: {delay}, reply: "b: {{{{input}}}}"}}]
-        c: [{{delayMs: {delay}, reply: "c: {{{{input}}}}"}}]
-        d: [{{delayMs: {delay}, reply: "d: {{{{input}}}}"}}]
-"#
+    let turn = |node: &str| json!([{"delayMs": delay, "reply": format!("{node}: {{{{input}}}}")}]);
+    scripted_model(
+        "scripted",
+        json!({"a": turn("a"), "b": turn("b"), "c": turn("c"), "d": turn("d")}),
     )
 }
 

@@ -27,6 +27,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 use orrery_crds::StudioRun;
 use orrery_tests::harness::{TestNamespace, apply_yaml, ensure_crds, workspace_root};
+use orrery_tests::manifests::scripted_model;
 use orrery_tests::operator_fixture::{RUNNER_IMAGE, TEST_SIGNING_KEY};
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor, default_bin_dir};
 use orrery_tests::testenv;
@@ -35,18 +36,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MODEL: &str = r#"
-apiVersion: studio.orrery.dev/v1alpha1
-kind: RegistryEntry
-metadata: {name: scripted}
-spec:
-  model:
-    provider: Scripted
-    model: scripted-v1
-    script:
-      nodes:
-        only: [{reply: "done: {{input}}"}]
-"#;
+/// The model: its one node answers at once.
+fn model() -> String {
+    scripted_model(
+        "scripted",
+        serde_json::json!({"only": [{"reply": "done: {{input}}"}]}),
+    )
+}
 
 struct Args {
     runs: usize,
@@ -223,7 +219,7 @@ async fn main() -> Result<()> {
     ensure_crds(env).await?;
     let admin = env.admin().await?;
     let ns = TestNamespace::create(env, "bench-op").await?;
-    apply_yaml(&admin, Some(&ns.name), MODEL).await?;
+    apply_yaml(&admin, Some(&ns.name), &model()).await?;
     let exec = PodExecutor::start_with(
         admin.clone(),
         ExecutorConfig::new(format!("node-{}", ns.name))

@@ -404,6 +404,7 @@ async fn only(name: &str, runs: usize, stub_url: Option<&str>) -> Result<()> {
 mod process {
     use super::{INPUT, NODES, REPLY};
     use anyhow::{Context, Result, bail};
+    use orrery_tests::manifests::scripted_model_with;
     use std::io::{BufRead, BufReader, Read};
     use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};
@@ -412,21 +413,16 @@ mod process {
     /// The 10-node Pipeline as manifests: on a Scripted model, or on an OpenAI entry at
     /// `stub_url` (keyless).
     fn manifests(stub_url: Option<&str>) -> String {
-        let mut out = String::from(
-            "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata:\n  name: bench-scripted\nspec:\n  model:\n",
-        );
-        match stub_url {
-            None => {
-                out.push_str("    provider: Scripted\n    model: scripted-v1\n    script:\n      fallback:\n");
-                out.push_str(&format!("        reply: \"{REPLY}\"\n"));
-            }
-            Some(url) => {
-                out.push_str(&format!(
-                    "    provider: OpenAI\n    model: gpt-bench\n    baseUrl: {url}\n"
-                ));
-            }
-        }
-        out.push_str("---\napiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nmetadata:\n  name: bench-pipeline\nspec:\n  pattern: Pipeline\n  nodes:\n");
+        let mut out = match stub_url {
+            None => scripted_model_with(
+                "bench-scripted",
+                serde_json::json!({"fallback": {"reply": REPLY}}),
+            ),
+            Some(url) => format!(
+                "apiVersion: studio.orrery.dev/v1alpha1\nkind: RegistryEntry\nmetadata:\n  name: bench-scripted\nspec:\n  model:\n    provider: OpenAI\n    model: gpt-bench\n    baseUrl: {url}"
+            ),
+        };
+        out.push_str("\n---\napiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nmetadata:\n  name: bench-pipeline\nspec:\n  pattern: Pipeline\n  nodes:\n");
         for i in 0..NODES {
             out.push_str(&format!(
                 "    - id: n{i}\n      kind: LLMAgent\n      model: bench-scripted\n      instruction: Improve the text you are given.\n"
