@@ -848,6 +848,23 @@ impl Studio {
         .await
     }
 
+    /// Starts a run through this studio's sidecar as the holder of `token` (see
+    /// [`start_via_api`]); returns its name.
+    pub async fn start_via_api(&self, token: &str, body: Value) -> Result<String> {
+        start_via_api(&self.sidecar_url, &self.ns.name, token, body).await
+    }
+
+    /// Waits until run `name` waits for a person; returns the run as it is then (its first
+    /// pending approval is `status.pendingApprovals[0]`).
+    pub async fn wait_pending_approval(&self, name: &str) -> Result<StudioRun> {
+        self.wait_run(name, "a pending approval", |r: &StudioRun| {
+            r.status.as_ref().is_some_and(|s| {
+                s.phase == Some(RunPhase::AwaitingApproval) && !s.pending_approvals.is_empty()
+            })
+        })
+        .await
+    }
+
     /// Waits until run `name` satisfies `ready`.
     pub async fn wait_run(
         &self,
@@ -1058,6 +1075,27 @@ pub fn http_client() -> Result<reqwest::Client> {
         .timeout(Duration::from_secs(60))
         .build()
         .context("http client")
+}
+
+/// Starts a run in `ns` through the sidecar at `sidecar` as the holder of `token` (`body` as
+/// `POST /api/v1/runs/{ns}` takes it); returns the created run's name. Anything but 201 is an
+/// error carrying the reply.
+pub async fn start_via_api(sidecar: &str, ns: &str, token: &str, body: Value) -> Result<String> {
+    let (status, run) = api_call(
+        reqwest::Method::POST,
+        format!("{sidecar}/api/v1/runs/{ns}"),
+        token,
+        Some(body),
+    )
+    .await?;
+    ensure!(
+        status == reqwest::StatusCode::CREATED,
+        "start: {status} {run}"
+    );
+    run["metadata"]["name"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the created run has a name")
 }
 
 /// A call to the sidecar's API as the holder of `token`: the status and the JSON body (a body

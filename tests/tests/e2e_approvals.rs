@@ -20,12 +20,12 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
 use orrery_tests::harness::kubectl_ok;
 use orrery_tests::manifests::{Subject, documents, draft_review_publish, scripted_model};
 use orrery_tests::studio::{
-    ChartStudioOptions, ReplicatedOptions, Studio, api_call, grant_studio_role, http_client, token,
+    ChartStudioOptions, ReplicatedOptions, Studio, api_call, grant_studio_role, http_client,
+    start_via_api, token,
 };
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::StatusCode;
@@ -40,35 +40,19 @@ fn models() -> String {
     )
 }
 
-/// Starts a run through the sidecar's API as the holder of `token`; returns its name.
+/// Starts the draft → review → publish run through the sidecar at `sidecar` as the holder of
+/// `token`, with `extra` fields on top of the body; returns its name.
 async fn start(sidecar: &str, ns: &str, token: &str, extra: Value) -> Result<String> {
     let mut body = json!({"composition": draft_review_publish(), "input": "version 2.4"});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.extend(e.clone());
     }
-    let (status, run) = api_call(
-        reqwest::Method::POST,
-        format!("{sidecar}/api/v1/runs/{ns}"),
-        token,
-        Some(body),
-    )
-    .await?;
-    ensure!(status == StatusCode::CREATED, "start: {status} {run}");
-    run["metadata"]["name"]
-        .as_str()
-        .map(str::to_owned)
-        .context("the created run has a name")
+    start_via_api(sidecar, ns, token, body).await
 }
 
 /// Waits until the run waits for a person; returns the pending approval's id and digest.
 async fn awaiting(studio: &Studio, name: &str) -> Result<(String, String)> {
-    let run = studio
-        .wait_run(name, "a pending approval", |r: &StudioRun| {
-            r.status.as_ref().is_some_and(|s| {
-                s.phase == Some(RunPhase::AwaitingApproval) && !s.pending_approvals.is_empty()
-            })
-        })
-        .await?;
+    let run = studio.wait_pending_approval(name).await?;
     let pending = &run.status.as_ref().context("status")?.pending_approvals[0];
     Ok((pending.id.clone(), pending.digest.clone()))
 }

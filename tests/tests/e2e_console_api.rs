@@ -66,20 +66,6 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: runs-only}
 "#;
 
-async fn start(studio: &Studio, token: &str, body: Value) -> Result<String> {
-    let ns = &studio.ns.name;
-    let (status, run) = api_call(
-        Method::POST,
-        format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
-        token,
-        Some(body),
-    )
-    .await?;
-    ensure!(status == StatusCode::CREATED, "start: {status} {run}");
-    let name = run["metadata"]["name"].as_str().context("name")?.to_owned();
-    Ok(name)
-}
-
 fn recorded(run: &StudioRun) -> Result<(String, Option<i64>, String)> {
     let ran = run
         .status
@@ -115,24 +101,21 @@ async fn the_console_api_serves_the_spec_a_run_ran_the_filtered_list_and_who_you
         };
 
         // Two runs of alice's, one by reference and one inline; one of bob's by reference.
-        let by_ref = start(
-            &studio,
-            &alice,
-            json!({"compositionRef": {"name": "notes"}, "input": "v2.4"}),
-        )
-        .await?;
-        let inline = start(
-            &studio,
-            &alice,
-            json!({"composition": pipeline(), "input": "v2.5"}),
-        )
-        .await?;
-        let bobs = start(
-            &studio,
-            &bob,
-            json!({"compositionRef": {"name": "notes"}, "input": "v9"}),
-        )
-        .await?;
+        let by_ref = studio
+            .start_via_api(
+                &alice,
+                json!({"compositionRef": {"name": "notes"}, "input": "v2.4"}),
+            )
+            .await?;
+        let inline = studio
+            .start_via_api(&alice, json!({"composition": pipeline(), "input": "v2.5"}))
+            .await?;
+        let bobs = studio
+            .start_via_api(
+                &bob,
+                json!({"compositionRef": {"name": "notes"}, "input": "v9"}),
+            )
+            .await?;
         let by_ref_run = studio.wait_phase(&by_ref, RunPhase::Succeeded).await?;
         let inline_run = studio.wait_phase(&inline, RunPhase::Succeeded).await?;
         studio.wait_phase(&bobs, RunPhase::Succeeded).await?;

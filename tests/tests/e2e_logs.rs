@@ -12,7 +12,6 @@
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use orrery_crds::StudioRun;
 use orrery_crds::plan_document::TOKEN_FILE;
 use orrery_crds::run::RunPhase;
 use orrery_operator::run::builders::child_names;
@@ -52,25 +51,13 @@ async fn every_operator_log_line_is_json_naming_the_run_and_no_log_holds_approva
         let alice = token(studio.env, ALICE)?;
         let api = |path: &str| format!("{}/api/v1/runs/{ns}/{path}", studio.sidecar_url);
 
-        let (status, run) = api_call(
-            reqwest::Method::POST,
-            format!("{}/api/v1/runs/{ns}", studio.sidecar_url),
-            &alice,
-            Some(json!({"composition": draft_review_publish(), "input": "version 2.4"})),
-        )
-        .await?;
-        ensure!(status == StatusCode::CREATED, "start: {status} {run}");
-        let name = run["metadata"]["name"]
-            .as_str()
-            .context("the run's name")?
-            .to_owned();
-        let waiting = studio
-            .wait_run(&name, "a pending approval", |r: &StudioRun| {
-                r.status.as_ref().is_some_and(|s| {
-                    s.phase == Some(RunPhase::AwaitingApproval) && !s.pending_approvals.is_empty()
-                })
-            })
+        let name = studio
+            .start_via_api(
+                &alice,
+                json!({"composition": draft_review_publish(), "input": "version 2.4"}),
+            )
             .await?;
+        let waiting = studio.wait_pending_approval(&name).await?;
         let uid = waiting.metadata.uid.clone().context("uid")?;
         let pending = &waiting.status.as_ref().context("status")?.pending_approvals[0];
         let (id, digest) = (pending.id.clone(), pending.digest.clone());
