@@ -270,39 +270,14 @@ where
     line
 }
 
-/// Now, as RFC 3339 in UTC with milliseconds.
+/// Now, as RFC 3339 in UTC with milliseconds (the trace events' format).
 fn now_rfc3339() -> String {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    rfc3339(since.as_secs(), since.subsec_millis())
-}
-
-/// `secs` after the Unix epoch (and `millis`), as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
+    crate::events::timestamp::format_epoch_millis(
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX),
     )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -339,13 +314,6 @@ mod tests {
             err.contains("'info,=['") && err.contains("RUST_LOG"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_in_utc() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400, 7), "2000-02-29T00:00:00.007Z");
-        assert_eq!(rfc3339(1_796_457_000, 250), "2026-12-05T07:50:00.250Z");
     }
 
     /// The JSON layer's lines, collected from a subscriber of the test's own.

@@ -20,6 +20,7 @@
 //! [`schema`] publishes the JSON Schema of [`TraceEvent`].
 
 pub mod ingest;
+pub mod timestamp;
 mod types;
 mod visible;
 
