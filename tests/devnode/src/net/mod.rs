@@ -506,10 +506,15 @@ fn teardown_namespaces_and_veths(config: &NetworkConfig) -> Result<(), NetError>
 }
 
 /// Whether a failed `ip` command failed only because its object is already gone (a veth whose
-/// namespace was deleted goes away asynchronously, so it may be listed and then vanish).
+/// namespace was deleted goes away asynchronously, so it may be listed and then vanish). `ip`
+/// says so in several words: "Cannot find device" when it looks the name up itself, the
+/// kernel's "RTNETLINK answers: No such device" when the link vanished between the lookup and
+/// the delete, "No such file" for a namespace.
 fn already_gone(result: &Result<String, NetError>) -> bool {
     matches!(result, Err(NetError::Command { stderr, .. })
-        if stderr.contains("Cannot find device") || stderr.contains("No such file"))
+        if ["Cannot find device", "No such device", "No such file"]
+            .iter()
+            .any(|gone| stderr.contains(gone)))
 }
 
 /// `ip link del name`; a link already gone is fine.
@@ -550,6 +555,30 @@ fn remove_netns_and_veth(netns: &str, veths: &[&str]) -> Result<(), NetError> {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_or_namespace_that_vanished_under_the_delete_counts_as_gone_and_other_failures_do_not()
+    {
+        let failed = |stderr: &str| -> Result<String, NetError> {
+            Err(NetError::Command {
+                command: "ip link del orxnt1v3".into(),
+                status: "exit status: 2".into(),
+                stderr: stderr.into(),
+                fix: "delete the link by hand".into(),
+            })
+        };
+        for gone in [
+            "Cannot find device \"orxnt1v3\"",
+            "RTNETLINK answers: No such device",
+            "Cannot remove namespace file \"/run/netns/x\": No such file or directory",
+        ] {
+            assert!(already_gone(&failed(gone)), "{gone}");
+        }
+        assert!(!already_gone(&failed(
+            "RTNETLINK answers: Operation not permitted"
+        )));
+        assert!(!already_gone(&Ok(String::new())));
+    }
 
     #[test]
     fn veth_names_fit_the_kernel_limit_or_the_config_is_refused() {
