@@ -1,8 +1,10 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App.tsx';
+import { applyStoredTheme } from './app/theme.ts';
 import './index.css';
 
+applyStoredTheme();
 const root = document.getElementById('root');
 if (root === null) throw new Error('index.html has no #root element');
 createRoot(root).render(

@@ -26,6 +26,8 @@ export interface Problem {
   readonly loc: readonly (string | number)[];
   /** `Retry-After` in seconds, on 429 and 503. */
   readonly retryAfterSeconds: number | null;
+  /** A 422's validation findings (`errors`), as sent: read them with `findingsOf` (runs.ts). */
+  readonly errors?: readonly unknown[];
 }
 
 export function globalFetch(): Fetch {
@@ -72,6 +74,7 @@ export async function problemOf(response: Response): Promise<Problem> {
     message: typeof message === 'string' && message !== '' ? message : fallback,
     loc: Array.isArray(loc) ? loc.filter((l): l is string | number => typeof l === 'string' || typeof l === 'number') : [],
     retryAfterSeconds: retryAfter(response),
+    ...(Array.isArray(record['errors']) ? { errors: record['errors'] as unknown[] } : {}),
   };
 }
 
@@ -90,4 +93,73 @@ export function networkProblem(error: unknown): Problem {
 /** `/api/v1/…` path segments, each percent-encoded. */
 export function apiPath(...segments: string[]): string {
   return `/api/v1/${segments.map((s) => encodeURIComponent(s)).join('/')}`;
+}
+
+/** A call's outcome: the reply's status and JSON body, or what went wrong. */
+export type CallResult =
+  | { readonly ok: true; readonly status: number; readonly body: unknown }
+  | { readonly ok: false; readonly problem: Problem };
+
+/** What one API call sends besides the token. */
+export interface CallRequest {
+  readonly method?: 'GET' | 'POST';
+  /** Query parameters; empty strings and `undefined` are left out. */
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  /** Sent as JSON. */
+  readonly body?: unknown;
+}
+
+/** The query string of `query` (with its `?`), or empty. */
+export function queryString(query: Readonly<Record<string, string | number | undefined>> = {}): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined || value === '') continue;
+    params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/**
+ * Calls `path` (an `apiPath`) as the holder of `token`; never throws: a non-2xx reply, no reply
+ * and an abort are each a `Problem` (an abort has code `aborted`).
+ */
+export async function callApi(token: string, path: string, request: CallRequest = {}, options: ApiOptions = {}): Promise<CallResult> {
+  const call = options.fetch ?? globalFetch();
+  const headers = authorized(token, { Accept: 'application/json' });
+  if (request.body !== undefined) headers.set('Content-Type', 'application/json');
+  let response: Response;
+  try {
+    response = await call(`${options.base ?? ''}${path}${queryString(request.query)}`, {
+      method: request.method ?? 'GET',
+      headers,
+      credentials: 'omit',
+      cache: 'no-store',
+      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    if (options.signal?.aborted === true) {
+      return { ok: false, problem: { status: 0, code: 'aborted', message: 'the call was cancelled', loc: [], retryAfterSeconds: null } };
+    }
+    return { ok: false, problem: networkProblem(error) };
+  }
+  if (!response.ok) return { ok: false, problem: await problemOf(response) };
+  let body: unknown = null;
+  if (response.status !== 204) {
+    try {
+      body = await response.json();
+    } catch {
+      return {
+        ok: false,
+        problem: { status: response.status, code: 'reply', message: `the sidecar answered ${path} with something that is not JSON`, loc: [], retryAfterSeconds: null },
+      };
+    }
+  }
+  return { ok: true, status: response.status, body };
+}
+
+/** The problem of a reply whose body is not the shape the API documents. */
+export function shapeProblem(status: number, what: string): Problem {
+  return { status, code: 'reply', message: `the sidecar answered with something that is not ${what} (is this an Orrery sidecar of this version?)`, loc: [], retryAfterSeconds: null };
 }

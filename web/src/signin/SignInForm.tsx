@@ -4,12 +4,14 @@ import { cleanToken, signInFailure } from './messages.ts';
 
 interface Props {
   readonly onSignedIn: (token: string, me: Me) => void;
+  /** Why the person is signing in again (their token was refused mid-session), if so. */
+  readonly notice?: string | null;
 }
 
 type State = { readonly step: 'idle' } | { readonly step: 'checking' } | { readonly step: 'failed'; readonly message: string };
 
 /** Paste a bearer token; `GET /api/v1/me` says whose it is. */
-export function SignInForm({ onSignedIn }: Props) {
+export function SignInForm({ onSignedIn, notice = null }: Props) {
   const [token, setToken] = useState('');
   const [state, setState] = useState<State>({ step: 'idle' });
   const input = useRef<HTMLInputElement>(null);
@@ -52,6 +54,11 @@ export function SignInForm({ onSignedIn }: Props) {
       <h2 id={`${ids}-title`} className="text-xl font-semibold">
         Sign in with your cluster identity
       </h2>
+      {notice === null ? null : (
+        <p role="alert" className="rounded-md border border-amber-700 bg-amber-50 p-3 text-amber-950 dark:border-amber-400 dark:bg-amber-950 dark:text-amber-100">
+          {notice}
+        </p>
+      )}
       <div className="flex flex-col gap-2">
         <label htmlFor={`${ids}-token`} className="font-medium">
           Bearer token

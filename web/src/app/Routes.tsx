@@ -1,0 +1,46 @@
+// Which page the fragment names. Every page gets its own heading (h1), which takes the focus
+// when the page changes, so a screen reader announces where the person is.
+
+import type { Waiting } from '../approvals/waiting.ts';
+import { ApprovalsPage } from '../approvals/ApprovalsPage.tsx';
+import { ComparePage } from '../history/ComparePage.tsx';
+import { HistoryPage } from '../history/HistoryPage.tsx';
+import { ReplayPage } from '../history/ReplayPage.tsx';
+import { RunPage } from '../run/RunPage.tsx';
+import { HomePage } from '../runs/HomePage.tsx';
+import { RunsPage } from '../runs/RunsPage.tsx';
+import { PageHeading } from '../ui/PageHeading.tsx';
+import { link } from '../ui/classes.ts';
+import type { Route } from './route.ts';
+
+export function Routes({ route, waiting }: { readonly route: Route; readonly waiting: Waiting }) {
+  switch (route.page) {
+    case 'home':
+      return <HomePage />;
+    case 'runs':
+      return <RunsPage key={route.namespace} namespace={route.namespace} query={route.query} waiting={waiting} />;
+    case 'run':
+      return <RunPage key={`${route.namespace}/${route.name}`} namespace={route.namespace} name={route.name} waiting={waiting} />;
+    case 'replay':
+      return <ReplayPage key={`${route.namespace}/${route.name}`} namespace={route.namespace} name={route.name} />;
+    case 'approvals':
+      return <ApprovalsPage waiting={waiting} />;
+    case 'history':
+      return <HistoryPage />;
+    case 'compare':
+      return <ComparePage a={route.a} b={route.b} />;
+    case 'not-found':
+      return (
+        <section className="flex flex-col gap-3">
+          <PageHeading>No such page</PageHeading>
+          <p>
+            The console has no page at <code className="font-mono">{route.hash}</code>.{' '}
+            <a className={link} href="#/">
+              Go to your runs
+            </a>
+            .
+          </p>
+        </section>
+      );
+  }
+}

@@ -1,0 +1,12 @@
+// Under construction in this change (issue 23): replaced by the page itself before it lands.
+import { PageHeading } from '../ui/PageHeading.tsx';
+
+export function ReplayPage({ namespace, name }: { readonly namespace: string; readonly name: string }) {
+  return (
+    <section className="flex flex-col gap-4">
+      <PageHeading>
+        Replay of {namespace}/{name}
+      </PageHeading>
+    </section>
+  );
+}
