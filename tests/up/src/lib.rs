@@ -67,6 +67,10 @@ pub const DEMO_RUN: &str = "release-notes-1";
 pub const NODE: &str = "devnode";
 /// The user the kubeconfig's current context is (the run's owner).
 const ADMIN: &str = testenv::ADMIN;
+/// The person the banner tells to sign in to the console: a user of the control plane (not a
+/// ServiceAccount, which cannot decide approvals) bound to the example studio-user Role in
+/// [`NAMESPACE`], so the console shows what a team member sees, not what an admin does.
+const CONSOLE_USER: &str = testenv::ALICE;
 
 /// How long to wait for the operator's pod, the examples and the run.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -544,6 +548,12 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         ),
     );
 
+    // The console's person: the example studio-user Role in the examples' namespace.
+    if let Some(env) = running.env.as_ref() {
+        orrery_tests::studio::grant_studio_user(env, NAMESPACE, CONSOLE_USER)
+            .await
+            .with_context(|| format!("granting {CONSOLE_USER} the studio-user Role"))?;
+    }
     let kubectl = running
         .env
         .as_ref()
@@ -774,12 +784,18 @@ A run that asks a person (the human-review example), decided with kubectl:
   kubectl patch studiorun reviewed-1 --subresource=status --type=json -p \\
       \"[{{\\\"op\\\":\\\"add\\\",\\\"path\\\":\\\"/status/decisions/-\\\",\\\"value\\\":{{\\\"approvalId\\\":\\\"$ID\\\",\\\"decision\\\":\\\"Approve\\\",\\\"digest\\\":\\\"$DIGEST\\\",\\\"decidedBy\\\":\\\"admin\\\"}}}}]\"
 
+The console, in a browser on this machine: {sidecar}/
+  Sign in as {CONSOLE_USER}, a person holding the example studio-user Role in {NAMESPACE}: paste
+  the token this prints (runs you start there are {CONSOLE_USER}'s; {CONSOLE_USER} approves them):
+  sed -n 's/^TESTENV_{console_user_upper}_TOKEN=//p' {env}
+
 The sidecar (run API, live trace, approvals) on loopback: {sidecar}
   TOKEN=$(sed -n 's/^TESTENV_ADMIN_TOKEN=//p' {env})
   curl -sN -H \"Authorization: Bearer $TOKEN\" -H 'Accept: text/event-stream' \\
       {sidecar}/api/v1/runs/{NAMESPACE}/{events_of}/events",
         kubeconfig = kubeconfig.display(),
         env = cluster_dir.join("env").display(),
+        console_user_upper = CONSOLE_USER.to_uppercase(),
     )
 }
 
@@ -999,6 +1015,9 @@ mod tests {
     fn the_banner_names_the_kubeconfig_the_sidecar_and_how_to_stop() {
         let text = ready_text(&banner_for(true), false);
         for want in [
+            "The console, in a browser on this machine: http://127.0.0.1:8080/",
+            "Sign in as alice",
+            "sed -n 's/^TESTENV_ALICE_TOKEN=//p' /s/cluster/env",
             "export KUBECONFIG=/s/cluster/kubeconfig",
             "export PATH=/bin/dir:$PATH",
             "kubectl get compositions,registryentries,studioruns",
