@@ -4,11 +4,12 @@
 #
 # Usage: scripts/install-packages.sh [PACKAGE ...]
 #   no argument: everything the tests need (postgresql, buildah, runc, nftables, iproute2,
-#   busybox-static, openssl); with arguments: only those (e.g. `buildah runc` for `orrery up`).
+#   busybox-static, openssl, chromium and fonts-liberation for the console's browser tests);
+#   with arguments: only those (e.g. `buildah runc` for `orrery up`).
 # Prints the packages it installed, or nothing when all were present.
 set -euo pipefail
 
-all=(postgresql buildah runc nftables iproute2 busybox-static openssl)
+all=(postgresql buildah runc nftables iproute2 busybox-static openssl chromium fonts-liberation)
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
@@ -22,6 +23,11 @@ present() {
         iproute2) command -v ip >/dev/null ;;
         busybox-static) [[ -x /bin/busybox ]] ;;
         openssl) command -v openssl >/dev/null ;;
+        # The browser binary itself (not the /usr/bin/chromium wrapper script): Playwright
+        # launches it (web/playwright.config.ts) and never downloads a browser of its own.
+        chromium) [[ -x /usr/lib/chromium/chromium ]] ;;
+        # Arial's and Times' metrics, so text in the console's screenshots has real glyphs.
+        fonts-liberation) [[ -d /usr/share/fonts/truetype/liberation ]] ;;
         *) echo "install-packages: unknown package $1 (known: ${all[*]})" >&2; exit 2 ;;
     esac
 }

@@ -16,10 +16,14 @@
 #     sidecar store's tests start a throwaway server of their own, tests/src/postgres.rs),
 #     buildah and runc (the images' tests build the images without a daemon and run them),
 #     nftables and iproute2 (the development node's network tests), busybox-static, openssl
-#     (e2e_netpol's throwaway CA); the list lives in scripts/install-packages.sh;
+#     (e2e_netpol's throwaway CA), chromium and fonts-liberation (the console's Playwright tests
+#     in e2e_console, which never download a browser); the list lives in
+#     scripts/install-packages.sh;
 #   - the web console's packages (web/package-lock.json, `npm ci --engine-strict`, Node 20.19 or
 #     later; npm's cache under ${XDG_CACHE_HOME:-~/.cache}/orrery/npm), then its type check,
-#     lint, Vitest tests and build into web/dist: the `web` step.
+#     lint, Vitest tests and build into web/dist: the `web` step. It runs before the tests: the
+#     operator image they build carries web/dist (tests/images/build.sh), and e2e_console runs
+#     the Playwright specs with these packages.
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #

@@ -12,6 +12,10 @@
 #   ORRERY_IMAGES_RUNNER_BIN  the runner image's binary when it is not BIN_DIR/orrery: e.g. the
 #            build operator/Dockerfile ships (static, without the `cli` feature; the tests build
 #            it with tests/src/images.rs `pod_build_binary`)
+#   ORRERY_IMAGES_CONSOLE_DIR  the built web console the operator image carries at
+#            /usr/share/orrery/console (the Dockerfile's `console` stage); default <repo>/web/dist,
+#            which `cd web && npm ci --engine-strict && npm run build` makes (scripts/test.sh's web
+#            step). The build fails when it has no index.html.
 # The last line on standard output is OUT_DIR; everything else goes to standard error.
 #
 # Each image is `FROM scratch` with the binary at /usr/local/bin/, exactly the shared libraries
@@ -19,7 +23,8 @@
 # bundle, /etc/passwd and /etc/group naming `nonroot` (65532) and an empty /tmp: the layout of
 # the runtime stage of operator/Dockerfile (distroless cc-debian12:nonroot), which cannot be
 # built here (no Docker engine, no registry to pull base images from). USER 65532:65532,
-# ENTRYPOINT the binary, no shell.
+# ENTRYPOINT the binary, no shell. The operator image also holds the console's files at
+# /usr/share/orrery/console, owned by root, directories 0755 and files 0644.
 #
 # buildah runs with the vfs driver and a private storage root under OUT_DIR/.buildah, so it
 # never touches the machine's own container storage; the images are removed from it once
@@ -32,6 +37,9 @@ repo="$(cd "$here/../.." && pwd)"
 bin_dir="${1:-${ORRERY_IMAGES_BIN_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}}"
 out_dir="${2:-${ORRERY_IMAGES_OUT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/orrery/images}}"
 runner_bin="${ORRERY_IMAGES_RUNNER_BIN:-$bin_dir/orrery}"
+console_dir="${ORRERY_IMAGES_CONSOLE_DIR:-$repo/web/dist}"
+# Where the operator image keeps the console (operator/Dockerfile; the chart's sidecar.consoleDir).
+console_path=/usr/share/orrery/console
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)"
 
 log() { echo "images: $*" >&2; }
@@ -40,6 +48,13 @@ die() { echo "images: error: $*" >&2; exit 1; }
 command -v buildah >/dev/null 2>&1 \
     || die "buildah not found: apt-get install buildah (Debian 12 has 1.28)"
 command -v ldd >/dev/null 2>&1 || die "ldd not found: apt-get install libc-bin"
+if [ ! -f "$console_dir/index.html" ]; then
+    if [ -n "${ORRERY_IMAGES_CONSOLE_DIR:-}" ]; then
+        die "ORRERY_IMAGES_CONSOLE_DIR=$console_dir has no index.html: point it at a built console (web/dist)"
+    fi
+    die "$console_dir/index.html not found: the operator image carries the built web console; build it first: cd web && npm ci --engine-strict && npm run build (or set ORRERY_IMAGES_CONSOLE_DIR to a built console)"
+fi
+console_dir="$(cd "$console_dir" && pwd)"
 
 mkdir -p "$out_dir"
 out_dir="$(cd "$out_dir" && pwd)"
@@ -94,6 +109,12 @@ stage() {
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' \
         >"$ctx/rootfs/etc/passwd"
     printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$ctx/rootfs/etc/group"
+    if [ "$name" = operator ]; then
+        # The console's files, read-only for 65532 (COPY --from=console in the Dockerfile).
+        mkdir -p "$ctx/rootfs$console_path"
+        cp -R "$console_dir/." "$ctx/rootfs$console_path/"
+        chmod -R u=rwX,go=rX "$ctx/rootfs/usr/share/orrery"
+    fi
     chmod 1777 "$ctx/rootfs/tmp"
     chmod 0700 "$ctx/home/nonroot"
     chown -R 0:0 "$ctx/rootfs"

@@ -6,6 +6,10 @@
 //! [`built_with_pod_build`] is the same pair of images with the runner image's binary built the
 //! way `operator/Dockerfile` ships it: statically linked, without the `cli` feature
 //! ([`pod_build_binary`]).
+//!
+//! The operator image carries the built web console at [`CONSOLE_DIR`], from [`console_source`]
+//! (`web/dist` unless `ORRERY_IMAGES_CONSOLE_DIR` says otherwise): build it first with
+//! `cd web && npm ci --engine-strict && npm run build` (scripts/test.sh's `web` step does).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -19,6 +23,39 @@ use crate::harness::{TestBuild, workspace_binary, workspace_root};
 /// The flags `operator/Dockerfile` links the runner image's binary with: static glibc, no
 /// position-independent code (so no loader and no relocations at start).
 pub const POD_BUILD_RUSTFLAGS: &str = "-C target-feature=+crt-static -C relocation-model=static";
+
+/// Where the operator image keeps the web console's files: `operator/Dockerfile` copies the
+/// `console` stage's build there, `tests/images/build.sh` copies [`console_source`] there, and
+/// the chart's sidecar serves it (`sidecar.consoleDir`, `--console-dir`).
+pub const CONSOLE_DIR: &str = "/usr/share/orrery/console";
+
+/// The variable that names the built console `tests/images/build.sh` copies into the operator
+/// image instead of `web/dist`.
+pub const CONSOLE_SOURCE_ENV: &str = "ORRERY_IMAGES_CONSOLE_DIR";
+
+/// The built console the operator image gets: `ORRERY_IMAGES_CONSOLE_DIR`, else `web/dist`.
+pub fn console_source() -> PathBuf {
+    std::env::var_os(CONSOLE_SOURCE_ENV)
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| workspace_root().join("web/dist"), PathBuf::from)
+}
+
+/// The newest modification time of the files under `dir` (None when it cannot be read).
+fn newest_under(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = std::fs::metadata(dir).and_then(|m| m.modified()).ok()?;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).ok()? {
+            let path = entry.ok()?.path();
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            newest = newest.max(meta.modified().ok()?);
+            if meta.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    Some(newest)
+}
 
 /// Runs `tests/images/build.sh <directory of the workspace's binaries> <out>`; returns the
 /// directory it printed last (where `runner.tar` and `operator.tar` are).
@@ -107,9 +144,10 @@ fn built_once(
     Ok(dir)
 }
 
-/// `out`, when both archives in it are newer than the binaries they hold and the script that
-/// builds them: the build is reproducible, so a rebuild would write the same archives. The
-/// binaries are built first when stale (as [`build`] does).
+/// `out`, when both archives in it are newer than the binaries they hold, the console's files
+/// ([`console_source`]) and the script that builds them: the build is reproducible, so a
+/// rebuild would write the same archives. The binaries are built first when stale (as [`build`]
+/// does).
 pub fn fresh(out: &Path) -> Option<PathBuf> {
     fresh_with(out, workspace_binary("orrery").ok()?)
 }
@@ -123,9 +161,13 @@ fn fresh_with(out: &Path, runner: PathBuf) -> Option<PathBuf> {
         operator,
         workspace_root().join("tests/images/build.sh"),
     ];
+    let console = console_source();
+    // No built console: not fresh, and the build says how to make one.
+    modified(&console.join("index.html"))?;
     let newest_input = inputs
         .iter()
         .map(|p| modified(p))
+        .chain([newest_under(&console)])
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .max()?;
@@ -209,6 +251,34 @@ fn host_triple() -> Result<String> {
 #[allow(clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dockerfile_the_image_script_and_the_chart_put_the_console_in_one_place() {
+        for (file, says) in [
+            (
+                "operator/Dockerfile",
+                format!("COPY --from=console --chown=0:0 /web/dist {CONSOLE_DIR}"),
+            ),
+            (
+                "tests/images/build.sh",
+                format!("console_path={CONSOLE_DIR}"),
+            ),
+            (
+                "charts/orrery/values.yaml",
+                format!("consoleDir: {CONSOLE_DIR}"),
+            ),
+        ] {
+            let text = std::fs::read_to_string(workspace_root().join(file)).expect(file);
+            assert!(text.contains(&says), "{file} says `{says}`");
+        }
+        let script = std::fs::read_to_string(workspace_root().join("tests/images/build.sh"))
+            .expect("build.sh");
+        assert!(
+            script.contains(&format!("{CONSOLE_SOURCE_ENV}:-$repo/web/dist"))
+                && script.contains("cd web && npm ci --engine-strict && npm run build"),
+            "build.sh takes web/dist unless {CONSOLE_SOURCE_ENV} is set, and names the fix"
+        );
+    }
 
     #[test]
     fn every_build_of_the_runner_image_binary_links_it_with_the_tests_flags() {

@@ -1,8 +1,8 @@
 //! The sidecar's additions for the console (issue 23), end to end against the chart's operator
 //! on the real control plane: the spec a run ran (inline and by reference, the digest the run
 //! recorded, 404 to others, 403 naming the rule a Role lacks), the run list's filters and pages,
-//! `/me` naming the namespace the install serves, and the console's paths answering "not
-//! installed" under the API's policy while the image carries no console.
+//! `/me` naming the namespace the install serves, and the console the operator image carries
+//! served at its paths under the console's own policy (`console::check_served`).
 //!
 //! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
 //! this test binary. Needs root, buildah and runc (the images).
@@ -10,9 +10,10 @@
 use anyhow::{Context as _, Result, ensure};
 use orrery_crds::StudioRun;
 use orrery_crds::run::RunPhase;
+use orrery_tests::console::check_served;
 use orrery_tests::harness::apply_yaml;
 use orrery_tests::manifests::{documents, scripted_model};
-use orrery_tests::studio::{ChartStudioOptions, Studio, api_call, http_client, token};
+use orrery_tests::studio::{ChartStudioOptions, Studio, api_call, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -208,25 +209,8 @@ async fn the_console_api_serves_the_spec_a_run_ran_the_filtered_list_and_who_you
             "{status} {me}"
         );
 
-        // The image carries no console yet: its paths say so, under the API's policy.
-        let response = http_client()?
-            .get(format!("{base}/runs/{ns}"))
-            .send()
-            .await?;
-        let csp = response
-            .headers()
-            .get("content-security-policy")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        let status = response.status();
-        let text = response.text().await?;
-        ensure!(
-            status == StatusCode::NOT_FOUND
-                && text.contains("the console is not installed")
-                && csp.starts_with("default-src 'none'"),
-            "{status} {csp} {text}"
-        );
+        // The image carries the console: its paths are the built files, under its own policy.
+        check_served(&base, &format!("/runs/{ns}")).await?;
         Ok(())
     }
     .await;

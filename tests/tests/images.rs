@@ -4,10 +4,12 @@
 //! is read, unpacked and run through `orrery_devnode::oci` as a restricted pod would run it:
 //! user 65532, read-only root filesystem, no capabilities, its own namespaces. A long-running
 //! runner (the demo fleet) is stopped with `runc kill TERM` and exits 0; building twice from the
-//! same binaries gives the same manifests.
+//! same binaries gives the same manifests. The operator image carries the built web console
+//! (`web/dist`, or `ORRERY_IMAGES_CONSOLE_DIR`) at `/usr/share/orrery/console`.
 //!
 //! Needs root, buildah and runc (Debian packages `buildah` and `runc`); the binaries are built
-//! first when missing (`harness::workspace_binary`).
+//! first when missing (`harness::workspace_binary`); the console must be built
+//! (`cd web && npm ci --engine-strict && npm run build`).
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -244,6 +246,40 @@ fn the_operator_image_runs_as_non_root_from_a_read_only_root_without_a_shell() -
         "{stdout}"
     );
 
+    Ok(())
+}
+
+#[test]
+fn the_operator_image_carries_the_built_console_owned_by_root_and_read_only_for_its_user()
+-> Result<()> {
+    let image = Unpacked::new("operator", "console")?;
+    let console = image
+        .rootfs()
+        .join(images::CONSOLE_DIR.trim_start_matches('/'));
+    let source = images::console_source();
+    let files = walk(&console)?;
+    assert!(files.contains("index.html"), "{files:?}");
+    assert_eq!(
+        files,
+        walk(&source)?,
+        "the image holds exactly the build's files"
+    );
+    for file in std::iter::once(String::new()).chain(files) {
+        let path = console.join(&file);
+        let meta = std::fs::symlink_metadata(&path)?;
+        let mode = meta.mode() & 0o7777;
+        assert_eq!(meta.uid(), 0, "{file} is root's");
+        if meta.is_dir() {
+            assert_eq!(mode, 0o755, "{file}/: {mode:o}");
+        } else {
+            assert!(meta.is_file(), "{file} is a plain file");
+            assert_eq!(mode, 0o644, "{file}: {mode:o}");
+            assert!(
+                std::fs::read(&path)? == std::fs::read(source.join(&file))?,
+                "{file} is the build's"
+            );
+        }
+    }
     Ok(())
 }
 
