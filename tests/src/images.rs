@@ -57,6 +57,55 @@ fn newest_under(dir: &Path) -> Option<std::time::SystemTime> {
     Some(newest)
 }
 
+/// Builds the web console into `web/dist` when it is missing or older than what it is built
+/// from (`web/src`, `web/index.html`, the lockfile, the Vite config): `npm ci --engine-strict`
+/// when `node_modules` is older than the lockfile, then `npm run build`. `orrery up` calls it
+/// before the images, so a fresh clone needs nothing but Node 20.19 or later. Returns `web/dist`.
+pub fn build_console() -> Result<PathBuf> {
+    let web = workspace_root().join("web");
+    let dist = web.join("dist");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let inputs = [
+        newest_under(&web.join("src")),
+        modified(&web.join("index.html")),
+        modified(&web.join("package-lock.json")),
+        modified(&web.join("vite.config.ts")),
+    ];
+    let newest_input = inputs.iter().flatten().max().copied();
+    let built = modified(&dist.join("index.html"));
+    if built.is_some() && built >= newest_input {
+        return Ok(dist);
+    }
+    let npm = |args: &[&str]| -> Result<()> {
+        let status = Command::new("npm")
+            .args(args)
+            .current_dir(&web)
+            .status()
+            .with_context(|| {
+                format!(
+                    "running npm {} in web/: is Node 20.19 or later with npm installed?",
+                    args.join(" ")
+                )
+            })?;
+        ensure!(
+            status.success(),
+            "npm {} in web/ failed ({status}): see its output above",
+            args.join(" ")
+        );
+        Ok(())
+    };
+    let installed = modified(&web.join("node_modules/.package-lock.json"));
+    if installed.is_none() || installed < modified(&web.join("package-lock.json")) {
+        npm(&["ci", "--engine-strict", "--no-audit", "--no-fund"])?;
+    }
+    npm(&["run", "build"])?;
+    ensure!(
+        dist.join("index.html").is_file(),
+        "npm run build wrote no web/dist/index.html"
+    );
+    Ok(dist)
+}
+
 /// Runs `tests/images/build.sh <directory of the workspace's binaries> <out>`; returns the
 /// directory it printed last (where `runner.tar` and `operator.tar` are).
 pub fn build(out: &Path) -> Result<PathBuf> {

@@ -76,7 +76,7 @@ const CONSOLE_USER: &str = testenv::ALICE;
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The number of numbered steps [`start`] prints.
-pub const STEPS: usize = 10;
+pub const STEPS: usize = 11;
 
 /// How pods are networked (`--pod-network`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -366,6 +366,14 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .parent()
         .map(|d| d.join("orrery-images"))
         .context("the binaries' directory")?;
+    progress
+        .step(
+            "console",
+            "the web console web/dist (npm ci and npm run build in web/)",
+            Some("about 1 min"),
+            images::build_console,
+        )
+        .await?;
     let images = progress
         .step(
             "images",
