@@ -33,7 +33,8 @@ export function RunsPage({ namespace, query, waiting }: Props) {
   const chooser = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
-    if (choosing) chooser.current?.querySelector('input')?.focus();
+    // the current name is selected, so typing replaces it
+    if (choosing) chooser.current?.querySelector('input')?.select();
   }, [choosing]);
 
   // The namespace's Compositions, as suggestions only (a Role that cannot list them loses nothing).
