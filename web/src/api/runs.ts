@@ -158,8 +158,13 @@ export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok
 
 export interface RunFilters {
   readonly composition?: string;
-  readonly phase?: RunPhase | '';
-  readonly role?: 'owner' | 'approver' | '';
+  /**
+   * A `RunPhase`, or empty for any. Any other word (a hand-edited address) is sent as it is:
+   * the sidecar refuses it with a 400 at `["query"]` whose message lists the phases.
+   */
+  readonly phase?: RunPhase | '' | (string & Record<never, never>);
+  /** `owner`, `approver`, or empty for either; any other word is the sidecar's 400 too. */
+  readonly role?: 'owner' | 'approver' | '' | (string & Record<never, never>);
   readonly limit?: number;
   readonly continue?: string;
 }
