@@ -29,6 +29,8 @@ import {
   type DigestStatus,
 } from './rules.ts';
 
+const SENDING = 'Sending your decision: the sidecar waits up to 30 s for the run to take it up.';
+
 const warning = 'rounded-md border-2 border-amber-700 bg-amber-50 p-3 text-amber-950 dark:border-amber-400 dark:bg-amber-950 dark:text-amber-50';
 
 const escapeMark = 'rounded bg-amber-200 px-0.5 text-amber-950 dark:bg-amber-800 dark:text-amber-50';
@@ -62,8 +64,8 @@ export function ApprovalCardView(props: CardViewProps) {
   const words = kindWords(approval.kind);
   const clock = clockOf(seconds);
   const sending = busy !== null;
-  const approveOff = approveBlocked({ person, kind: approval.kind, complete: approval.complete, size: approval.size, digest, seconds, read, recorded, answer }) ?? (sending ? 'Sending your decision…' : null);
-  const rejectOff = rejectBlocked({ person, recorded, seconds }) ?? (sending ? 'Sending your decision…' : null);
+  const approveOff = approveBlocked({ person, kind: approval.kind, complete: approval.complete, size: approval.size, digest, seconds, read, recorded, answer }) ?? (sending ? SENDING : null);
+  const rejectOff = rejectBlocked({ person, recorded, seconds }) ?? (sending ? SENDING : null);
   const check = digestText(digest);
   const question = approval.kind === 'Input';
   const fieldId = `${ids}-field`;

@@ -75,14 +75,25 @@ export function ApprovalsPage({ waiting }: { readonly waiting: Waiting }) {
           </a>
           .
         </p>
+      ) : count === 0 && groups.length === 0 ? (
+        <div className="flex flex-col gap-2">
+          <p>Nothing is waiting for you in namespace {namespace}.</p>
+          <p className={muted}>
+            When a run you own or approve asks a person (a HumanApproval node, a remote agent&apos;s question, an acting remote&apos;s request), it appears
+            here and its count shows beside Approvals in the navigation and in the tab&apos;s title. This page looks again every 10 seconds.{' '}
+            <a className={link} href={href({ page: 'runs', namespace, query: new URLSearchParams() })}>
+              Your runs in {namespace}
+            </a>
+          </p>
+        </div>
       ) : (
         <p className={muted}>
           {count === null
             ? `Looking for approvals in namespace ${namespace}…`
             : count === 0
-              ? `Nothing is waiting for you in namespace ${namespace}.`
+              ? `Nothing else is waiting for you in namespace ${namespace}.`
               : `${count} ${count === 1 ? 'approval waits' : 'approvals wait'} for you in namespace ${namespace}, in runs you own or approve.`}{' '}
-          {me.person ? 'Read each text to its end before you approve it.' : null}
+          {me.person && count !== null && count > 0 ? 'Read each text to its end before you approve it.' : null}
         </p>
       )}
       {me.person ? null : <ServiceAccountNote username={me.username} />}

@@ -132,7 +132,7 @@ export function approveBlocked(inputs: ApproveInputs): string | null {
   }
   if (inputs.digest.state === 'mismatch') return 'The digest does not match: do not approve. The text shown is not the text the run asked about.';
   if (inputs.digest.state === 'checking') return 'Checking the digest of the text…';
-  if (!inputs.read) return 'Scroll the text to its end first: approve only what you have read.';
+  if (!inputs.read) return 'Scroll the text to its end first (or focus it and press End): approve only what you have read.';
   if (inputs.kind === 'Input' && inputs.answer.trim() === '') return 'Write an answer first.';
   return null;
 }
