@@ -10,6 +10,13 @@
 // - remote calls: each outbound `a2a.message`;
 // - time: from `run.start` to the latest event, less the time people took to decide (the
 //   run's deadline is paused while a person decides, rule 12.39).
+//
+// Which edges were taken: a route (`route.taken`) and a loop's back edge (`loop.iteration`) say
+// so themselves (a labelled back edge says it twice, counted once); a supervisor's child is
+// reached from its parent's entry (`parentEntry`). For the other edges, given the spec's edges,
+// an edge `a→b` is taken when `b` is entered after `a` exited (since `b` was last entered): so
+// every branch of a fan-out, and every branch into its join, count once. Without the spec's
+// edges, the last node that exited at the top level is taken as the way in.
 
 import type { ApprovalDecided, ApprovalRequested, BudgetHit, BudgetKey, BudgetLimits, NodeStatus, Outcome, RunEnd, RunStart, TraceEvent } from '../api/trace.ts';
 
@@ -36,6 +43,18 @@ export interface NodeView {
   model: string | null;
   /** Open entries (a parallel node or a supervisor's child can be in more than one). */
   open: number;
+  /** The budget that ran out while this node ran (`budget.hit`), if one did. */
+  budgetHit: BudgetKey | null;
+}
+
+/** An edge of the spec, as the model needs it to tell which edges were taken. */
+export interface ModelEdge {
+  readonly from: string;
+  readonly to: string;
+  /** A routed edge (taken by `route.taken`). */
+  readonly when?: string | null;
+  /** A loop's back edge (taken by `loop.iteration`). */
+  readonly maxIterations?: number | null;
 }
 
 export interface LoopView {
@@ -52,6 +71,12 @@ export interface ApprovalView {
 }
 
 export type Used = Record<BudgetKey, number>;
+
+/** The mutable model and its version as of a frame: a view holds a new one each time the model moved. */
+export interface RunSnapshot {
+  readonly model: RunModel;
+  readonly version: number;
+}
 
 export class RunModel {
   /** Every event applied, in seq order (the timeline). */
@@ -78,10 +103,30 @@ export class RunModel {
   private lastNodeExited: string | null = null;
   private startMs: number | null = null;
   private readonly waitingSince = new Map<string, number>();
+  /** For each node, the sources of the spec's plain edges into it (neither routed nor a loop's); null without the spec's edges. */
+  private readonly plainInto: Map<string, string[]> | null;
+  private readonly lastEnterSeq = new Map<string, number>();
+  private readonly lastExitSeq = new Map<string, number>();
+  /** The back edge the previous event (a `loop.iteration`) took: its `route.taken` is the same step. */
+  private loopJustTaken: string | null = null;
 
-  /** Nodes known before any event: the spec's, so the graph shows them idle. */
-  constructor(nodes: readonly { readonly id: string; readonly kind: string }[] = []) {
+  /**
+   * Nodes known before any event (the spec's, so the graph shows them idle) and, optionally,
+   * the spec's edges, which tell which edge a node was entered by.
+   */
+  constructor(nodes: readonly { readonly id: string; readonly kind: string }[] = [], edges?: readonly ModelEdge[]) {
     for (const node of nodes) this.nodes.set(node.id, blankNode(node.id, node.kind));
+    if (edges === undefined) {
+      this.plainInto = null;
+    } else {
+      this.plainInto = new Map();
+      for (const edge of edges) {
+        if ((edge.when ?? null) !== null || (edge.maxIterations ?? null) !== null) continue;
+        const into = this.plainInto.get(edge.to) ?? [];
+        into.push(edge.from);
+        this.plainInto.set(edge.to, into);
+      }
+    }
   }
 
   get outcome(): Outcome | null {
@@ -120,10 +165,19 @@ export class RunModel {
         if (event.model != null) node.model = event.model;
         if (event.input != null) node.input = event.input;
         this.entryNode.set(event.entry, event.nodeId);
+        const parent = event.parentEntry == null ? undefined : this.entryNode.get(event.parentEntry);
         if (event.parentEntry != null) this.used.maxDelegations += 1;
-        if (this.lastNodeExited !== null && this.lastNodeExited !== event.nodeId && event.depth === 0) {
+        if (parent !== undefined) {
+          this.take(parent, event.nodeId);
+        } else if (this.plainInto !== null) {
+          const since = this.lastEnterSeq.get(event.nodeId) ?? 0;
+          for (const from of this.plainInto.get(event.nodeId) ?? []) {
+            if ((this.lastExitSeq.get(from) ?? 0) > since) this.take(from, event.nodeId);
+          }
+        } else if (this.lastNodeExited !== null && this.lastNodeExited !== event.nodeId && event.depth === 0) {
           this.take(this.lastNodeExited, event.nodeId);
         }
+        this.lastEnterSeq.set(event.nodeId, event.seq);
         break;
       }
       case 'node.exit': {
@@ -138,13 +192,14 @@ export class RunModel {
         if (node.open === 0) node.state = event.status;
         this.used.maxTokens += event.tokens;
         this.entryNode.delete(event.entry);
+        this.lastExitSeq.set(event.nodeId, event.seq);
         if (event.depth === 0) this.lastNodeExited = event.nodeId;
         for (const edge of this.liveEdges) if (edge.endsWith(`→${event.nodeId}`)) this.liveEdges.delete(edge);
         break;
       }
       case 'route.taken':
         if (event.to != null) {
-          this.take(event.nodeId, event.to);
+          if (this.loopJustTaken !== `${event.nodeId}→${event.to}`) this.take(event.nodeId, event.to);
           this.lastNodeExited = null;
         }
         break;
@@ -159,6 +214,7 @@ export class RunModel {
           this.take(event.tail, event.head);
           this.lastNodeExited = null;
         }
+        this.loopJustTaken = event.stopped ? null : key;
         break;
       }
       case 'tool.call':
@@ -175,6 +231,7 @@ export class RunModel {
         break;
       case 'budget.hit':
         this.budgetHits.push(event);
+        if (event.nodeId != null) this.node(event.nodeId).budgetHit = event.budget;
         break;
       case 'approval.requested':
         this.approvals.set(event.approvalId, { requested: event, decided: null });
@@ -191,6 +248,7 @@ export class RunModel {
         break;
       }
     }
+    if (event.type !== 'loop.iteration') this.loopJustTaken = null;
     if (!Number.isNaN(at) && this.startMs !== null && this.end === null) {
       this.used.timeoutSeconds = Math.max(0, (at - this.startMs - this.waitMs - this.openWaitMs(at)) / 1000);
     }
@@ -245,7 +303,7 @@ export class RunModel {
 }
 
 function blankNode(id: string, kind: string): NodeView {
-  return { id, kind, state: 'idle', entries: 0, tokens: 0, modelCalls: 0, durationMs: 0, calls: 0, label: null, error: null, input: null, answer: null, model: null, open: 0 };
+  return { id, kind, state: 'idle', entries: 0, tokens: 0, modelCalls: 0, durationMs: 0, calls: 0, label: null, error: null, input: null, answer: null, model: null, open: 0, budgetHit: null };
 }
 
 /** The share of a budget used, 0 to 1 (a limit of 0 counts as full once anything is used). */

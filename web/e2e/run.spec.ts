@@ -1,0 +1,116 @@
+// The live run panel in Chromium against the real sidecar (issue 23, rules 12.31–12.46): alice
+// starts a human-review run through the API with her own token, opens its panel, sees the
+// graph of the spec it ran, the review node "awaiting you", and a timeline listing every event
+// once, seqs 1..N; then cancels it from the panel. Run by tests/tests/e2e_console.rs with the
+// environment below; self-contained (signs in by pasting the token).
+
+import { expect, test, type Locator, type Page } from '@playwright/test';
+
+declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (value === undefined || value === '') throw new Error(`${name} is not set (tests/tests/e2e_console.rs sets it)`);
+  return value;
+}
+
+const base = (): string => env('ORRERY_CONSOLE_URL').replace(/\/$/, '');
+const namespace = (): string => env('ORRERY_CONSOLE_NAMESPACE');
+const alice = (): string => env('ORRERY_TOKEN_ALICE');
+
+async function api(token: string, path: string, init: { readonly method?: string; readonly body?: unknown } = {}): Promise<{ readonly status: number; readonly body: unknown }> {
+  const response = await fetch(`${base()}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown) };
+}
+
+function field(value: unknown, ...path: string[]): unknown {
+  let at = value;
+  for (const key of path) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+  return at;
+}
+
+async function signIn(page: Page, token: string): Promise<void> {
+  await page.goto(`${base()}/`);
+  const box = page.getByLabel('Bearer token');
+  await box.fill(token);
+  await box.press('Enter');
+  await expect(page.getByText('Signed in as')).toBeVisible();
+}
+
+/** Every seq the timeline lists, scrolling its region from top to bottom (it draws only the rows in view). */
+async function timelineSeqs(region: Locator): Promise<number[]> {
+  const seqs: number[] = [];
+  await region.evaluate((el) => {
+    el.scrollTop = 0;
+  });
+  for (;;) {
+    await region.page().waitForTimeout(50);
+    seqs.push(...(await region.locator('tr[data-seq]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))))));
+    const more = await region.evaluate((el) => {
+      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return false;
+      el.scrollTop += el.clientHeight / 2;
+      return true;
+    });
+    if (!more) break;
+  }
+  return [...new Set(seqs)].sort((a, b) => a - b);
+}
+
+test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page }) => {
+  test.setTimeout(180_000);
+  const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
+    method: 'POST',
+    body: { compositionRef: { name: 'human-review' }, input: 'version 2.4' },
+  });
+  expect(started.status, JSON.stringify(started.body)).toBe(201);
+  const name = field(started.body, 'metadata', 'name');
+  if (typeof name !== 'string') throw new Error('the started run has no name');
+
+  await signIn(page, alice());
+  await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+
+  // The graph of the spec the run ran, each node named with its id, kind and state.
+  const graph = page.getByRole('application', { name: /^Graph of human-review/ });
+  await expect(graph).toBeVisible({ timeout: 30_000 });
+  for (const [id, kind] of [
+    ['research', 'LLMAgent'],
+    ['writer', 'LLMAgent'],
+    ['review', 'HumanApproval'],
+    ['publish', 'LLMAgent'],
+  ] as const) {
+    await expect(graph.getByRole('group', { name: new RegExp(`^${id}, ${kind}, `) })).toBeVisible();
+  }
+
+  // The run reaches the review and waits for alice.
+  const review = graph.getByRole('group', { name: /^review, HumanApproval, awaiting you/ });
+  await expect(review).toBeVisible({ timeout: 120_000 });
+  await expect(review).toContainText('awaiting you');
+  await expect(page.getByText(/1 approval waits/)).toBeVisible();
+
+  // The timeline lists every stored event once: seqs 1..N, N as the sidecar has them.
+  const stored = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}/events?after=0&limit=500`);
+  expect(stored.status).toBe(200);
+  const events = field(stored.body, 'events');
+  if (!Array.isArray(events)) throw new Error('no events page');
+  const n = events.length;
+  expect(n).toBeGreaterThan(3);
+  const region = page.getByRole('region', { name: 'Timeline of events' });
+  await expect(page.getByText(`${n} events, oldest first.`)).toBeVisible();
+  expect(await timelineSeqs(region)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+
+  // Enter on a focused node shows its details.
+  await graph.getByRole('group', { name: /^research, LLMAgent/ }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('tab', { name: 'Node details: research', selected: true })).toBeVisible();
+
+  // Cancel, with its confirmation; the run ends Cancelled and the panel says so.
+  await page.getByRole('button', { name: 'Cancel run…' }).click();
+  await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
+  await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
+});
