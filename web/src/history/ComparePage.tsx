@@ -5,7 +5,7 @@
 
 import { useEffect, useId, useState } from 'react';
 import type { Problem } from '../api/http.ts';
-import { getRun, type Run } from '../api/runs.ts';
+import { getRun, isTerminal, type Run } from '../api/runs.ts';
 import { formatRunKey, href, navigate, parseRunKey, type RunKey } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
 import type { RunModel } from '../run/model.ts';
@@ -29,8 +29,8 @@ export function ComparePage({ a, b }: Props) {
   return (
     <section className="flex flex-col gap-4">
       <PageHeading>Compare two runs</PageHeading>
-      <Picker key={pairKey} a={a} b={b} />
-      {a !== null && b !== null ? <Comparison key={pairKey} a={a} b={b} /> : null}
+      <Picker key={`picker ${pairKey}`} a={a} b={b} />
+      {a !== null && b !== null ? <Comparison key={`comparison ${pairKey}`} a={a} b={b} /> : null}
     </section>
   );
 }
@@ -223,12 +223,23 @@ function RunCard({ side, state }: { readonly side: 'A' | 'B'; readonly state: Si
       {state.runProblem === null ? null : <ProblemAlert doing={`Reading run ${side}`} problem={state.runProblem} />}
       {run === null ? null : (
         <dl className="grid grid-cols-[auto_1fr] items-center gap-x-4 gap-y-1 text-sm">
-          <dt className={muted}>Outcome</dt>
-          <dd>{outcome === null ? <span className={muted}>none recorded{run.phase === null ? '' : ' yet'}</span> : <PhaseBadge phase={outcome} />}</dd>
-          <dt className={muted}>Phase</dt>
-          <dd>
-            <PhaseBadge phase={run.phase} />
-          </dd>
+          {outcome === null ? null : (
+            <>
+              <dt className={muted}>Outcome</dt>
+              <dd>
+                <PhaseBadge phase={outcome} />
+              </dd>
+            </>
+          )}
+          {outcome !== null && outcome === run.phase ? null : (
+            <>
+              <dt className={muted}>Phase</dt>
+              <dd>
+                <PhaseBadge phase={run.phase} />
+                {outcome === null && !isTerminal(run.phase) ? <span className={`ml-2 text-sm ${muted}`}>still live: its figures so far</span> : null}
+              </dd>
+            </>
+          )}
           <dt className={muted}>Composition</dt>
           <dd>
             {ran?.name == null ? 'inline' : <span className="font-mono">{ran.name}</span>}
@@ -252,7 +263,7 @@ function DeltaText({ a, b, unit = 'count' }: { readonly a: Figure; readonly b: F
 export function TotalsTable({ a, b }: { readonly a: Side; readonly b: Side }) {
   const rows = totalRows(a, b);
   return (
-    <div className={`${card} overflow-x-auto`}>
+    <div className={`${card} max-w-3xl overflow-x-auto`}>
       <table className={table}>
         <caption className={caption}>Totals</caption>
         <thead>

@@ -13,7 +13,7 @@ import { PageHeading } from '../ui/PageHeading.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
 import { button, card, input, link, muted, primaryButton } from '../ui/classes.ts';
 import { formatCount, formatTime } from '../ui/format.ts';
-import { caption, headCell, numCell, numHeadCell, PhaseBadge, table, textCell } from './parts.tsx';
+import { caption, FigureText, headCell, numCell, numHeadCell, PhaseBadge, table, textCell } from './parts.tsx';
 import { isLive, readRecent, RECENT_KEY, RECENT_LIMIT, withPhase, without, writeRecent, type RecentRun } from './recent.ts';
 
 /** The two runs chosen for Compare. */
@@ -53,10 +53,15 @@ function CompareBar({ selection, onClear }: { readonly selection: Selection; rea
   const ready = selection.a !== null && selection.b !== null;
   const name = (key: RunKey | null) => (key === null ? <span className={muted}>not chosen</span> : <span className="font-mono">{formatRunKey(key)}</span>);
   return (
-    <div role="region" aria-label="Compare two runs" className={`${card} sticky top-0 z-10 flex flex-wrap items-center gap-x-6 gap-y-2`}>
+    <div role="region" aria-label="Compare two runs" className={`${card} sticky top-0 z-10 flex flex-wrap items-center gap-x-6 gap-y-2 py-3`}>
       <p className="font-medium">Compare</p>
       <p>A: {name(selection.a)}</p>
       <p>B: {name(selection.b)}</p>
+      {ready ? null : (
+        <p id="compare-how" className={`text-sm ${muted}`}>
+          Press <strong>A</strong> on one run below and <strong>B</strong> on another.
+        </p>
+      )}
       <div className="ml-auto flex gap-2">
         {selection.a !== null || selection.b !== null ? (
           <button type="button" className={button} onClick={onClear}>
@@ -75,11 +80,6 @@ function CompareBar({ selection, onClear }: { readonly selection: Selection; rea
           Compare A and B
         </button>
       </div>
-      {ready ? null : (
-        <p id="compare-how" className={`w-full text-sm ${muted}`}>
-          Press <strong>A</strong> on one run below and <strong>B</strong> on another.
-        </p>
-      )}
     </div>
   );
 }
@@ -236,7 +236,7 @@ function OpenedHere({ selection, onChoose }: { readonly selection: Selection; re
                   <th scope="row" className={`${textCell} font-normal`}>
                     <RunNameLink runKey={entry} showNamespace={namespaces.size > 1} />
                   </th>
-                  <td className={`${textCell} font-mono`}>{entry.composition ?? <span className={muted}>inline</span>}</td>
+                  <td className={`${textCell} font-mono`}>{entry.composition ?? <FigureText value={null} />}</td>
                   <td className={textCell}>
                     <PhaseBadge phase={entry.phase} />
                   </td>
@@ -348,7 +348,7 @@ function ServerRuns({ selection, onChoose }: { readonly selection: Selection; re
           </label>
           <input
             id={`${ids}-composition`}
-            className={`${input} font-mono`}
+            className={`${input} h-10 font-mono`}
             placeholder="any"
             autoComplete="off"
             spellCheck={false}
@@ -364,7 +364,7 @@ function ServerRuns({ selection, onChoose }: { readonly selection: Selection; re
           </label>
           <select
             id={`${ids}-role`}
-            className={input}
+            className={`${input} h-10`}
             value={draft.role}
             onChange={(event) => {
               const value = event.target.value;
@@ -376,7 +376,7 @@ function ServerRuns({ selection, onChoose }: { readonly selection: Selection; re
             <option value="approver">Approver</option>
           </select>
         </div>
-        <button type="submit" className={button}>
+        <button type="submit" className={`${button} h-10`}>
           Show
         </button>
       </form>

@@ -15,9 +15,9 @@ import { useSession } from '../app/session.tsx';
 import { share, type RunModel } from '../run/model.ts';
 import { PageHeading } from '../ui/PageHeading.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
-import { card, focusRing, link, muted, primaryButton } from '../ui/classes.ts';
+import { button, card, focusRing, link, muted, primaryButton } from '../ui/classes.ts';
 import { formatCount, formatDuration, formatTime } from '../ui/format.ts';
-import { GAP_CAP_MS, SPEEDS, type Speed } from './clock.ts';
+import { GAP_CAP_MS, PLAY_SPEEDS } from './clock.ts';
 import { ReplayController, type ReplaySnapshot } from './controller.ts';
 import { describeEvent, nodeOf } from './describe.ts';
 import { readAllEvents } from './pages.ts';
@@ -39,7 +39,7 @@ type Load =
   | { readonly step: 'failed'; readonly doing: string; readonly problem: Problem; readonly run: Run | null }
   | { readonly step: 'live'; readonly run: Run }
   | { readonly step: 'reading-events'; readonly run: Run; readonly read: number }
-  | { readonly step: 'ready'; readonly run: Run; readonly spec: Result<RanSpec>; readonly events: readonly TraceEvent[]; readonly complete: boolean };
+  | { readonly step: 'ready'; readonly run: Run; readonly spec: Result<RanSpec>; readonly events: readonly TraceEvent[]; readonly complete: boolean; readonly readMs: number };
 
 interface Props {
   readonly namespace: string;
@@ -74,6 +74,7 @@ export function ReplayPage({ namespace, name, renderGraph }: Props) {
         return;
       }
       setLoad({ step: 'reading-events', run: run.value, read: 0 });
+      const readStarted = performance.now();
       const [spec, stored] = await Promise.all([
         getRanSpec(token, namespace, name, options),
         readAllEvents(token, namespace, name, options, (read) => {
@@ -86,7 +87,7 @@ export function ReplayPage({ namespace, name, renderGraph }: Props) {
         return;
       }
       if (!spec.ok && refused(spec.problem)) return;
-      setLoad({ step: 'ready', run: run.value, spec, events: stored.value.events, complete: stored.value.complete });
+      setLoad({ step: 'ready', run: run.value, spec, events: stored.value.events, complete: stored.value.complete, readMs: performance.now() - readStarted });
     })();
     return () => {
       abort.abort();
@@ -143,6 +144,7 @@ export function ReplayPage({ namespace, name, renderGraph }: Props) {
           spec={load.spec}
           events={load.events}
           complete={load.complete}
+          readMs={load.readMs}
           {...(renderGraph === undefined ? {} : { renderGraph })}
         />
       );
@@ -216,17 +218,16 @@ interface ViewProps {
   readonly renderGraph?: RenderGraph;
   /** Where the replay stands at first (tests start at the end); 0 by default. */
   readonly initialPosition?: number;
-  /** The speed at first. */
-  readonly initialSpeed?: Speed;
+  /** How long reading the stored events took (ms): the instant replay's measure carries it. */
+  readonly readMs?: number | null;
 }
 
+/** The performance measure of an instant replay (the console's benchmark reads it): from the press to the end shown. */
+export const INSTANT_MEASURE = 'orrery:replay-instant';
+
 /** A loaded replay: the controls, then what the run looked like at that point. */
-export function ReplayView({ namespace, name, run, spec, events, complete, renderGraph, initialPosition = 0, initialSpeed = 1 }: ViewProps) {
-  const [replay] = useState(() => {
-    const controller = new ReplayController(events, specNodesOf(spec.ok ? spec.value.spec : null), initialPosition);
-    controller.setSpeed(initialSpeed);
-    return controller;
-  });
+export function ReplayView({ namespace, name, run, spec, events, complete, renderGraph, initialPosition = 0, readMs = null }: ViewProps) {
+  const [replay] = useState(() => new ReplayController(events, specNodesOf(spec.ok ? spec.value.spec : null), initialPosition));
   useEffect(
     () => () => {
       replay.dispose();
@@ -234,6 +235,13 @@ export function ReplayView({ namespace, name, run, spec, events, complete, rende
     [replay],
   );
   const view = useSyncExternalStore(replay.subscribe, replay.snapshot, replay.snapshot);
+  // An instant replay is measured once its end is on the screen (committed).
+  useEffect(() => {
+    if (!view.ended) return;
+    const start = replay.takeInstantStart();
+    if (start === null) return;
+    performance.measure(INSTANT_MEASURE, { start, end: performance.now(), detail: { events: view.length, readMs } });
+  }, [replay, view, readMs]);
   const { model } = view;
   const current = model.events.at(-1) ?? null;
   const currentNode = current === null ? null : nodeOf(current);
@@ -268,6 +276,7 @@ export function ReplayView({ namespace, name, run, spec, events, complete, rende
             <div className="flex flex-col gap-4">
               <CurrentEvent event={current} length={view.length} />
               <Outcome model={model} run={run} ended={view.ended} complete={complete} />
+              <Loops model={model} />
               <Budgets model={model} />
             </div>
           </div>
@@ -283,7 +292,7 @@ function Controls({ replay, view, cappedGaps, totalMs }: { readonly replay: Repl
   const last = view.model.events.at(-1);
   const playLabel = view.playing ? 'Pause' : view.ended ? 'Play again' : view.position > 0 ? 'Play on' : 'Play';
   const announcement = view.playing
-    ? `Playing at ${SPEEDS.find((s) => s.speed === view.speed)?.label ?? ''}`
+    ? `Playing at ${PLAY_SPEEDS.find((s) => s.speed === view.speed)?.label ?? ''}`
     : view.ended
       ? `Replay at the end: ${view.model.outcome ?? 'no outcome recorded'}`
       : `Paused at seq ${seq} of ${view.length}`;
@@ -305,7 +314,7 @@ function Controls({ replay, view, cappedGaps, totalMs }: { readonly replay: Repl
             Speed
           </span>
           <div className="inline-flex overflow-hidden rounded-md border border-slate-400 dark:border-slate-500">
-            {SPEEDS.map(({ speed, label }) => (
+            {PLAY_SPEEDS.map(({ speed, label }) => (
               <label key={String(speed)} className="cursor-pointer">
                 <input
                   type="radio"
@@ -325,6 +334,19 @@ function Controls({ replay, view, cappedGaps, totalMs }: { readonly replay: Repl
             ))}
           </div>
         </fieldset>
+        <button
+          type="button"
+          className={button}
+          aria-describedby={`${ids}-instant-hint`}
+          onClick={() => {
+            replay.instant();
+          }}
+        >
+          Instant replay
+        </button>
+        <span id={`${ids}-instant-hint`} className="sr-only">
+          Plays every event at once, from the start, and shows the end.
+        </span>
         <p className="ml-auto font-medium tabular-nums" data-testid="replay-position">
           {seq === 0 ? `Before the first event (of ${formatCount(view.length)})` : `Seq ${formatCount(seq)} of ${formatCount(view.length)}`}
         </p>
@@ -351,7 +373,7 @@ function Controls({ replay, view, cappedGaps, totalMs }: { readonly replay: Repl
       <p id={`${ids}-scrub-hint`} className={`text-sm ${muted}`}>
         Arrow keys step one event, Page Up and Page Down jump, Home and End go to the start and the end. At 1× events come at their recorded
         spacing ({formatDuration(totalMs)} in all)
-        {cappedGaps === 0 ? '.' : `; ${formatCount(cappedGaps)} idle ${cappedGaps === 1 ? 'gap' : 'gaps'} longer than ${formatDuration(GAP_CAP_MS)} (a person deciding, a slow call) ${cappedGaps === 1 ? 'is' : 'are'} shortened to ${formatDuration(GAP_CAP_MS)}.`}
+        {cappedGaps === 0 ? '.' : `; ${formatCount(cappedGaps)} idle ${cappedGaps === 1 ? 'gap' : 'gaps'} longer than ${GAP_CAP_MS / 1000} s (a person deciding, a slow call) ${cappedGaps === 1 ? 'is' : 'are'} shortened to ${GAP_CAP_MS / 1000} s.`}
       </p>
       <p role="status" className="sr-only">
         {announcement}
@@ -411,7 +433,10 @@ function NodesTable({ model, currentNode }: { readonly model: RunModel; readonly
                 </td>
                 <td className={numCell}>{formatCount(node.entries)}</td>
                 <td className={numCell}>{formatCount(node.tokens)}</td>
-                <td className={numCell}>{node.entries === 0 ? '–' : formatDuration(node.durationMs)}</td>
+                <td className={numCell}>
+                  {/* Latency is counted at each exit: none yet, none to show. */}
+                  {node.entries - node.open === 0 ? <FigureText value={null} /> : formatDuration(node.durationMs)}
+                </td>
                 <td className={numCell}>{formatCount(node.calls)}</td>
               </tr>
             ))
@@ -529,6 +554,30 @@ function Outcome({ model, run, ended, complete }: { readonly model: RunModel; re
   );
 }
 
+function Loops({ model }: { readonly model: RunModel }) {
+  if (model.loops.size === 0) return null;
+  return (
+    <section className={card} aria-labelledby="replay-loops">
+      <h2 id="replay-loops" className="mb-2 text-base font-semibold">
+        Loops
+      </h2>
+      <ul className="flex flex-col gap-1 text-sm">
+        {[...model.loops.values()].map((loop) => (
+          <li key={`${loop.tail}→${loop.head}`} className="flex justify-between gap-2">
+            <span className="font-mono">
+              {loop.tail} → {loop.head}
+            </span>
+            <span className="tabular-nums">
+              {formatCount(loop.iteration)} of {formatCount(loop.max)}
+              {loop.stopped ? ', stopped at its cap' : ''}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 const RECENT = 8;
 
 function RecentEvents({ events }: { readonly events: readonly TraceEvent[] }) {
@@ -545,7 +594,7 @@ function RecentEvents({ events }: { readonly events: readonly TraceEvent[] }) {
           {recent.map((event) => (
             <li key={event.seq} className="flex gap-3">
               <span className="w-12 shrink-0 text-right tabular-nums">{event.seq}</span>
-              <code className="w-36 shrink-0 font-mono">{event.type}</code>
+              <code className="w-40 shrink-0 font-mono">{event.type}</code>
               <span className="min-w-0">{describeEvent(event)}</span>
             </li>
           ))}

@@ -8,10 +8,10 @@
 
 export type Speed = 1 | 4 | 'instant';
 
-export const SPEEDS: readonly { readonly speed: Speed; readonly label: string }[] = [
+/** The speeds Play offers; "instant" is its own button (everything at once, from the start). */
+export const PLAY_SPEEDS: readonly { readonly speed: 1 | 4; readonly label: string }[] = [
   { speed: 1, label: '1×' },
   { speed: 4, label: '4×' },
-  { speed: 'instant', label: 'Instant' },
 ];
 
 /** The longest wait between two events at 1× (ms of replay time). */

@@ -64,6 +64,21 @@ describe('a replay being played', () => {
     expect(e.waiting()).toBe(0);
   });
 
+  it('replays instantly from the start whenever asked, keeping the speed chosen for Play, and says when it began', () => {
+    const e = environment();
+    const replay = new ReplayController(events, GENERATED_NODES, 0, e.env);
+    replay.setSpeed(4);
+    replay.seek(30);
+    e.frame(1234);
+    replay.instant();
+    expect(replay.snapshot()).toMatchObject({ position: events.length, playing: false, ended: true, speed: 4 });
+    expect(replay.snapshot().model.outcome).toBe('Succeeded');
+    expect(replay.takeInstantStart()).toBe(1234);
+    expect(replay.takeInstantStart()).toBeNull();
+    replay.play(); // from the start again, at 4×
+    expect(replay.snapshot()).toMatchObject({ position: 1, playing: true, speed: 4 });
+  });
+
   it('rebuilds the model from the start when moved back, and matches one built directly', () => {
     const e = environment();
     const replay = new ReplayController(events, GENERATED_NODES, events.length, e.env);

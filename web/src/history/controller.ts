@@ -39,10 +39,6 @@ function browserEnvironment(): ReplayEnvironment {
   };
 }
 
-function mark(name: string): void {
-  if (typeof performance !== 'undefined' && typeof performance.mark === 'function') performance.mark(name);
-}
-
 export class ReplayController {
   readonly timeline: Timeline;
   private readonly clock: ReplayClock;
@@ -53,6 +49,7 @@ export class ReplayController {
   private readonly listeners = new Set<() => void>();
   private cancelFrame: (() => void) | null = null;
   private readonly env: ReplayEnvironment;
+  private instantStartedAt: number | null = null;
 
   constructor(
     private readonly events: readonly TraceEvent[],
@@ -79,16 +76,30 @@ export class ReplayController {
   readonly snapshot = (): ReplaySnapshot => this.current;
 
   play(): void {
-    const instant = this.clock.state().speed === 'instant';
-    if (instant) mark('orrery.replay.instant.start');
     this.clock.play();
     this.step();
-    if (instant) {
-      mark('orrery.replay.instant.end');
-      if (typeof performance !== 'undefined' && typeof performance.measure === 'function') {
-        performance.measure('orrery.replay.instant', 'orrery.replay.instant.start', 'orrery.replay.instant.end');
-      }
-    }
+  }
+
+  /**
+   * Replays the whole run at once, from the start: the model is rebuilt and shown in one go. The
+   * speed chosen for Play stays. `instantStartedAt` says when it began (for the page's measure).
+   */
+  instant(): void {
+    this.instantStartedAt = this.env.now();
+    const speed = this.clock.state().speed;
+    this.clock.seek(0);
+    this.clock.setSpeed('instant');
+    this.clock.play();
+    this.step();
+    this.clock.setSpeed(speed === 'instant' ? 1 : speed);
+    this.step();
+  }
+
+  /** When the last instant replay began (`now()`'s time), once: taking it clears it. */
+  takeInstantStart(): number | null {
+    const started = this.instantStartedAt;
+    this.instantStartedAt = null;
+    return started;
   }
 
   pause(): void {

@@ -131,6 +131,8 @@ describe('the replay page', () => {
     expect(html).toContain('Wall time');
     expect(html).toContain('skipped'); // publish
     expect(html).toContain('Play again');
+    expect(html).toContain('Instant replay');
+    expect(html).toMatch(/critic → draft<\/span><span class="tabular-nums">[\d,]+ of 10,000/); // the loop's counter
     expectScopedHeaders(html);
   });
 
