@@ -62,7 +62,7 @@ async function serverRow(page: Page, name: string) {
     await expect(more.or(link)).toBeVisible();
   }
   await expect(link).toBeVisible();
-  return section.getByRole('row').filter({ has: link });
+  return section.getByRole('row').filter({ has: page.getByRole('link', { name, exact: true }) });
 }
 
 test.describe('history, replay and compare', () => {
