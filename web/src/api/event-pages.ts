@@ -43,3 +43,40 @@ export async function fetchEventPage(token: string, namespace: string, name: str
   }
   return { ok: true, value: { events, next, complete: body['complete'] === true } };
 }
+
+/** More pages than a run can have (2,000 events at most): a sidecar that never ends is stopped. */
+const MAX_PAGES = 100;
+
+export interface StoredEvents {
+  /** In seq order, each once. */
+  readonly events: readonly TraceEvent[];
+  /** Whether the last page ended with `run.end`. */
+  readonly complete: boolean;
+}
+
+/**
+ * Every stored event of a run, page after page from the start, until one ends with `run.end`
+ * (`complete`) or comes back empty (a run that ended without one, or events not all stored
+ * yet); the first refusal (401, 404…) stops the read. `onPage` hears how many are read so far.
+ * Replay and compare read runs this way.
+ */
+export async function readAllEvents(
+  token: string,
+  namespace: string,
+  name: string,
+  options: ApiOptions = {},
+  onPage?: (read: number) => void,
+): Promise<Result<StoredEvents>> {
+  const events: TraceEvent[] = [];
+  let after = 0;
+  for (let n = 0; n < MAX_PAGES; n += 1) {
+    const page = await fetchEventPage(token, namespace, name, after, options);
+    if (!page.ok) return page;
+    for (const event of page.value.events) if (event.seq > (events.at(-1)?.seq ?? 0)) events.push(event);
+    onPage?.(events.length);
+    if (page.value.complete) return { ok: true, value: { events, complete: true } };
+    if (page.value.events.length === 0 || page.value.next <= after) break;
+    after = page.value.next;
+  }
+  return { ok: true, value: { events, complete: false } };
+}

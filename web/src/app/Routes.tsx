@@ -5,6 +5,7 @@ import type { Waiting } from '../approvals/waiting.ts';
 import { ApprovalsPage } from '../approvals/ApprovalsPage.tsx';
 import { ComparePage } from '../history/ComparePage.tsx';
 import { HistoryPage } from '../history/HistoryPage.tsx';
+import { SpecGraph } from '../graph/SpecGraph.tsx';
 import { ReplayPage } from '../history/ReplayPage.tsx';
 import { RunPage } from '../run/RunPage.tsx';
 import { HomePage } from '../runs/HomePage.tsx';
@@ -22,7 +23,14 @@ export function Routes({ route, waiting }: { readonly route: Route; readonly wai
     case 'run':
       return <RunPage key={`${route.namespace}/${route.name}`} namespace={route.namespace} name={route.name} waiting={waiting} />;
     case 'replay':
-      return <ReplayPage key={`${route.namespace}/${route.name}`} namespace={route.namespace} name={route.name} />;
+      return (
+        <ReplayPage
+          key={`${route.namespace}/${route.name}`}
+          namespace={route.namespace}
+          name={route.name}
+          renderGraph={({ model, version, spec }) => <SpecGraph spec={spec} title={route.name} model={model} version={version} />}
+        />
+      );
     case 'approvals':
       return <ApprovalsPage waiting={waiting} />;
     case 'history':

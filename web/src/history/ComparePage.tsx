@@ -14,7 +14,7 @@ import { ProblemAlert } from '../ui/Problem.tsx';
 import { button, card, input, link, muted, primaryButton } from '../ui/classes.ts';
 import { formatCount, formatDelta, formatDuration, formatTime } from '../ui/format.ts';
 import { compareWarnings, delta, nodeRows, ranOf, totalRows, type Figure, type NodeFigures, type Side, type Unit } from './compare.ts';
-import { readAllEvents } from './pages.ts';
+import { readAllEvents } from '../api/event-pages.ts';
 import { caption, FigureText, headCell, numCell, numHeadCell, PhaseBadge, table, textCell } from './parts.tsx';
 import { readRecent } from './recent.ts';
 import { replayInstant } from './replay.ts';

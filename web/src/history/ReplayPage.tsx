@@ -20,7 +20,7 @@ import { formatCount, formatDuration, formatTime } from '../ui/format.ts';
 import { GAP_CAP_MS, PLAY_SPEEDS } from './clock.ts';
 import { ReplayController, type ReplaySnapshot } from './controller.ts';
 import { describeEvent, nodeOf } from './describe.ts';
-import { readAllEvents } from './pages.ts';
+import { readAllEvents } from '../api/event-pages.ts';
 import { caption, FigureText, headCell, NodeStateBadge, numCell, numHeadCell, PhaseBadge, table, textCell } from './parts.tsx';
 import { recordOpened } from './recent.ts';
 import { specNodesOf } from './replay.ts';

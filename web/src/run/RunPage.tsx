@@ -14,6 +14,7 @@ import { cancelRun, getRanSpec, getRun, isTerminal, type RanSpec, type Run } fro
 import { href } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
 import { ApprovalCards } from '../approvals/ApprovalCards.tsx';
+import { recordOpened, recordPhase } from '../history/recent.ts';
 import type { Waiting } from '../approvals/waiting.ts';
 import { loopRoundsOf } from '../graph/loops.ts';
 import type { LoopRound } from '../graph/node-card.ts';
@@ -175,6 +176,15 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
     waiting.refresh();
   }, [waiting]);
 
+  // History's "opened here" list (12.59): this run, and its phase as it changes.
+  const phaseNow = afterStop?.kind === 'ended' ? afterStop.run.phase : livePhase(run, model);
+  useEffect(() => {
+    if (run !== null) recordOpened(run);
+  }, [run]);
+  useEffect(() => {
+    if (phaseNow !== null) recordPhase({ namespace, name }, phaseNow);
+  }, [namespace, name, phaseNow]);
+
   // A 404 (from the run, its stream or its pages) means the run is not the caller's: show no details at all.
   const gone =
     runProblem ??
@@ -196,7 +206,7 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
     );
   }
 
-  const phase = afterStop?.kind === 'ended' ? afterStop.run.phase : livePhase(run, model);
+  const phase = phaseNow;
   const ended = isTerminal(phase);
   const pending = model.pendingApprovals();
   const line = feedStateLine(feed.state, model.events.length);
@@ -211,7 +221,15 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
   const totalsFromRun = model.end === null && afterStop?.kind === 'ended' ? afterStop.run.totals : null;
 
   return (
-    <section className="flex flex-col gap-4" aria-labelledby="run-heading">
+    <section
+      className="flex flex-col gap-4"
+      aria-labelledby="run-heading"
+      // Where the page stands, for the benchmark (tests/bench/src/bin/bench_console.rs): the
+      // last event applied, the stream's state, whether run.end arrived.
+      data-run-last-seq={model.lastSeq}
+      data-run-stream={feed.state.kind === 'stream' ? feed.state.status.state : feed.state.kind}
+      data-run-ended={model.end !== null}
+    >
       <header className="flex flex-wrap items-start justify-between gap-4">
         <div className="flex min-w-0 flex-col gap-1">
           <p className={`text-sm ${muted}`}>
