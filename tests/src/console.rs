@@ -151,6 +151,9 @@ pub struct SpecEnv {
     pub alice: String,
     /// `ORRERY_TOKEN_BOB`.
     pub bob: String,
+    /// `ORRERY_CONSOLE_FINISHED_A` and `_B`: two finished runs of alice's, of one Composition,
+    /// for History, replay and compare.
+    pub finished: [String; 2],
 }
 
 impl std::fmt::Debug for SpecEnv {
@@ -170,18 +173,25 @@ impl SpecEnv {
             namespace: studio.namespace.clone(),
             alice: token(studio.env, ALICE)?,
             bob: token(studio.env, BOB)?,
+            finished: FINISHED_RUNS.map(str::to_owned),
         })
     }
 
-    fn vars(&self) -> [(&'static str, &str); 4] {
+    fn vars(&self) -> [(&'static str, &str); 6] {
         [
             ("ORRERY_CONSOLE_URL", &self.url),
             ("ORRERY_CONSOLE_NAMESPACE", &self.namespace),
             ("ORRERY_TOKEN_ALICE", &self.alice),
             ("ORRERY_TOKEN_BOB", &self.bob),
+            ("ORRERY_CONSOLE_FINISHED_A", &self.finished[0]),
+            ("ORRERY_CONSOLE_FINISHED_B", &self.finished[1]),
         ]
     }
 }
+
+/// The names of the two finished runs a console Studio holds for the specs
+/// (`ORRERY_CONSOLE_FINISHED_A`, `_B`): its installer starts and waits for them.
+pub const FINISHED_RUNS: [&str; 2] = ["finished-a", "finished-b"];
 
 /// Which specs a run takes, by the title of their `test.describe` group.
 #[derive(Debug, Clone, Copy)]

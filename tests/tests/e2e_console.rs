@@ -17,24 +17,40 @@
 
 use anyhow::Result;
 use futures::future::LocalBoxFuture;
-use orrery_tests::console::{SpecEnv, Specs, check_served, run_specs};
-use orrery_tests::manifests::scripted_model;
+use orrery_crds::run::RunPhase;
+use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
+use orrery_tests::manifests::{documents, draft_review_publish, scripted_model};
 use orrery_tests::shared_studio::SharedStudio;
-use orrery_tests::studio::{ChartStudioOptions, Studio};
+use orrery_tests::studio::{ChartStudioOptions, Studio, token};
 use orrery_tests::testenv::{ALICE, BOB};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The Studio the specs run against: the chart's operator with the chart's admission policies,
 /// alice and bob bound to the studio-user Role, and the scripted model that the human-review
 /// composition (`draft` → `review` → `publish`, `manifests::draft_review_publish`) runs on.
 fn install() -> LocalBoxFuture<'static, Result<Studio>> {
     Box::pin(async {
-        let manifests = scripted_model(
-            "scripted",
-            json!({"draft": [{"reply": "Release notes for: {{input}}"}],
-                   "publish": [{"reply": "Changelog: {{input}}"}]}),
-        );
-        Studio::install(ChartStudioOptions {
+        let manifests = documents(&[
+            scripted_model(
+                "scripted",
+                json!({"draft": [{"reply": "Release notes for: {{input}}"}],
+                       "publish": [{"reply": "Changelog: {{input}}"}]}),
+            ),
+            composition("human-review", draft_review_publish()),
+            composition(
+                "notes",
+                json!({
+                    "pattern": "Pipeline",
+                    "budgets": {"timeoutSeconds": 600},
+                    "nodes": [
+                        {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
+                        {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
+                    ],
+                    "edges": [{"from": "draft", "to": "publish"}]
+                }),
+            ),
+        ]);
+        let studio = Studio::install(ChartStudioOptions {
             prefix: "console",
             prelude: "",
             manifests: &manifests,
@@ -42,8 +58,36 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
             policies: true,
             values: &[],
         })
-        .await
+        .await?;
+        // Two finished runs of alice's for History, replay and compare.
+        let alice = token(studio.env, ALICE)?;
+        for (name, input) in FINISHED_RUNS
+            .iter()
+            .zip(["version 2.3", "version 2.4 with more"])
+        {
+            studio
+                .start_via_api(
+                    &alice,
+                    json!({"name": name, "compositionRef": {"name": "notes"}, "input": input, "captureContent": true}),
+                )
+                .await?;
+        }
+        for name in FINISHED_RUNS {
+            studio.wait_phase(name, RunPhase::Succeeded).await?;
+        }
+        Ok(studio)
     })
+}
+
+/// A Composition manifest.
+fn composition(name: &str, spec: Value) -> String {
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "Composition",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+    .to_string()
 }
 
 static STUDIO: SharedStudio = SharedStudio::new(install);
@@ -53,7 +97,13 @@ const POLICY: &str = "the console runs under its policy";
 const BAD_TOKEN: &str = "a bad token is refused with the sidecar's reason";
 const KEYBOARD: &str = "alice signs in with the keyboard alone and sees her name";
 const AXE: &str = "the sign-in page is axe-clean in both themes";
-const GROUPS: &[&str] = &[POLICY, BAD_TOKEN, KEYBOARD, AXE];
+const RUNS: &str = "the runs page: start, filter, cancel";
+const PANEL: &str = "the live run panel";
+const APPROVALS: &str = "approval cards: decide by keyboard, already settled, not found";
+const HISTORY: &str = "history, replay and compare";
+const GROUPS: &[&str] = &[
+    POLICY, BAD_TOKEN, KEYBOARD, AXE, RUNS, PANEL, APPROVALS, HISTORY,
+];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
 fn specs(specs: Specs<'_>, name: &str) -> Result<()> {
@@ -89,6 +139,28 @@ fn alice_signs_in_with_the_keyboard_alone_and_sees_her_name() -> Result<()> {
 #[test]
 fn the_sign_in_page_is_axe_clean_in_both_themes() -> Result<()> {
     specs(Specs::Group(AXE), "axe")
+}
+
+#[test]
+fn alice_starts_a_run_from_the_runs_page_by_keyboard_filters_the_list_and_cancels_it() -> Result<()>
+{
+    specs(Specs::Group(RUNS), "runs")
+}
+
+#[test]
+fn alice_follows_her_run_live_on_its_graph_and_timeline_every_event_once() -> Result<()> {
+    specs(Specs::Group(PANEL), "panel")
+}
+
+#[test]
+fn alice_approves_by_keyboard_with_the_digest_checked_and_bob_sees_nothing_of_her_run() -> Result<()>
+{
+    specs(Specs::Group(APPROVALS), "approvals")
+}
+
+#[test]
+fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Result<()> {
+    specs(Specs::Group(HISTORY), "history")
 }
 
 #[test]

@@ -10,7 +10,8 @@
 // "Bearer token" field, and calls the API with Node's fetch for what a second person or a script
 // would do.
 
-import { expect, test, type Locator, type Page } from '@playwright/test';
+import { type Locator, type Page } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 
 // Node's environment, declared here rather than pulling in @types/node for one field.
 declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
@@ -136,10 +137,11 @@ async function freezeWaitingList(page: Page): Promise<void> {
   );
 }
 
-test.describe('approvals', () => {
+test.describe('approval cards: decide by keyboard, already settled, not found', () => {
   test.describe.configure({ timeout: 300_000 });
 
-  test('alice finds the approval on the Approvals page and approves it with the keyboard only', async ({ page }) => {
+  test('alice finds the approval on the Approvals page and approves it with the keyboard only', async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     const alice = env('ORRERY_TOKEN_ALICE');
     const asked = await startReviewRun(alice);
     await signIn(page, alice, '#/approvals');
@@ -170,7 +172,8 @@ test.describe('approvals', () => {
     await leftWaiting(alice, asked.name);
   });
 
-  test("bob opening alice's run is told it is not found, and the page never holds its text", async ({ page }) => {
+  test("bob opening alice's run is told it is not found, and the page never holds its text", async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of 404 /);
     const alice = env('ORRERY_TOKEN_ALICE');
     const bob = env('ORRERY_TOKEN_BOB');
     const asked = await startReviewRun(alice);
@@ -192,7 +195,8 @@ test.describe('approvals', () => {
     }
   });
 
-  test('a decision on an approval already settled elsewhere is told as "already settled" (409)', async ({ page }) => {
+  test('a decision on an approval already settled elsewhere is told as "already settled" (409)', async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of (404 .*\/composition|409 )/);
     const alice = env('ORRERY_TOKEN_ALICE');
     const asked = await startReviewRun(alice);
     await freezeWaitingList(page);
@@ -218,7 +222,8 @@ test.describe('approvals', () => {
     await expect(page.locator(':focus')).toContainText(`approval ${asked.id} is already settled: approved`);
   });
 
-  test('a decision after the approval expired is told as such (409), when the approval timeout is short', async ({ page }) => {
+  test('a decision after the approval expired is told as such (409), when the approval timeout is short', async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of (404 .*\/composition|409 )/);
     const alice = env('ORRERY_TOKEN_ALICE');
     const schema = await api(alice, 'GET', '/api/v1/schema');
     const timeout = Number(schema.body['approvalTimeoutSeconds']);

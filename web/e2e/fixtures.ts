@@ -259,11 +259,11 @@ export function signInForm(page: Page) {
   };
 }
 
-/** Opens the console and signs `person` in; returns once the console says who they are. */
-export async function signIn(page: Page, person: Person): Promise<void> {
-  await page.goto('/');
+/** Opens the console (at `path`, a page's fragment like `/#/history`) and signs `person` in; returns once the header names them. */
+export async function signIn(page: Page, person: Person, path = '/'): Promise<void> {
+  await page.goto(path);
   const form = signInForm(page);
   await form.token.fill(person.token);
   await form.submit.click();
-  await expect(page.getByRole('heading', { name: `Signed in as ${person.name}` })).toBeVisible();
+  await expect(page.getByRole('link', { name: person.name, exact: true })).toBeVisible();
 }

@@ -4,7 +4,8 @@
 // ORRERY_CONSOLE_FINISHED_A and ORRERY_CONSOLE_FINISHED_B (names, or namespace/name).
 // Self-contained for now: it signs in by pasting the token, as a person would.
 
-import { expect, test, type Page } from '@playwright/test';
+import { type Page } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 
 const env = (name: string): string => process.env[name] ?? '';
 const consoleUrl = env('ORRERY_CONSOLE_URL').replace(/\/$/, '');

@@ -4,7 +4,8 @@
 // once, seqs 1..N; then cancels it from the panel. Run by tests/tests/e2e_console.rs with the
 // environment below; self-contained (signs in by pasting the token).
 
-import { expect, test, type Locator, type Page } from '@playwright/test';
+import { type Locator, type Page } from '@playwright/test';
+import { expect, test } from './fixtures.ts';
 
 declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
 
@@ -61,56 +62,58 @@ async function timelineSeqs(region: Locator): Promise<number[]> {
   return [...new Set(seqs)].sort((a, b) => a - b);
 }
 
-test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page }) => {
-  test.setTimeout(180_000);
-  const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
-    method: 'POST',
-    body: { compositionRef: { name: 'human-review' }, input: 'version 2.4' },
+test.describe('the live run panel', () => {
+  test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of 404 .*\/composition/);
+    test.setTimeout(180_000);
+    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
+      method: 'POST',
+      body: { compositionRef: { name: 'human-review' }, input: 'version 2.4' },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const name = field(started.body, 'metadata', 'name');
+    if (typeof name !== 'string') throw new Error('the started run has no name');
+
+    await signIn(page, alice());
+    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+
+    // The graph of the spec the run ran, each node named with its id, kind and state.
+    const graph = page.getByRole('application', { name: /^Graph of human-review/ });
+    await expect(graph).toBeVisible({ timeout: 30_000 });
+    for (const [id, kind] of [
+      ['draft', 'LLMAgent'],
+      ['review', 'HumanApproval'],
+      ['publish', 'LLMAgent'],
+    ] as const) {
+      await expect(graph.getByRole('group', { name: new RegExp(`^${id}, ${kind}, `) })).toBeVisible();
+    }
+
+    // The run reaches the review and waits for alice.
+    const review = graph.getByRole('group', { name: /^review, HumanApproval, awaiting you/ });
+    await expect(review).toBeVisible({ timeout: 120_000 });
+    await expect(review).toContainText('awaiting you');
+    await expect(page.getByText(/1 approval waits/)).toBeVisible();
+
+    // The timeline lists every stored event once: seqs 1..N, N as the sidecar has them.
+    const stored = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}/events?after=0&limit=500`);
+    expect(stored.status).toBe(200);
+    const events = field(stored.body, 'events');
+    if (!Array.isArray(events)) throw new Error('no events page');
+    const n = events.length;
+    expect(n).toBeGreaterThan(3);
+    const region = page.getByRole('region', { name: 'Timeline of events' });
+    await expect(page.getByText(`${n} events, oldest first.`)).toBeVisible();
+    expect(await timelineSeqs(region)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+
+    // Enter on a focused node shows its details.
+    await graph.getByRole('group', { name: /^draft, LLMAgent/ }).focus();
+    await page.keyboard.press('Enter');
+    await expect(page.getByRole('tab', { name: 'Node details: draft', selected: true })).toBeVisible();
+
+    // Cancel, with its confirmation; the run ends Cancelled and the panel says so.
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
+    await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
   });
-  expect(started.status, JSON.stringify(started.body)).toBe(201);
-  const name = field(started.body, 'metadata', 'name');
-  if (typeof name !== 'string') throw new Error('the started run has no name');
-
-  await signIn(page, alice());
-  await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
-  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
-
-  // The graph of the spec the run ran, each node named with its id, kind and state.
-  const graph = page.getByRole('application', { name: /^Graph of human-review/ });
-  await expect(graph).toBeVisible({ timeout: 30_000 });
-  for (const [id, kind] of [
-    ['research', 'LLMAgent'],
-    ['writer', 'LLMAgent'],
-    ['review', 'HumanApproval'],
-    ['publish', 'LLMAgent'],
-  ] as const) {
-    await expect(graph.getByRole('group', { name: new RegExp(`^${id}, ${kind}, `) })).toBeVisible();
-  }
-
-  // The run reaches the review and waits for alice.
-  const review = graph.getByRole('group', { name: /^review, HumanApproval, awaiting you/ });
-  await expect(review).toBeVisible({ timeout: 120_000 });
-  await expect(review).toContainText('awaiting you');
-  await expect(page.getByText(/1 approval waits/)).toBeVisible();
-
-  // The timeline lists every stored event once: seqs 1..N, N as the sidecar has them.
-  const stored = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}/events?after=0&limit=500`);
-  expect(stored.status).toBe(200);
-  const events = field(stored.body, 'events');
-  if (!Array.isArray(events)) throw new Error('no events page');
-  const n = events.length;
-  expect(n).toBeGreaterThan(3);
-  const region = page.getByRole('region', { name: 'Timeline of events' });
-  await expect(page.getByText(`${n} events, oldest first.`)).toBeVisible();
-  expect(await timelineSeqs(region)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
-
-  // Enter on a focused node shows its details.
-  await graph.getByRole('group', { name: /^research, LLMAgent/ }).focus();
-  await page.keyboard.press('Enter');
-  await expect(page.getByRole('tab', { name: 'Node details: research', selected: true })).toBeVisible();
-
-  // Cancel, with its confirmation; the run ends Cancelled and the panel says so.
-  await page.getByRole('button', { name: 'Cancel run…' }).click();
-  await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
-  await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
 });

@@ -84,9 +84,13 @@ test.describe('alice signs in with the keyboard alone and sees her name', () => 
     await expect(form.submit).toBeFocused();
     await page.keyboard.press('Enter');
 
-    // Who she is, where the focus now is.
+    // Her runs, where the focus now is; her name in the header, linking to who she is.
+    await expect(page.getByRole('heading', { name: `Runs in ${consoleEnv.namespace}` })).toBeFocused();
+    const name = page.getByRole('link', { name: consoleEnv.alice.name, exact: true });
+    await expect(name).toBeVisible();
+    await name.focus();
+    await page.keyboard.press('Enter');
     const heading = page.getByRole('heading', { name: `Signed in as ${consoleEnv.alice.name}` });
-    await expect(heading).toBeVisible();
     await expect(heading).toBeFocused();
     await expect(page.getByText('a person', { exact: true })).toBeVisible();
     await expect(page.getByText(`this install serves ${consoleEnv.namespace}`)).toBeVisible();
@@ -97,9 +101,10 @@ test.describe('alice signs in with the keyboard alone and sees her name', () => 
     const stored = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie]));
     expect(stored).not.toContain(consoleEnv.alice.token);
 
-    // Signing out by keyboard: back to an empty form with the focus in it.
+    // Signing out by keyboard (the page's own button, after the heading): back to an empty
+    // form with the focus in it.
     await page.keyboard.press('Tab');
-    await expect(page.getByRole('button', { name: 'Sign out' })).toBeFocused();
+    await expect(page.getByRole('main').getByRole('button', { name: 'Sign out' })).toBeFocused();
     await page.keyboard.press('Enter');
     await expect(form.token).toBeFocused();
     await expect(form.token).toHaveValue('');
@@ -110,6 +115,8 @@ test.describe('alice signs in with the keyboard alone and sees her name', () => 
     const form = signInForm(page);
     await form.token.fill(consoleEnv.bob.token);
     await form.token.press('Enter');
+    await expect(page.getByRole('link', { name: consoleEnv.bob.name, exact: true })).toBeVisible();
+    await page.goto('/#/me');
     await expect(page.getByRole('heading', { name: `Signed in as ${consoleEnv.bob.name}` })).toBeVisible();
     await expect(page.getByText(consoleEnv.alice.name, { exact: true })).toHaveCount(0);
   });
@@ -135,7 +142,10 @@ test.describe('the sign-in page is axe-clean in both themes', () => {
 
     await form.token.fill(consoleEnv.alice.token);
     await form.submit.click();
-    await expect(page.getByRole('heading', { name: `Signed in as ${consoleEnv.alice.name}` })).toBeFocused();
+    await expect(page.getByRole('heading', { name: `Runs in ${consoleEnv.namespace}` })).toBeFocused();
     await axe('signed-in');
+    await page.goto('/#/me');
+    await expect(page.getByRole('heading', { name: `Signed in as ${consoleEnv.alice.name}` })).toBeFocused();
+    await axe('who-you-are');
   });
 });

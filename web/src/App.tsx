@@ -33,6 +33,10 @@ export function App() {
     setNamespaceState(ns);
     rememberNamespace(ns);
   }, []);
+  const signOut = useCallback(() => {
+    setSignedIn(null);
+    setNotice(null);
+  }, []);
   const expire = useCallback((reason: string) => {
     setSignedIn(null);
     setNotice(reason);
@@ -42,8 +46,8 @@ export function App() {
     () =>
       signedIn === null
         ? null
-        : { token: signedIn.token, me: signedIn.me, api: {}, namespace: namespace === '' ? (signedIn.me.namespaces[0] ?? '') : namespace, setNamespace, expire },
-    [signedIn, namespace, setNamespace, expire],
+        : { token: signedIn.token, me: signedIn.me, api: {}, namespace: namespace === '' ? (signedIn.me.namespaces[0] ?? '') : namespace, setNamespace, signOut, expire },
+    [signedIn, namespace, setNamespace, signOut, expire],
   );
 
   if (signedIn === null || session === null) {
@@ -71,7 +75,7 @@ export function App() {
 
   return (
     <SessionContext value={session}>
-      <SignedInShell route={route} session={session} unavailable={signedIn.unavailable} theme={theme} onTheme={setTheme} onSignOut={() => { setSignedIn(null); }} />
+      <SignedInShell route={route} session={session} unavailable={signedIn.unavailable} theme={theme} onTheme={setTheme} onSignOut={signOut} />
     </SessionContext>
   );
 }

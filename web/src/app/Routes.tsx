@@ -11,6 +11,7 @@ import { RunPage } from '../run/RunPage.tsx';
 import { HomePage } from '../runs/HomePage.tsx';
 import { RunsPage } from '../runs/RunsPage.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
+import { MePage } from '../signin/MePage.tsx';
 import { link } from '../ui/classes.ts';
 import type { Route } from './route.ts';
 
@@ -33,6 +34,8 @@ export function Routes({ route, waiting }: { readonly route: Route; readonly wai
       );
     case 'approvals':
       return <ApprovalsPage waiting={waiting} />;
+    case 'me':
+      return <MePage />;
     case 'history':
       return <HistoryPage />;
     case 'compare':

@@ -2,7 +2,7 @@
 // waiting for the person), who is signed in, the theme, sign out; then the page.
 
 import { useEffect, type ReactNode } from 'react';
-import { button, focusRing, input, muted } from '../ui/classes.ts';
+import { button, focusRing, input, link, muted } from '../ui/classes.ts';
 import { href, type Route } from './route.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -33,6 +33,7 @@ function sectionOf(route: Route): Section | null {
       return 'history';
     case 'compare':
       return 'compare';
+    case 'me':
     case 'not-found':
       return null;
   }
@@ -90,7 +91,10 @@ export function Shell({ route, username, namespace, waiting, theme, onTheme, onS
           </nav>
           <div className="ml-auto flex items-center gap-3">
             <p className={muted}>
-              Signed in as <span className="font-mono text-slate-900 dark:text-slate-100">{username}</span>
+              Signed in as{' '}
+              <a href="#/me" className={`font-mono ${link}`} aria-current={route.page === 'me' ? 'page' : undefined}>
+                {username}
+              </a>
             </p>
             <label className="flex items-center gap-2">
               <span className={muted}>Theme</span>

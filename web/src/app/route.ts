@@ -10,6 +10,7 @@ export type Route =
   | { readonly page: 'run'; readonly namespace: string; readonly name: string }
   | { readonly page: 'replay'; readonly namespace: string; readonly name: string }
   | { readonly page: 'approvals' }
+  | { readonly page: 'me' }
   | { readonly page: 'history' }
   | { readonly page: 'compare'; readonly a: RunKey | null; readonly b: RunKey | null }
   | { readonly page: 'not-found'; readonly hash: string };
@@ -56,6 +57,7 @@ export function parseRoute(hash: string): Route {
     if (s.length === 4 && s[2] !== undefined && s[3] === 'replay') return { page: 'replay', namespace: s[1], name: s[2] };
   }
   if (s.length === 1 && s[0] === 'approvals') return { page: 'approvals' };
+  if (s.length === 1 && s[0] === 'me') return { page: 'me' };
   if (s.length === 1 && s[0] === 'history') return { page: 'history' };
   if (s.length === 1 && s[0] === 'compare') return { page: 'compare', a: parseRunKey(query.get('a')), b: parseRunKey(query.get('b')) };
   return { page: 'not-found', hash };
@@ -77,6 +79,8 @@ export function href(route: Route): string {
       return `#/runs/${e(route.namespace)}/${e(route.name)}/replay`;
     case 'approvals':
       return '#/approvals';
+    case 'me':
+      return '#/me';
     case 'history':
       return '#/history';
     case 'compare': {

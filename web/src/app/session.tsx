@@ -14,6 +14,8 @@ export interface Session {
   /** The namespace last looked at (remembered across visits; never the token). */
   readonly namespace: string;
   readonly setNamespace: (namespace: string) => void;
+  /** Forgets the token: back to sign-in. */
+  readonly signOut: () => void;
   /** The token was refused mid-session (401): back to sign-in, saying why. */
   readonly expire: (reason: string) => void;
 }

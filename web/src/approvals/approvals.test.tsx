@@ -168,7 +168,7 @@ describe("a decision's outcome", () => {
 const alice: Me = { username: 'alice', groups: ['team-a'], person: true, namespaces: ['team-a'] };
 
 function session(me: Me = alice, namespace = 'team-a'): Session {
-  return { token: 't', me, api: {}, namespace, setNamespace: () => undefined, expire: () => undefined };
+  return { token: 't', me, api: {}, namespace, setNamespace: () => undefined, signOut: () => undefined, expire: () => undefined };
 }
 
 const run = parseRun({

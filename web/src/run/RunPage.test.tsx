@@ -9,7 +9,7 @@ const session: Session = {
   api: {},
   namespace: 'team-a',
   setNamespace: () => undefined,
-  expire: () => undefined,
+  signOut: () => undefined, expire: () => undefined,
 };
 
 describe('the live run panel before anything is read', () => {

@@ -21,9 +21,9 @@ export function Identity({ me, onSignOut }: Props) {
       aria-labelledby={`${ids}-title`}
       className="flex flex-col gap-4 rounded-lg border border-slate-300 bg-white p-6 shadow-sm dark:border-slate-700 dark:bg-slate-900"
     >
-      <h2 id={`${ids}-title`} ref={heading} tabIndex={-1} className="text-xl font-semibold focus-visible:outline-3 focus-visible:outline-sky-600 dark:focus-visible:outline-sky-400">
+      <h1 id={`${ids}-title`} ref={heading} tabIndex={-1} className="text-xl font-semibold focus-visible:outline-3 focus-visible:outline-sky-600 dark:focus-visible:outline-sky-400">
         Signed in as <span className="font-mono">{me.username}</span>
-      </h2>
+      </h1>
       <dl className="grid grid-cols-[max-content_1fr] gap-x-4 gap-y-1">
         <dt className="font-medium">Kind</dt>
         <dd>{me.person ? 'a person' : 'a service account'}</dd>
