@@ -140,7 +140,7 @@ async function freezeWaitingList(page: Page): Promise<void> {
 test.describe('approval cards: decide by keyboard, already settled, not found', () => {
   test.describe.configure({ timeout: 300_000 });
 
-  test('alice finds the approval on the Approvals page and approves it with the keyboard only', async ({ page, pageProblems }) => {
+  test('alice finds the approval on the Approvals page and approves it with the keyboard only', async ({ page, pageProblems, axe }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     const alice = env('ORRERY_TOKEN_ALICE');
     const asked = await startReviewRun(alice);
@@ -156,6 +156,7 @@ test.describe('approval cards: decide by keyboard, already settled, not found', 
     // The text under review as the approvals call gives it.
     const text = section.getByRole('region', { name: /^Text under review/ });
     await expect(text).toContainText(asked.text.slice(0, 40));
+    await axe('approvals');
 
     // Keyboard only (the page's heading has the focus on arrival): Tab to the text, End to read
     // it to its end, Tab to Approve, Enter.

@@ -67,7 +67,7 @@ async function serverRow(page: Page, name: string) {
 }
 
 test.describe('history, replay and compare', () => {
-  test('History lists both finished runs with a Replay each', async ({ page }) => {
+  test('History lists both finished runs with a Replay each', async ({ page, axe }) => {
     const errors = await signIn(page);
     await openHistory(page);
     for (const name of [runA, runB]) {
@@ -75,10 +75,11 @@ test.describe('history, replay and compare', () => {
       await expect(row.getByRole('link', { name: `Replay ${namespace}/${name}` })).toBeVisible();
       await expect(row.getByRole('link', { name: /^Follow/ })).toHaveCount(0);
     }
+    await axe('history');
     expect(errors).toEqual([]);
   });
 
-  test('an instant replay ends with the run’s outcome and its totals', async ({ page }) => {
+  test('an instant replay ends with the run’s outcome and its totals', async ({ page, axe }) => {
     const expected = await apiRun(page, runA);
     const errors = await signIn(page);
     await openHistory(page);
@@ -95,6 +96,7 @@ test.describe('history, replay and compare', () => {
     await expect(outcome).toContainText('Wall time');
     await expect(outcome.locator('dt', { hasText: 'Tokens' }).locator('xpath=following-sibling::dd[1]')).toHaveText(count.format(expected.tokens));
     await expect(page.getByRole('button', { name: 'Play again' })).toBeVisible();
+    await axe('replay');
     // The benchmark's measure of it (web/bench/console-bench.mjs).
     expect(await page.evaluate(() => performance.getEntriesByName('orrery:replay-instant', 'measure').length)).toBe(1);
     expect(errors).toEqual([]);
@@ -124,7 +126,7 @@ test.describe('history, replay and compare', () => {
     expect(errors).toEqual([]);
   });
 
-  test('comparing A and B chosen on History shows B − A', async ({ page }) => {
+  test('comparing A and B chosen on History shows B − A', async ({ page, axe }) => {
     const [a, b] = [await apiRun(page, runA), await apiRun(page, runB)];
     const errors = await signIn(page);
     await openHistory(page);
@@ -142,6 +144,7 @@ test.describe('history, replay and compare', () => {
     await expect(nodes.locator('tbody tr').first().getByRole('rowheader')).toBeVisible();
     // Same composition: no warning about different compositions.
     await expect(page.getByText('different compositions')).toHaveCount(0);
+    await axe('compare');
     expect(errors).toEqual([]);
   });
 });

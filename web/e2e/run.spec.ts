@@ -63,7 +63,7 @@ async function timelineSeqs(region: Locator): Promise<number[]> {
 }
 
 test.describe('the live run panel', () => {
-  test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page, pageProblems }) => {
+  test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page, pageProblems, axe }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     test.setTimeout(180_000);
     const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
@@ -94,6 +94,7 @@ test.describe('the live run panel', () => {
     await expect(review).toBeVisible({ timeout: 120_000 });
     await expect(review).toContainText('awaiting you');
     await expect(page.getByText(/1 approval waits/)).toBeVisible();
+    await axe('run-panel');
 
     // The timeline lists every stored event once: seqs 1..N, N as the sidecar has them.
     const stored = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}/events?after=0&limit=500`);

@@ -36,19 +36,21 @@ function runsAddress(namespace: string, rest = ''): RegExp {
 }
 
 test.describe('the runs page: start, filter, cancel', () => {
-  test('alice starts a run from the keyboard, lands on its page, finds it listed and cancels it', async ({ page, pageProblems }) => {
+  test('alice starts a run from the keyboard, lands on its page, finds it listed and cancels it', async ({ page, pageProblems, axe }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     const namespace = env('ORRERY_CONSOLE_NAMESPACE');
     await signInToRuns(page, namespace);
     // her runs, or the empty state saying there are none yet
     await expect(page.getByRole('table', { name: `Runs alice owns or approves in ${namespace}, newest first` }).or(page.getByRole('heading', { name: `No runs of yours in ${namespace} yet` }))).toBeVisible();
 
+    await axe('runs');
     const toggle = page.getByRole('button', { name: 'Start a run', exact: true });
     await toggle.focus();
     await page.keyboard.press('Enter');
     await expect(toggle).toHaveAttribute('aria-expanded', 'true');
     const form = startForm(page);
     await expect(form.getByLabel('Composition', { exact: true })).toBeFocused();
+    await axe('runs-start-form');
     await page.keyboard.type('human-review');
     await form.getByLabel('Input', { exact: true }).focus();
     await page.keyboard.type('version 2.4');

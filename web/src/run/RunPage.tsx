@@ -314,7 +314,14 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
 
       <Outcome model={model} afterStop={afterStop} run={run} pagesIncomplete={feed.state.kind === 'pages' && !feed.state.reading && !feed.state.complete} giveUp={giveUp} />
 
-      {pending.length > 0 && run !== null ? <ApprovalCards namespace={namespace} name={name} uid={run.uid} pending={pending} onDecided={onDecided} /> : null}
+      {pending.length > 0 && run !== null ? (
+        <section aria-labelledby="approvals-heading" className="flex flex-col gap-2">
+          <h2 id="approvals-heading" className="sr-only">
+            Approvals waiting for a decision
+          </h2>
+          <ApprovalCards namespace={namespace} name={name} uid={run.uid} pending={pending} onDecided={onDecided} />
+        </section>
+      ) : null}
 
       <BudgetHitCards hits={model.budgetHits} onShowNode={onSelect} />
 
