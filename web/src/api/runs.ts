@@ -10,6 +10,18 @@ export type RunPhase = 'Pending' | 'Running' | 'AwaitingApproval' | Outcome;
 
 export const RUN_PHASES: readonly RunPhase[] = ['Pending', 'Running', 'AwaitingApproval', 'Succeeded', 'Failed', 'Cancelled', 'BudgetExhausted', 'Rejected'];
 
+/** Each phase in words, as every page writes it. */
+export const PHASE_WORDS: Readonly<Record<RunPhase, string>> = {
+  Pending: 'Pending',
+  Running: 'Running',
+  AwaitingApproval: 'Awaiting approval',
+  Succeeded: 'Succeeded',
+  Failed: 'Failed',
+  Cancelled: 'Cancelled',
+  BudgetExhausted: 'Budget exhausted',
+  Rejected: 'Rejected',
+};
+
 const TERMINAL: ReadonlySet<string> = new Set(['Succeeded', 'Failed', 'Cancelled', 'BudgetExhausted', 'Rejected']);
 
 /** Whether a run in `phase` has ended (no more events will come). */

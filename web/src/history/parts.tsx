@@ -1,7 +1,7 @@
 // Small pieces the history, replay and compare pages share: a run's phase and a node's state as
 // words with a colour (the word always says it; the colour only helps), a figure or a dash.
 
-import type { RunPhase } from '../api/runs.ts';
+import { PHASE_WORDS, type RunPhase } from '../api/runs.ts';
 import type { NodeState } from '../run/model.ts';
 import { formatCount, formatDuration } from '../ui/format.ts';
 
@@ -13,24 +13,24 @@ const LIVE = 'border-sky-700 bg-sky-50 text-sky-900 dark:border-sky-400 dark:bg-
 const WAIT = 'border-amber-700 bg-amber-50 text-amber-950 dark:border-amber-400 dark:bg-amber-950 dark:text-amber-100';
 const QUIET = 'border-slate-400 bg-slate-50 text-slate-800 dark:border-slate-500 dark:bg-slate-800 dark:text-slate-100';
 
-const PHASE: Record<RunPhase, { readonly label: string; readonly tone: string }> = {
-  Pending: { label: 'Pending', tone: QUIET },
-  Running: { label: 'Running', tone: LIVE },
-  AwaitingApproval: { label: 'Awaiting approval', tone: WAIT },
-  Succeeded: { label: 'Succeeded', tone: GOOD },
-  Failed: { label: 'Failed', tone: BAD },
-  Cancelled: { label: 'Cancelled', tone: QUIET },
-  BudgetExhausted: { label: 'Budget exhausted', tone: BAD },
-  Rejected: { label: 'Rejected', tone: BAD },
+const PHASE_TONE: Record<RunPhase, string> = {
+  Pending: QUIET,
+  Running: LIVE,
+  AwaitingApproval: WAIT,
+  Succeeded: GOOD,
+  Failed: BAD,
+  Cancelled: QUIET,
+  BudgetExhausted: BAD,
+  Rejected: BAD,
 };
 
 export function phaseLabel(phase: RunPhase | null): string {
-  return phase === null ? 'Unknown' : PHASE[phase].label;
+  return phase === null ? 'Unknown' : PHASE_WORDS[phase];
 }
 
 /** A run's phase (or outcome, which is its final phase). */
 export function PhaseBadge({ phase }: { readonly phase: RunPhase | null }) {
-  return <span className={`${badge} ${phase === null ? QUIET : PHASE[phase].tone}`}>{phaseLabel(phase)}</span>;
+  return <span className={`${badge} ${phase === null ? QUIET : PHASE_TONE[phase]}`}>{phaseLabel(phase)}</span>;
 }
 
 const STATE: Record<NodeState, { readonly label: string; readonly tone: string }> = {

@@ -16,16 +16,7 @@ export function livePhase(run: Run | null, model: RunModel): RunPhase | null {
   return run?.phase ?? null;
 }
 
-export const PHASE_WORDS: Readonly<Record<RunPhase, string>> = {
-  Pending: 'Pending',
-  Running: 'Running',
-  AwaitingApproval: 'Awaiting approval',
-  Succeeded: 'Succeeded',
-  Failed: 'Failed',
-  Cancelled: 'Cancelled',
-  BudgetExhausted: 'Budget exhausted',
-  Rejected: 'Rejected',
-};
+export { PHASE_WORDS } from '../api/runs.ts';
 
 export const PHASE_BADGE: Readonly<Record<RunPhase, string>> = {
   Pending: 'border-slate-500 bg-slate-100 text-slate-900 dark:border-slate-400 dark:bg-slate-800 dark:text-slate-100',

@@ -3,7 +3,7 @@
 // What the address says is sent to the sidecar as it is: a word it does not know (a hand-edited
 // link) comes back as its 400 at `["query"]`, in its own words, rather than being dropped here.
 
-import { RUN_PHASES, type RunFilters, type RunPhase } from '../api/runs.ts';
+import { PHASE_WORDS, RUN_PHASES, type RunFilters, type RunPhase } from '../api/runs.ts';
 
 /** The filters as the address holds them; empty means "any". */
 export interface RunsQuery {
@@ -68,20 +68,10 @@ export function refreshLimit(shown: number): number {
   return Math.min(MAX_PAGE, Math.max(PAGE_SIZE, shown));
 }
 
-const PHASE_LABELS: Readonly<Record<RunPhase, string>> = {
-  Pending: 'Pending',
-  Running: 'Running',
-  AwaitingApproval: 'Awaiting approval',
-  Succeeded: 'Succeeded',
-  Failed: 'Failed',
-  Cancelled: 'Cancelled',
-  BudgetExhausted: 'Budget exhausted',
-  Rejected: 'Rejected',
-};
 
 /** A phase in words ("Awaiting approval"); a run with none yet has "Not started". */
 export function phaseLabel(phase: RunPhase | null): string {
-  return phase === null ? 'Not started' : PHASE_LABELS[phase];
+  return phase === null ? 'Not started' : PHASE_WORDS[phase];
 }
 
 /**
