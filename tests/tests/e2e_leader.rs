@@ -341,9 +341,15 @@ async fn of_two_operators_only_the_lease_holder_reconciles_and_the_other_takes_o
 
     // The leader is ready once its controllers can list what they watch; the standby is
     // ready to take over and says who holds the Lease.
+    // The Lease can name the leader a moment before the leader itself has seen its renewal
+    // succeed (until then it still says "standby: … held by nobody yet", also 200), so wait for
+    // its words, not only its status.
     let (code, body) = eventually(TIMEOUT, || async {
         let (code, body) = leader.get("/readyz").await?;
-        ensure!(code == 200, "{code} {body}");
+        ensure!(
+            code == 200 && body.trim() == "leader: controllers running",
+            "{code} {body}"
+        );
         Ok((code, body))
     })
     .await?;
