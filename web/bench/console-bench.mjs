@@ -117,12 +117,15 @@ async function follow(name) {
   emit({ kind: 'following', run: name });
   let last = -1;
   for (;;) {
-    const seq = Number(await marker.getAttribute('data-run-last-seq'));
+    // One read of both, so the last seq seen is the one the page had when run.end was applied.
+    const { seq, ended } = await marker.evaluate((element) => ({
+      seq: Number(element.getAttribute('data-run-last-seq')),
+      ended: element.getAttribute('data-run-ended') === 'true',
+    }));
     if (seq !== last) {
       last = seq;
       emit({ kind: 'seen', run: name, t: Date.now(), seq });
     }
-    const ended = await page.evaluate(() => document.querySelector('[data-run-ended="true"]') !== null);
     if (ended) break;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

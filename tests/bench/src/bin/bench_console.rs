@@ -21,7 +21,7 @@
 //! ```
 
 use anyhow::{Context, Result, bail, ensure};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use orrery_crds::StudioRun;
 use orrery_crds::budget::BudgetLimits;
@@ -438,6 +438,17 @@ async fn main() -> Result<()> {
         bench.post(&finished, first, last, args.events).await?;
         first = last + 1;
     }
+    // What the operator would record once the runner ended (none runs here): a finished run
+    // is what replay takes.
+    bench
+        .runs
+        .patch_status(
+            &finished.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
+        )
+        .await
+        .context("recording the finished run's phase")?;
 
     let mut browser = Browser::start(&sidecar.url, &ns.name, &alice).await?;
     browser.send("bundle").await?;
