@@ -7,7 +7,7 @@
 //! 2. **instant replay** of a finished 2,000-event run: the replay page's own performance
 //!    measure `orrery:replay-instant`;
 //! 3. **following live runs at `--rate` events/s** for `--follow-minutes`: one run after another
-//!    (a run holds at most 2,000 events, so a 10-minute follow at 2,000 events/s is about 300
+//!    (a run holds at most 2,000 events, so a 10-minute follow at 2,000 events/s is about 500
 //!    runs of 2,000 events, each opened in the same tab as a person would), the events posted by
 //!    this process as a runner does (batches, the run's own run token); for every event, how
 //!    long after it was posted the page had applied it (`data-run-last-seq`, sampled every
