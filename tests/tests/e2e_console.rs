@@ -97,12 +97,21 @@ const POLICY: &str = "the console runs under its policy";
 const BAD_TOKEN: &str = "a bad token is refused with the sidecar's reason";
 const KEYBOARD: &str = "alice signs in with the keyboard alone and sees her name";
 const AXE: &str = "the sign-in page is axe-clean in both themes";
+const UNAVAILABLE: &str = "a Studio that refuses its schema is said to be not available";
 const RUNS: &str = "the runs page: start, filter, cancel";
 const PANEL: &str = "the live run panel";
 const APPROVALS: &str = "approval cards: decide by keyboard, already settled, not found";
 const HISTORY: &str = "history, replay and compare";
 const GROUPS: &[&str] = &[
-    POLICY, BAD_TOKEN, KEYBOARD, AXE, RUNS, PANEL, APPROVALS, HISTORY,
+    POLICY,
+    BAD_TOKEN,
+    KEYBOARD,
+    AXE,
+    UNAVAILABLE,
+    RUNS,
+    PANEL,
+    APPROVALS,
+    HISTORY,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -139,6 +148,12 @@ fn alice_signs_in_with_the_keyboard_alone_and_sees_her_name() -> Result<()> {
 #[test]
 fn the_sign_in_page_is_axe_clean_in_both_themes() -> Result<()> {
     specs(Specs::Group(AXE), "axe")
+}
+
+#[test]
+fn a_studio_that_refuses_its_schema_is_said_to_be_not_available_and_nothing_else_is_asked()
+-> Result<()> {
+    specs(Specs::Group(UNAVAILABLE), "unavailable")
 }
 
 #[test]

@@ -1,7 +1,8 @@
 // The live run panel in Chromium against the real sidecar (issue 23, rules 12.31–12.46): alice
 // starts a human-review run through the API with her own token, opens its panel, sees the
-// graph of the spec it ran, the review node "awaiting you", and a timeline listing every event
-// once, seqs 1..N; then cancels it from the panel. Run by tests/tests/e2e_console.rs with the
+// graph of the spec it ran with its edges' labels (12.46), the review node "awaiting you", and a
+// timeline listing every event once, seqs 1..N; then cancels it from the panel. A run whose
+// token budget runs out shows that as a card of its own (12.34). Run by tests/tests/e2e_console.rs with the
 // environment below; self-contained (signs in by pasting the token).
 
 import { type Locator, type Page } from '@playwright/test';
@@ -89,6 +90,25 @@ test.describe('the live run panel', () => {
       await expect(graph.getByRole('group', { name: new RegExp(`^${id}, ${kind}, `) })).toBeVisible();
     }
 
+    // Edges are drawn with their labels (12.46): named for a screen reader with their label, and
+    // the label drawn on screen between the two nodes it joins.
+    await expect(graph.getByRole('img', { name: /^draft to review: not taken/ })).toHaveCount(1);
+    await expect(graph.getByRole('img', { name: /^review to publish \(approved\): not taken/ })).toHaveCount(1);
+    const approvedLabel = graph.getByText('approved', { exact: true });
+    await expect(approvedLabel).toBeVisible();
+    const [from, to, label] = await Promise.all([
+      graph.getByRole('group', { name: /^review, HumanApproval, / }).boundingBox(),
+      graph.getByRole('group', { name: /^publish, LLMAgent, / }).boundingBox(),
+      approvedLabel.boundingBox(),
+    ]);
+    if (from === null || to === null || label === null) throw new Error('the review, publish or label box is not on screen');
+    const centre = (box: { x: number; y: number; width: number; height: number }) => ({ x: box.x + box.width / 2, y: box.y + box.height / 2 });
+    const [a, b, l] = [centre(from), centre(to), centre(label)];
+    expect(l.x, 'the label lies between review and publish (x)').toBeGreaterThanOrEqual(Math.min(a.x, b.x) - 1);
+    expect(l.x, 'the label lies between review and publish (x)').toBeLessThanOrEqual(Math.max(a.x, b.x) + 1);
+    expect(l.y, 'the label lies between review and publish (y)').toBeGreaterThanOrEqual(Math.min(a.y, b.y) - from.height);
+    expect(l.y, 'the label lies between review and publish (y)').toBeLessThanOrEqual(Math.max(a.y, b.y) + from.height);
+
     // The run reaches the review and waits for alice.
     const review = graph.getByRole('group', { name: /^review, HumanApproval, awaiting you/ });
     await expect(review).toBeVisible({ timeout: 120_000 });
@@ -117,4 +137,33 @@ test.describe('the live run panel', () => {
     await page.getByRole('button', { name: 'Yes, cancel the run' }).click();
     await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
   });
+
+  test('a budget that runs out is a card of its own naming the budget, its limit and the node that ran', async ({ page, pageProblems, axe }) => {
+    pageProblems.allowConsoleError(/status of 404 .*\/composition/);
+    test.setTimeout(180_000);
+    // The notes pipeline with its token budget lowered to 5: the scripted model's first reply
+    // already spends more, so the run stops at draft, BudgetExhausted (rule 12.34).
+    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
+      method: 'POST',
+      body: { compositionRef: { name: 'notes' }, input: 'version 2.5', budgets: { maxTokens: 5 } },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const name = field(started.body, 'metadata', 'name');
+    if (typeof name !== 'string') throw new Error('the started run has no name');
+
+    await signIn(page, alice());
+    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    const card = page.getByRole('region', { name: 'Tokens budget spent' });
+    await expect(card).toBeVisible({ timeout: 120_000 });
+    await expect(card).toContainText(/The run used [\d,]+ tokens, over its limit of 5, while node draft ran, so it stops/);
+    const graph = page.getByRole('application', { name: /^Graph of notes/ });
+    await expect(graph.getByRole('group', { name: /^draft, LLMAgent, .*Tokens budget ran out here/ })).toBeVisible();
+    await expect(graph.getByRole('group', { name: /^publish, LLMAgent, not reached/ })).toBeVisible();
+    await expect(page.getByText('The run ended: Budget exhausted', { exact: false })).toBeVisible({ timeout: 60_000 });
+    await axe('run-budget-hit');
+
+    await card.getByRole('button', { name: 'Show node draft' }).click();
+    await expect(page.getByRole('tab', { name: 'Node details: draft', selected: true })).toBeVisible();
+  });
 });
+

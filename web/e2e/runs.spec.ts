@@ -1,7 +1,8 @@
 // The runs page against the real sidecar (run by tests/tests/e2e_console.rs): alice signs in,
 // sees her runs in the namespace, starts `human-review` from the keyboard (Ctrl+Enter), lands
 // on the run's page, finds it listed and cancels it through the confirm step (so no run is left
-// waiting for an approval); a negative budget is refused at its field before anything is sent;
+// waiting for an approval); Cancel run pressed while a run is being created cancels it once it
+// has a name (12.45); a negative budget is refused at its field before anything is sent;
 // the filters are kept in the address, and back and forward step through them.
 //
 // Environment: ORRERY_CONSOLE_URL (the sidecar serving the console), ORRERY_CONSOLE_NAMESPACE
@@ -76,6 +77,52 @@ test.describe('the runs page: start, filter, cancel', () => {
     await expect(page.getByText(`Asked to cancel ${name}: it ends Cancelled shortly.`)).toBeVisible();
     // the list is read again every 5 s while a run is live: the run ends Cancelled
     await expect(row.getByText(/Cancelled$/)).toBeVisible({ timeout: 60_000 });
+  });
+
+  test('Cancel run while the run is being created is sent as soon as it has a name, and the run ends Cancelled', async ({ page, pageProblems, axe }) => {
+    pageProblems.allowConsoleError(/status of 404 .*\/composition/);
+    const namespace = env('ORRERY_CONSOLE_NAMESPACE');
+    // The create call is held in front of the real sidecar until alice has pressed Cancel run,
+    // as a slow apiserver would hold it (rule 12.45).
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const order: string[] = [];
+    await page.route(
+      (url) => url.pathname === `/api/v1/runs/${namespace}`,
+      async (route) => {
+        if (route.request().method() !== 'POST') return route.fallback();
+        await held;
+        const response = await route.fetch();
+        order.push(`created ${response.status()}`);
+        return route.fulfill({ response });
+      },
+    );
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/cancel')) order.push('cancel');
+    });
+
+    await signInToRuns(page, namespace);
+    await page.getByRole('button', { name: 'Start a run', exact: true }).click();
+    const form = startForm(page);
+    await form.getByLabel('Composition', { exact: true }).fill('human-review');
+    await form.getByLabel('Input', { exact: true }).fill('version 2.6');
+    await form.getByRole('button', { name: 'Start run' }).click();
+    await expect(form.getByRole('status')).toHaveText('Starting the run…');
+    const cancel = form.getByRole('button', { name: 'Cancel run', exact: true });
+    await cancel.focus();
+    await page.keyboard.press('Enter');
+    await expect(form.getByRole('button', { name: 'Cancel asked' })).toBeDisabled();
+    await expect(form.getByRole('status')).toHaveText('Starting the run… it is cancelled as soon as it has a name.');
+    await axe('runs-cancel-while-starting');
+    expect(order).toEqual([]);
+    release();
+
+    // the run's page; the cancel went after the create's answer, and the run ends Cancelled
+    await expect(page).toHaveURL(runsAddress(namespace, '/run-[a-z0-9]+'));
+    await expect.poll(() => order).toEqual(['created 201', 'cancel']);
+    await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
   });
 
   test('a negative budget is shown at its field and nothing typed is lost', async ({ page }) => {

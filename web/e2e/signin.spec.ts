@@ -3,7 +3,7 @@
 // (`--grep` on its title), which docs/behaviour.md cites; keep the titles and the Rust side in
 // step. Every test also fails on a CSP violation or a console error (fixtures.ts).
 import { CONSOLE_CSP } from '../build/policy.ts';
-import { expect, signInForm, test } from './fixtures.ts';
+import { expect, signIn, signInForm, test } from './fixtures.ts';
 
 test.describe('the console runs under its policy', () => {
   test('the page is served under the console policy and loads with no violation', async ({ page }) => {
@@ -148,4 +148,40 @@ test.describe('the sign-in page is axe-clean in both themes', () => {
     await expect(page.getByRole('heading', { name: `Signed in as ${consoleEnv.alice.name}` })).toBeFocused();
     await axe('who-you-are');
   });
+});
+
+test.describe('a Studio that refuses its schema is said to be not available', () => {
+  // The real sidecar publishes its schema to everyone signed in; a sidecar without the Studio
+  // (an older one, or a proxy in front that refuses the path) answers 404 or 403. The page gets
+  // that answer here from a route in front of the real sidecar; /me is still the sidecar's.
+  for (const status of [404, 403] as const) {
+    test(`a ${status} from the schema call: "Studio not available", with the reason, and nothing else is asked`, async ({ page, pageProblems, axe, consoleEnv }) => {
+      pageProblems.allowConsoleError(new RegExp(`the server responded with a status of ${status} .*/api/v1/schema`));
+      const message = status === 404 ? 'no route GET /api/v1/schema on this server' : 'schema is forbidden to alice here';
+      await page.route('**/api/v1/schema', (route) =>
+        route.fulfill({ status, contentType: 'application/json', body: JSON.stringify({ error: status === 404 ? 'not_found' : 'forbidden', message }) }),
+      );
+      const asked: string[] = [];
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname.startsWith('/api/')) asked.push(url.pathname);
+      });
+
+      await signIn(page, consoleEnv.alice, `/#/runs/${encodeURIComponent(consoleEnv.namespace)}`);
+      const unavailable = page.getByRole('heading', { level: 1, name: 'Studio not available' });
+      await expect(unavailable).toBeVisible();
+      await expect(page.getByText(`(${status})`, { exact: false })).toContainText(message);
+      await axe(`studio-not-available-${status}`);
+
+      // Every page says the same; none asks the sidecar for runs, approvals or events.
+      for (const hash of ['#/approvals', '#/history', `#/runs/${encodeURIComponent(consoleEnv.namespace)}/some-run`]) {
+        await page.evaluate((h) => {
+          window.location.hash = h;
+        }, hash);
+        await expect(unavailable).toBeVisible();
+      }
+      await page.waitForTimeout(500);
+      expect(asked).toEqual(['/api/v1/me', '/api/v1/schema']);
+    });
+  }
 });

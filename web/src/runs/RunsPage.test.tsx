@@ -120,8 +120,10 @@ describe('with no runs', () => {
   });
 });
 
-function form(failure: StartFailure = NO_FAILURE, busy = false): string {
-  return renderToStaticMarkup(<StartRunFormView namespace="team-a" values={{ ...EMPTY_START, budgets: { ...EMPTY_START.budgets, maxTokens: '-5' } }} failure={failure} busy={busy} />);
+function form(failure: StartFailure = NO_FAILURE, busy = false, cancelAsked = false): string {
+  return renderToStaticMarkup(
+    <StartRunFormView namespace="team-a" values={{ ...EMPTY_START, budgets: { ...EMPTY_START.budgets, maxTokens: '-5' } }} failure={failure} busy={busy} cancelAsked={cancelAsked} />,
+  );
 }
 
 /** The id of the control labelled `label` (a `<label for>` before it). */
@@ -199,6 +201,12 @@ describe('the start form', () => {
 
   it('says it is starting while the request is out', () => {
     expect(form(NO_FAILURE, true)).toContain('Starting the run…');
+    // while the run is being created it can be cancelled (rule 12.45), and says when it will be
+    expect(form(NO_FAILURE, true)).toMatch(/<button type="button"[^>]*>Cancel run<\/button>/);
+    expect(form(NO_FAILURE, false)).not.toContain('Cancel run');
+    const asked = form(NO_FAILURE, true, true);
+    expect(asked).toMatch(/<button type="button"[^>]* disabled="">Cancel asked<\/button>/);
+    expect(asked).toContain('Starting the run… it is cancelled as soon as it has a name.');
   });
 
   it('submits on Ctrl+Enter and ⌘+Enter, not on Enter alone', () => {

@@ -1,16 +1,18 @@
 // "Start a run": a Composition by name (and revision), the input, approvers, lower budgets,
 // capture, a name. Checked here first; then `POST /api/v1/runs/{ns}`: 201 goes to the run's
 // page; a 422's findings are shown at their fields, any other refusal in the sidecar's words,
-// and nothing typed is ever lost. Ctrl+Enter (⌘+Enter) starts the run (rule 12.31).
+// and nothing typed is ever lost. Ctrl+Enter (⌘+Enter) starts the run (rule 12.31). While the
+// run is being created, Cancel run asks for it to be cancelled, which is sent as soon as the
+// sidecar has answered with the run's name (rule 12.45).
 
 import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode, type RefObject } from 'react';
 import type { Problem } from '../api/http.ts';
-import { startRun } from '../api/runs.ts';
+import { cancelRun, startRun } from '../api/runs.ts';
 import type { BudgetKey } from '../api/trace.ts';
 import { navigate } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
-import { button, card, focusRing, input, link, muted, primaryButton } from '../ui/classes.ts';
+import { button, card, dangerButton, focusRing, input, link, muted, primaryButton } from '../ui/classes.ts';
 import type { CompositionChoice } from './compositions.ts';
 import {
   BUDGET_KEYS,
@@ -32,6 +34,8 @@ export interface StartFailure {
   readonly others: readonly Unplaced[];
   /** A refusal that is not about the fields (409, 429, 403…), or a 422's own summary. */
   readonly problem: Problem | null;
+  /** What was refused, when not the start itself ("Cancelling the run", rule 12.45). */
+  readonly doing?: string;
 }
 
 export const NO_FAILURE: StartFailure = { errors: {}, others: [], problem: null };
@@ -41,9 +45,13 @@ interface ViewProps {
   readonly values: StartValues;
   readonly failure: StartFailure;
   readonly busy: boolean;
+  /** Cancel was asked while the run was being created: sent once it has a name. */
+  readonly cancelAsked?: boolean;
   readonly choices?: readonly CompositionChoice[];
   readonly onChange?: (field: FieldName, values: StartValues) => void;
   readonly onSubmit?: () => void;
+  /** Cancel run, while the run is being created. */
+  readonly onCancelStart?: () => void;
   readonly onClose?: () => void;
   readonly summaryRef?: RefObject<HTMLDivElement | null>;
   readonly firstFieldRef?: RefObject<HTMLInputElement | null>;
@@ -66,7 +74,7 @@ export function isSubmitChord(event: { readonly key: string; readonly ctrlKey: b
 }
 
 /** The form itself, as markup from what it is given (the state lives in `StartRunForm`). */
-export function StartRunFormView({ namespace, values, failure, busy, choices = [], onChange, onSubmit, onClose, summaryRef, firstFieldRef }: ViewProps) {
+export function StartRunFormView({ namespace, values, failure, busy, cancelAsked = false, choices = [], onChange, onSubmit, onCancelStart, onClose, summaryRef, firstFieldRef }: ViewProps) {
   const ids = useId();
   const idOf = (field: FieldName) => `${ids}-${field}`;
   const wrong = erroneousFields(failure.errors);
@@ -136,7 +144,7 @@ export function StartRunFormView({ namespace, values, failure, busy, choices = [
           {failure.problem === null ? null : is422 ? (
             <p>{failure.problem.message}</p>
           ) : (
-            <ProblemAlert doing="Starting the run" problem={failure.problem} />
+            <ProblemAlert doing={failure.doing ?? 'Starting the run'} problem={failure.problem} />
           )}
           {wrong.length + failure.others.length === 0 ? null : (
             <ul className="flex list-disc flex-col gap-1 pl-5">
@@ -379,11 +387,17 @@ export function StartRunFormView({ namespace, values, failure, busy, choices = [
         <button type="submit" className={primaryButton} aria-disabled={busy}>
           {busy ? 'Starting…' : 'Start run'}
         </button>
-        <span className={hint}>
-          or <kbd className="font-mono">Ctrl</kbd>+<kbd className="font-mono">Enter</kbd>
-        </span>
+        {busy ? (
+          <button type="button" className={dangerButton} disabled={cancelAsked} onClick={onCancelStart}>
+            {cancelAsked ? 'Cancel asked' : 'Cancel run'}
+          </button>
+        ) : (
+          <span className={hint}>
+            or <kbd className="font-mono">Ctrl</kbd>+<kbd className="font-mono">Enter</kbd>
+          </span>
+        )}
         <p role="status" className="text-sm">
-          {busy ? 'Starting the run…' : ''}
+          {busy ? (cancelAsked ? 'Starting the run… it is cancelled as soon as it has a name.' : 'Starting the run…') : ''}
         </p>
       </div>
     </form>
@@ -410,6 +424,9 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
   const [values, setValues] = useState<StartValues>(EMPTY_START);
   const [failure, setFailure] = useState<StartFailure>(NO_FAILURE);
   const [busy, setBusy] = useState(false);
+  const [cancelAsked, setCancelAsked] = useState(false);
+  // What the pending start reads when its answer comes (state would be the render's copy).
+  const cancelOnName = useRef(false);
   const [tries, setTries] = useState(0);
   const summary = useRef<HTMLDivElement>(null);
   const first = useRef<HTMLInputElement>(null);
@@ -426,6 +443,14 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
     setTries((t) => t + 1);
   };
 
+  /** Whether Cancel run was pressed since the last call, forgetting it. */
+  const takeCancel = (): boolean => {
+    const asked = cancelOnName.current;
+    cancelOnName.current = false;
+    setCancelAsked(false);
+    return asked;
+  };
+
   const submit = async () => {
     if (busy) return;
     const built = buildStartRequest(values);
@@ -433,8 +458,27 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
       fail({ errors: built.errors, others: [], problem: null });
       return;
     }
+    takeCancel();
     setBusy(true);
     const result = await startRun(token, namespace, built.request, api);
+    const cancel = takeCancel();
+    if (result.ok && cancel) {
+      // Asked while the run was being created: sent now that it has a name. Its page then
+      // shows it ending Cancelled (or, had it ended first, how it ended: a 409).
+      const ns = result.run.namespace === '' ? namespace : result.run.namespace;
+      const cancelled = await cancelRun(token, ns, result.run.name, api);
+      if (!cancelled.ok && cancelled.problem.status !== 409) {
+        setBusy(false);
+        setValues(EMPTY_START);
+        fail({
+          errors: {},
+          others: [],
+          doing: 'Cancelling the run',
+          problem: { ...cancelled.problem, message: `${cancelled.problem.message} Run ${result.run.name} was started and goes on: open it from the list to cancel it there.` },
+        });
+        return;
+      }
+    }
     setBusy(false);
     if (result.ok) {
       setValues(EMPTY_START);
@@ -463,6 +507,7 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
       values={values}
       failure={failure}
       busy={busy}
+      cancelAsked={cancelAsked}
       choices={choices}
       summaryRef={summary}
       firstFieldRef={first}
@@ -476,6 +521,10 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
       }}
       onSubmit={() => {
         void submit();
+      }}
+      onCancelStart={() => {
+        cancelOnName.current = true;
+        setCancelAsked(true);
       }}
     />
   );
