@@ -406,6 +406,11 @@ edges:
         &format!("nodes:\n  busy: [{{toolCalls: [{calls}]}}, {{reply: done}}]\n"),
     )
     .decisions([ScriptedDecision::Approve])
+    // A queue to the sinks longer than the run's events: what drops here is the cap's doing
+    // alone. With the default 1024, a writer thread slowed by a loaded machine drops ordinary
+    // events for the full queue first (by design: a sink never holds up a run), the cap is then
+    // never reached, and ordinary events rightly follow the approval.
+    .options(|o| o.sink_queue = 10_000)
     .run()
     .await;
     assert_eq!(ran.result.outcome, Outcome::Succeeded);
@@ -427,7 +432,10 @@ edges:
     assert!(
         types[cap_reached..]
             .iter()
-            .all(|t| ["approval.requested", "approval.decided", "run.end"].contains(t))
+            .all(|t| ["approval.requested", "approval.decided", "run.end"].contains(t)),
+        "after the cap: {:?}; the 10 before it: {:?}",
+        &types[cap_reached..],
+        &types[cap_reached.saturating_sub(10)..cap_reached]
     );
     for (i, e) in ran.events.iter().enumerate() {
         assert_eq!(e.seq, i as u64 + 1);
