@@ -464,6 +464,42 @@ async fn cancel_stops_the_runner_with_sigterm_and_the_run_ends_cancelled() -> Re
     .await
 }
 
+/// A cancel that comes while the run is still being created or started (the console's Cancel
+/// run pressed before the run had a name is sent the moment it has one, rule 12.45) ends the
+/// run Cancelled, whichever step of the start it meets: before the operator has read the run,
+/// while it creates the pod, before the pod has started, just after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_at_any_moment_of_the_start_ends_the_run_cancelled() -> Result<()> {
+    let studio = chart("run-cancel-early", &[]).await?;
+    Studio::test(studio, async |f| {
+        const AFTER_MS: [u64; 7] = [0, 30, 100, 250, 500, 1000, 2000];
+        for ms in AFTER_MS {
+            let name = format!("early-{ms}");
+            f.apply(&inline_run(&name, "slow", "jane@example.com"))
+                .await?;
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            let patch = json!({"spec": {"cancel": true}});
+            f.runs()
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        for ms in AFTER_MS {
+            let name = format!("early-{ms}");
+            let done = f
+                .wait_phase(&name, RunPhase::Cancelled)
+                .await
+                .with_context(|| format!("the run cancelled {ms} ms after its creation"))?;
+            assert_eq!(
+                condition_reason(&done, "Succeeded").as_deref(),
+                Some("Cancelled"),
+                "{name}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// The runc container id of a pod's first container (`runc://<id>`).
 fn runc_id(pod: &Pod) -> Result<String> {
     let id = pod

@@ -122,7 +122,20 @@ test.describe('the runs page: start, filter, cancel', () => {
     // the run's page; the cancel went after the create's answer, and the run ends Cancelled
     await expect(page).toHaveURL(runsAddress(namespace, '/run-[a-z0-9]+'));
     await expect.poll(() => order).toEqual(['created 201', 'cancel']);
-    await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
+    const name = decodeURIComponent(new URL(page.url()).hash.split('/').pop() ?? '');
+    let status = '';
+    await expect
+      .poll(
+        async () => {
+          const reply = await fetch(`${env('ORRERY_CONSOLE_URL')}/api/v1/runs/${namespace}/${name}`, { headers: { Authorization: `Bearer ${env('ORRERY_TOKEN_ALICE')}` } });
+          const run = (await reply.json()) as { status?: { phase?: string } };
+          status = JSON.stringify(run.status ?? {});
+          return run.status?.phase ?? '';
+        },
+        { timeout: 60_000, intervals: [1000], message: `run ${name} ends Cancelled; its status: ${status}` },
+      )
+      .toBe('Cancelled');
+    await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 30_000 });
   });
 
   test('a negative budget is shown at its field and nothing typed is lost', async ({ page }) => {

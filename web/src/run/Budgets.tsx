@@ -91,7 +91,7 @@ export function BudgetHitCards({ hits, onShowNode }: { readonly hits: readonly B
     <div className="flex flex-col gap-2">
       {hits.map((hit) => (
         <section key={hit.seq} aria-label={`${BUDGET_NAMES[hit.budget]} budget spent`} className="rounded-lg border-2 border-red-700 bg-red-50 p-3 text-red-950 dark:border-red-400 dark:bg-red-950 dark:text-red-50">
-          <h3 className="font-semibold">{BUDGET_NAMES[hit.budget]} budget spent</h3>
+          <h2 className="font-semibold">{BUDGET_NAMES[hit.budget]} budget spent</h2>
           <p className="text-sm">
             The run used {budgetAmount(hit.budget, hit.used)} {BUDGET_UNITS[hit.budget]}, over its limit of {budgetAmount(hit.budget, hit.limit)}
             {hit.nodeId == null ? '' : `, while node ${hit.nodeId} ran`}, so it stops: its outcome is {OUTCOME_WORDS.BudgetExhausted}.
