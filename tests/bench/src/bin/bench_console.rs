@@ -23,11 +23,11 @@
 use anyhow::{Context, Result, bail, ensure};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use orrery_bench::{node_event, run_end, stamped};
 use orrery_crds::StudioRun;
 use orrery_crds::budget::BudgetLimits;
 use orrery_crds::events::ingest::{EventBatch, ingest_path};
-use orrery_crds::events::{EventBody, NodeStatus, Outcome, TraceEvent};
-use orrery_crds::run::RunTotals;
+use orrery_crds::events::{EventBody, TraceEvent};
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
 use orrery_operator::run_token::{RunTokenSigner, run_claims};
 use orrery_operator::sidecar::SidecarSettings;
@@ -180,8 +180,6 @@ impl Bench {
 /// Event `seq` of `total`: node enters and exits along the pipeline, `run.start` first and
 /// `run.end` last (what a run with content capture off sends).
 fn event(run: &Run, seq: u64, total: u64) -> TraceEvent {
-    let entry = seq.div_ceil(2);
-    let node = format!("step-{}", entry % STEPS);
     let body = if seq == 1 {
         EventBody::RunStart {
             composition: run.name.clone(),
@@ -200,51 +198,12 @@ fn event(run: &Run, seq: u64, total: u64) -> TraceEvent {
             input: None,
         }
     } else if seq == total {
-        EventBody::RunEnd {
-            outcome: Outcome::Succeeded,
-            error: None,
-            totals: RunTotals {
-                tokens: 123 * (total / 2),
-                ..RunTotals::default()
-            },
-            dropped: 0,
-            output_size: 68,
-            output: None,
-        }
-    } else if seq.is_multiple_of(2) {
-        EventBody::NodeEnter {
-            node_id: node,
-            kind: "LLMAgent".into(),
-            entry,
-            depth: 0,
-            parent_entry: None,
-            model: Some("scripted".into()),
-            input_size: 512,
-            screen_flags: Vec::new(),
-            input: None,
-        }
+        run_end(total / 2)
     } else {
-        EventBody::NodeExit {
-            node_id: node,
-            kind: "LLMAgent".into(),
-            entry,
-            depth: 0,
-            status: NodeStatus::Ok,
-            tokens: 123,
-            model_calls: 1,
-            duration_ms: 250,
-            label: None,
-            answer_size: 68,
-            error: None,
-            answer: None,
-        }
+        // After run.start: enter, exit, enter…
+        node_event(seq - 1, STEPS)
     };
-    TraceEvent {
-        seq,
-        run_id: run.uid.clone(),
-        ts: orrery_runner::events::now_rfc3339(),
-        body,
-    }
+    stamped(&run.uid, seq, body)
 }
 
 /// The browser half: `web/bench/console-bench.mjs`.

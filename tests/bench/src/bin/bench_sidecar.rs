@@ -40,10 +40,10 @@ use anyhow::{Context, Result, bail, ensure};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
+use orrery_bench::{node_event, run_end, stamped};
 use orrery_crds::StudioRun;
+use orrery_crds::events::TraceEvent;
 use orrery_crds::events::ingest::{EventBatch, IngestReply, ingest_path};
-use orrery_crds::events::{EventBody, NodeStatus, Outcome, TraceEvent};
-use orrery_crds::run::RunTotals;
 use orrery_operator::config::DEFAULT_RUN_TOKEN_AUDIENCE;
 use orrery_operator::run_token::{RunTokenSigner, run_claims};
 use orrery_operator::sidecar::SidecarSettings;
@@ -761,54 +761,12 @@ impl Rng {
 /// Event `seq` of `run`: `run.end` when `end`, else node enters and exits (names, sizes,
 /// counts: what a trace carries with content capture off).
 fn event(run: &Run, seq: u64, end: bool) -> TraceEvent {
-    let entry = seq.div_ceil(2);
-    let node = format!("step-{}", entry % 10);
     let body = if end {
-        EventBody::RunEnd {
-            outcome: Outcome::Succeeded,
-            error: None,
-            totals: RunTotals {
-                tokens: 123 * entry,
-                ..RunTotals::default()
-            },
-            dropped: 0,
-            output_size: 68,
-            output: None,
-        }
-    } else if seq % 2 == 1 {
-        EventBody::NodeEnter {
-            node_id: node,
-            kind: "LLMAgent".into(),
-            entry,
-            depth: 0,
-            parent_entry: None,
-            model: Some("scripted".into()),
-            input_size: 512,
-            screen_flags: Vec::new(),
-            input: None,
-        }
+        run_end(seq.div_ceil(2))
     } else {
-        EventBody::NodeExit {
-            node_id: node,
-            kind: "LLMAgent".into(),
-            entry,
-            depth: 0,
-            status: NodeStatus::Ok,
-            tokens: 123,
-            model_calls: 1,
-            duration_ms: 250,
-            label: None,
-            answer_size: 68,
-            error: None,
-            answer: None,
-        }
+        node_event(seq, 10)
     };
-    TraceEvent {
-        seq,
-        run_id: run.uid.clone(),
-        ts: orrery_runner::events::now_rfc3339(),
-        body,
-    }
+    stamped(&run.uid, seq, body)
 }
 
 /// Posts events `first..=last` of `run` as one batch, as a runner does: 429 waits
