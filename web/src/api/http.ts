@@ -84,7 +84,7 @@ export function networkProblem(error: unknown): Problem {
   return {
     status: 0,
     code: 'network',
-    message: `the sidecar could not be reached (${detail})`,
+    message: `the sidecar could not be reached (${detail}): check your connection (or your port-forward to the sidecar) and try again`,
     loc: [],
     retryAfterSeconds: null,
   };

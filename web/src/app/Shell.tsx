@@ -48,6 +48,10 @@ export function Shell({ route, username, namespace, waiting, theme, onTheme, onS
   const current = sectionOf(route);
   useEffect(() => {
     document.title = documentTitle(waiting);
+    // Signed out (or expired), the sign-in page's tab no longer counts anyone's approvals.
+    return () => {
+      document.title = documentTitle(0);
+    };
   }, [waiting]);
   const items: { readonly section: Section; readonly label: string; readonly to: string }[] = [
     { section: 'runs', label: 'Runs', to: namespace === '' ? '#/' : href({ page: 'runs', namespace, query: new URLSearchParams() }) },

@@ -104,6 +104,11 @@ export function navigate(route: Route): void {
   window.location.hash = href(route);
 }
 
+/** Goes to `route` in place of this page (no history entry: Back skips it), for redirects. */
+export function redirect(route: Route): void {
+  window.location.replace(href(route));
+}
+
 /** The page the address bar names, following back, forward and links. */
 export function useRoute(): Route {
   const [hash, setHash] = useState(() => window.location.hash);

@@ -11,7 +11,7 @@ import { formatRunKey, href, navigate, type RunKey } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
-import { button, card, input, link, muted, primaryButton } from '../ui/classes.ts';
+import { button, card, focusRing, input, link, muted, primaryButton } from '../ui/classes.ts';
 import { formatCount, formatTime } from '../ui/format.ts';
 import { caption, FigureText, headCell, numCell, numHeadCell, PhaseBadge, table, textCell } from './parts.tsx';
 import { isLive, readRecent, RECENT_KEY, RECENT_LIMIT, withPhase, without, writeRecent, type RecentRun } from './recent.ts';
@@ -53,7 +53,7 @@ function CompareBar({ selection, onClear }: { readonly selection: Selection; rea
   const ready = selection.a !== null && selection.b !== null;
   const name = (key: RunKey | null) => (key === null ? <span className={muted}>not chosen</span> : <span className="font-mono">{formatRunKey(key)}</span>);
   return (
-    <div role="region" aria-label="Compare two runs" className={`${card} sticky top-0 z-10 flex flex-wrap items-center gap-x-6 gap-y-2 py-3`}>
+    <div id="compare-bar" tabIndex={-1} role="region" aria-label="Compare two runs" className={`${card} ${focusRing} sticky top-0 z-10 flex flex-wrap items-center gap-x-6 gap-y-2 py-3`}>
       <p className="font-medium">Compare</p>
       <p>A: {name(selection.a)}</p>
       <p>B: {name(selection.b)}</p>
@@ -64,7 +64,15 @@ function CompareBar({ selection, onClear }: { readonly selection: Selection; rea
       )}
       <div className="ml-auto flex gap-2">
         {selection.a !== null || selection.b !== null ? (
-          <button type="button" className={button} onClick={onClear}>
+          <button
+            type="button"
+            className={button}
+            onClick={() => {
+              // Clear goes away with the choice: the focus moves to the region it was in.
+              document.getElementById('compare-bar')?.focus();
+              onClear();
+            }}
+          >
             Clear
           </button>
         ) : null}
@@ -189,7 +197,7 @@ function OpenedHere({ selection, onChoose }: { readonly selection: Selection; re
   return (
     <section aria-labelledby="opened-here" className="flex flex-col gap-2">
       <div className="flex flex-wrap items-baseline gap-x-4">
-        <h2 id="opened-here" className="text-xl font-semibold">
+        <h2 id="opened-here" tabIndex={-1} className={`text-xl font-semibold ${focusRing}`}>
           Opened here
         </h2>
         <p className={`text-sm ${muted}`}>
@@ -246,7 +254,13 @@ function OpenedHere({ selection, onChoose }: { readonly selection: Selection; re
                     <button
                       type="button"
                       className={`${button} px-2 py-0.5 text-sm`}
-                      onClick={() => {
+                      onClick={(event) => {
+                        // The focus goes to the next row's Forget (or the previous one's, or the
+                        // section's heading), never to the page's start.
+                        const row = event.currentTarget.closest('tr');
+                        const neighbour = (row?.nextElementSibling ?? row?.previousElementSibling)?.querySelector<HTMLButtonElement>('td:last-child button');
+                        if (neighbour) neighbour.focus();
+                        else document.getElementById('opened-here')?.focus();
                         forget(entry);
                       }}
                     >

@@ -3,7 +3,7 @@
 // rarely may, and the sidecar lists nothing with its own rights).
 
 import { useEffect, useId, useState } from 'react';
-import { navigate, runsRoute } from '../app/route.ts';
+import { navigate, redirect, runsRoute } from '../app/route.ts';
 import { isNamespaceName, useSession } from '../app/session.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
 import { card, input, primaryButton } from '../ui/classes.ts';
@@ -11,7 +11,9 @@ import { card, input, primaryButton } from '../ui/classes.ts';
 export function HomePage() {
   const { namespace, setNamespace } = useSession();
   useEffect(() => {
-    if (namespace !== '') navigate(runsRoute(namespace));
+    // In place of this page, so Back from the runs page leaves the console instead of coming here
+    // and being sent on again.
+    if (namespace !== '') redirect(runsRoute(namespace));
   }, [namespace]);
   if (namespace !== '') return null;
   return (

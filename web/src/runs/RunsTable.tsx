@@ -142,7 +142,14 @@ function CancelCell({ run, onCancel }: { readonly run: Run; readonly onCancel: (
     else if (target === 'box') box.current?.focus();
   }, [step]);
 
-  if (!isLive(run)) return <span className={muted}>–</span>;
+  // The same focusable box as a live run's, so the focus stays on the row when it ends.
+  if (!isLive(run)) {
+    return (
+      <div ref={box} tabIndex={-1} className={`rounded ${focusRing}`}>
+        <span className={muted}>{step === 'asked' ? 'Ended' : '–'}</span>
+      </div>
+    );
+  }
 
   const backOut = () => {
     focusNext.current = 'ask';

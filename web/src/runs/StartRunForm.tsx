@@ -430,6 +430,14 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
   const [tries, setTries] = useState(0);
   const summary = useRef<HTMLDivElement>(null);
   const first = useRef<HTMLInputElement>(null);
+  // A start answered after the person left the page does not pull them to the run's page.
+  const mounted = useRef(true);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+    };
+  }, []);
 
   useEffect(() => {
     if (open) first.current?.focus();
@@ -467,6 +475,10 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
       // shows it ending Cancelled (or, had it ended first, how it ended: a 409).
       const ns = result.run.namespace === '' ? namespace : result.run.namespace;
       const cancelled = await cancelRun(token, ns, result.run.name, api);
+      if (!cancelled.ok && cancelled.problem.status === 401) {
+        expire(`Your token is no longer accepted (401): ${cancelled.problem.message}`);
+        return;
+      }
       if (!cancelled.ok && cancelled.problem.status !== 409) {
         setBusy(false);
         setValues(EMPTY_START);
@@ -483,7 +495,7 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
     if (result.ok) {
       setValues(EMPTY_START);
       setFailure(NO_FAILURE);
-      navigate({ page: 'run', namespace: result.run.namespace === '' ? namespace : result.run.namespace, name: result.run.name });
+      if (mounted.current) navigate({ page: 'run', namespace: result.run.namespace === '' ? namespace : result.run.namespace, name: result.run.name });
       return;
     }
     const { problem, findings } = result;
