@@ -160,9 +160,12 @@ const AXE: &str = "the sign-in page is axe-clean in both themes";
 const RUNS: &str = "the runs page: start, filter, cancel";
 const PANEL: &str = "the live run panel";
 const APPROVALS: &str = "approval cards: decide by keyboard, already settled, not found";
+const REFUSED: &str = "approval cards: a stale digest and an expired approval are refused";
+const REJECT: &str = "approval cards: reject with a comment";
+const QUESTION: &str = "a remote agent's question: answered or declined on its card";
 const HISTORY: &str = "history, replay and compare";
 const GROUPS: &[&str] = &[
-    POLICY, BAD_TOKEN, KEYBOARD, AXE, RUNS, PANEL, APPROVALS, HISTORY,
+    POLICY, BAD_TOKEN, KEYBOARD, AXE, RUNS, PANEL, APPROVALS, REFUSED, REJECT, QUESTION, HISTORY,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -216,6 +219,21 @@ fn alice_follows_her_run_live_on_its_graph_and_timeline_every_event_once() -> Re
 fn alice_approves_by_keyboard_with_the_digest_checked_and_bob_sees_nothing_of_her_run() -> Result<()>
 {
     specs(Specs::Group(APPROVALS), "approvals")
+}
+
+#[test]
+fn a_stale_digest_and_an_expired_approval_are_refused_409_and_the_card_says_why() -> Result<()> {
+    specs(Specs::Group(REFUSED), "refused")
+}
+
+#[test]
+fn alice_rejects_by_keyboard_with_a_comment_and_the_run_receives_it() -> Result<()> {
+    specs(Specs::Group(REJECT), "reject")
+}
+
+#[test]
+fn a_remote_agents_question_is_answered_or_declined_on_its_card() -> Result<()> {
+    specs(Specs::Group(QUESTION), "question")
 }
 
 #[test]
