@@ -17,25 +17,64 @@
 
 use anyhow::Result;
 use futures::future::LocalBoxFuture;
+use orrery_crds::RegistryEntry;
 use orrery_crds::run::RunPhase;
+use orrery_runner::demo::writer::UNKNOWN_VERSION;
+use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
+use orrery_tests::harness::{has_condition, wait_for};
 use orrery_tests::manifests::{documents, draft_review_publish, scripted_model};
 use orrery_tests::shared_studio::SharedStudio;
 use orrery_tests::studio::{ChartStudioOptions, Studio, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use serde_json::{Value, json};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-/// The Studio the specs run against: the chart's operator with the chart's admission policies,
-/// alice and bob bound to the studio-user Role, and the scripted model that the human-review
-/// composition (`draft` → `review` → `publish`, `manifests::draft_review_publish`) runs on.
+/// The approval timeout of the console's Studio (the chart's `config.approvalTimeoutSeconds`):
+/// short enough that the expired-approval spec waits for an expiry, long enough that the other
+/// specs read and decide a card well before its last 10 s (when Approve goes off,
+/// `web/src/approvals/rules.ts` EXPIRING_SECONDS) under CI load. The spec reads it from
+/// `/api/v1/schema` and needs it between 15 and 90 s.
+const APPROVAL_TIMEOUT_SECONDS: u32 = 90;
+
+/// The in-process demo fleet whose `demo-writer` asks the question of the `remote-question`
+/// runs. Its servers are tasks of the shared studio's runtime (the install runs there, see
+/// [`SharedStudio`]), so they serve while that studio is up and stop with its runtime; it is
+/// kept here rather than dropped at the end of the install (dropping it stops the servers). A
+/// later install (a studio of its own per test under `--test-threads=1`) replaces it.
+static FLEET: Mutex<Option<Fleet>> = Mutex::new(None);
+
+/// The Studio the specs run against: the chart's operator with the chart's admission policies
+/// and a short approval timeout ([`APPROVAL_TIMEOUT_SECONDS`]), alice and bob bound to the
+/// studio-user Role, and the scripted model that the compositions run on: human-review (`draft`
+/// → `review` → `publish`, `manifests::draft_review_publish`), notes (`draft` → `publish`) and
+/// remote-question (`writer`, whose call to the demo fleet's `demo-writer` leaves the version
+/// open, so the remote asks a person which version: an approval of kind Input).
 fn install() -> LocalBoxFuture<'static, Result<Studio>> {
     Box::pin(async {
+        // demo-writer asks which version notes are for when their first line leaves it open.
+        let fleet = start_fleet(FleetConfig::ephemeral()).await?;
         let manifests = documents(&[
             scripted_model(
                 "scripted",
                 json!({"draft": [{"reply": "Release notes for: {{input}}"}],
-                       "publish": [{"reply": "Changelog: {{input}}"}]}),
+                "publish": [{"reply": "Changelog: {{input}}"}],
+                "writer": [
+                    {"toolCalls": [{
+                        "name": "a2a_demo_writer_draft",
+                        "arguments": {"request": format!("{UNKNOWN_VERSION}\n- Search is faster.")}
+                    }]},
+                    {"reply": "{{tool_results.reply}}"}
+                ]}),
             ),
+            json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1",
+                "kind": "RegistryEntry",
+                "metadata": {"name": "demo-writer"},
+                "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
+            })
+            .to_string(),
             composition("human-review", draft_review_publish()),
             composition(
                 "notes",
@@ -49,15 +88,36 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
                     "edges": [{"from": "draft", "to": "publish"}]
                 }),
             ),
+            composition(
+                "remote-question",
+                json!({
+                    "pattern": "Pipeline",
+                    "budgets": {"timeoutSeconds": 600, "maxRemoteCalls": 5},
+                    "nodes": [{"id": "writer", "kind": "LLMAgent", "model": "scripted",
+                               "instruction": "Draft the notes.", "tools": ["a2a:demo-writer.draft"]}]
+                }),
+            ),
         ]);
+        *FLEET.lock().unwrap_or_else(PoisonError::into_inner) = Some(fleet);
+        let timeout = format!("config.approvalTimeoutSeconds={APPROVAL_TIMEOUT_SECONDS}");
         let studio = Studio::install(ChartStudioOptions {
             prefix: "console",
             prelude: "",
             manifests: &manifests,
             users: &[ALICE, BOB],
             policies: true,
-            values: &[],
+            values: &[&timeout],
         })
+        .await?;
+        // The entry is pinned by its probe pod before a run may call it.
+        let entries: kube::Api<RegistryEntry> = studio.ns.api(&studio.admin);
+        wait_for(
+            &entries,
+            "demo-writer",
+            "Ready",
+            Duration::from_secs(90),
+            has_condition("Ready", "True"),
+        )
         .await?;
         // Two finished runs of alice's for History, replay and compare.
         let alice = token(studio.env, ALICE)?;
@@ -101,6 +161,9 @@ const UNAVAILABLE: &str = "a Studio that refuses its schema is said to be not av
 const RUNS: &str = "the runs page: start, filter, cancel";
 const PANEL: &str = "the live run panel";
 const APPROVALS: &str = "approval cards: decide by keyboard, already settled, not found";
+const REFUSED: &str = "approval cards: a stale digest and an expired approval are refused";
+const REJECT: &str = "approval cards: reject with a comment";
+const QUESTION: &str = "a remote agent's question: answered or declined on its card";
 const HISTORY: &str = "history, replay and compare";
 const GROUPS: &[&str] = &[
     POLICY,
@@ -111,6 +174,9 @@ const GROUPS: &[&str] = &[
     RUNS,
     PANEL,
     APPROVALS,
+    REFUSED,
+    REJECT,
+    QUESTION,
     HISTORY,
 ];
 
@@ -171,6 +237,21 @@ fn alice_follows_her_run_live_on_its_graph_and_timeline_every_event_once() -> Re
 fn alice_approves_by_keyboard_with_the_digest_checked_and_bob_sees_nothing_of_her_run() -> Result<()>
 {
     specs(Specs::Group(APPROVALS), "approvals")
+}
+
+#[test]
+fn a_stale_digest_and_an_expired_approval_are_refused_409_and_the_card_says_why() -> Result<()> {
+    specs(Specs::Group(REFUSED), "refused")
+}
+
+#[test]
+fn alice_rejects_by_keyboard_with_a_comment_and_the_run_receives_it() -> Result<()> {
+    specs(Specs::Group(REJECT), "reject")
+}
+
+#[test]
+fn a_remote_agents_question_is_answered_or_declined_on_its_card() -> Result<()> {
+    specs(Specs::Group(QUESTION), "question")
 }
 
 #[test]
