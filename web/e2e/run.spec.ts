@@ -138,6 +138,42 @@ test.describe('the live run panel', () => {
     await expect(page.getByText('The run ended: Cancelled', { exact: false })).toBeVisible({ timeout: 60_000 });
   });
 
+  test('approving on the panel says what it came to, keeps the focus there, and the run goes on to its end', async ({ page, pageProblems }) => {
+    pageProblems.allowConsoleError(/status of 404 .*\/composition/);
+    test.setTimeout(180_000);
+    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
+      method: 'POST',
+      body: { compositionRef: { name: 'human-review' }, input: 'version 2.7' },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const name = field(started.body, 'metadata', 'name');
+    if (typeof name !== 'string') throw new Error('the started run has no name');
+
+    await signIn(page, alice());
+    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    const cards = page.getByRole('region', { name: 'Approvals waiting for a decision' });
+    const text = cards.getByRole('region', { name: /^Text under review/ });
+    await expect(page.getByRole('application', { name: /^Graph of human-review/ }).getByRole('group', { name: /^review, HumanApproval, awaiting you/ })).toBeVisible({ timeout: 120_000 });
+    try {
+      await expect(text).toBeVisible({ timeout: 20_000 });
+    } catch (e) {
+      console.log('the review awaits alice but no card shows; the page holds:', (await page.locator('main').innerHTML()).slice(0, 6000));
+      throw e;
+    }
+    await expect(cards.getByText(/^Digest checked/)).toBeVisible();
+    await text.evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
+    const approve = cards.getByRole('button', { name: 'Approve', exact: true });
+    await expect(approve).not.toHaveAttribute('aria-disabled', 'true');
+    await approve.click();
+
+    // The run's approval.decided arrives while the decision is answered: the outcome stays, with the focus.
+    await expect(page.locator(':focus')).toContainText('Approved.', { timeout: 45_000 });
+    await expect(page.getByText('The run ended: Succeeded', { exact: false })).toBeVisible({ timeout: 60_000 });
+    await expect(page.getByRole('region', { name: 'Approvals decided here' })).toContainText('Approved.');
+  });
+
   test('a budget that runs out is a card of its own naming the budget, its limit and the node that ran', async ({ page, pageProblems, axe }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     test.setTimeout(180_000);

@@ -7,7 +7,7 @@
 // `RunApprovalCards` takes the pending ids directly (the Approvals page reads them from the run's
 // status).
 
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { listApprovals, type Approval } from '../api/approvals.ts';
 import type { Problem } from '../api/http.ts';
 import { useSession } from '../app/session.tsx';
@@ -26,12 +26,14 @@ interface Props {
   readonly pending: readonly ApprovalView[];
   /** Called after any decision (whatever its answer), so the page reads the waiting count again. */
   readonly onDecided: () => void;
+  /** A region of its own with a (screen-reader) heading, shown only while it holds something. */
+  readonly headed?: boolean;
 }
 
-export function ApprovalCards({ namespace, name, uid, pending, onDecided }: Props) {
+export function ApprovalCards({ namespace, name, uid, pending, onDecided, headed = false }: Props) {
   const key = pending.map((p) => p.requested.approvalId).join('\n');
   const pendingIds = useMemo(() => (key === '' ? [] : key.split('\n')), [key]);
-  return <RunApprovalCards namespace={namespace} name={name} uid={uid} pendingIds={pendingIds} onDecided={onDecided} />;
+  return <RunApprovalCards namespace={namespace} name={name} uid={uid} pendingIds={pendingIds} onDecided={onDecided} headed={headed} />;
 }
 
 interface ListProps {
@@ -42,6 +44,8 @@ interface ListProps {
   readonly onDecided: () => void;
   /** Say above the cards that a service account cannot decide (false where the page says it once). */
   readonly accountNote?: boolean;
+  /** A region of its own with a (screen-reader) heading, shown only while it holds something. */
+  readonly headed?: boolean;
 }
 
 interface Decided {
@@ -55,7 +59,8 @@ interface ListState {
   readonly problem: Problem | null;
 }
 
-export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, accountNote = true }: ListProps) {
+export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, accountNote = true, headed = false }: ListProps) {
+  const headingId = useId();
   const { token, api, me, expire } = useSession();
   const key = pendingIds.join('\n');
   const [reads, setReads] = useState(0);
@@ -64,7 +69,9 @@ export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, 
   const seq = useRef(0);
 
   useEffect(() => {
-    if (key === '') return undefined;
+    // Nothing waits and nothing was decided here: nothing to read. After a decision (reads > 0)
+    // the list is read again even when nothing waits any more, so the card's summary is current.
+    if (key === '' && reads === 0) return undefined;
     const abort = new AbortController();
     void listApprovals(token, namespace, name, { ...api, signal: abort.signal }).then((result) => {
       if (abort.signal.aborted) return;
@@ -110,7 +117,7 @@ export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, 
   ];
 
   if (entries.length === 0 && list.problem === null) return null;
-  return (
+  const cards = (
     <div className="flex flex-col gap-4">
       {me.person || !accountNote ? null : <ServiceAccountNote username={me.username} />}
       {list.problem === null ? null : (
@@ -151,6 +158,15 @@ export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, 
         );
       })}
     </div>
+  );
+  if (!headed) return cards;
+  return (
+    <section aria-labelledby={headingId} className="flex flex-col gap-2">
+      <h2 id={headingId} className="sr-only">
+        {pendingIds.length > 0 ? 'Approvals waiting for a decision' : 'Approvals decided here'}
+      </h2>
+      {cards}
+    </section>
   );
 }
 

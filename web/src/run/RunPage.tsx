@@ -77,6 +77,8 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
   const [selected, setSelected] = useState<string | null>(null);
   const [tab, setTab] = useState<Tab>('timeline');
   const started = useRef(false);
+  // The run ended (its status, its events or the read after its stream stopped say so).
+  const endedBefore = useRef(false);
 
   // The run, once (and again after the stream ends, for its final status).
   const readRun = useCallback(
@@ -110,6 +112,7 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
   const { model } = feed.run;
   useEffect(() => {
     started.current = run?.composition != null || feed.run.model.start !== null;
+    endedBefore.current = isTerminal(run?.phase ?? null) || feed.run.model.end !== null || afterStop?.kind === 'ended';
   });
 
   // The spec the run ran; while it has not started (404), asked again every 2 s.
@@ -128,6 +131,9 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
         );
       } else if (result.problem.status === 401) {
         expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+      } else if (result.problem.status === 404 && !started.current && endedBefore.current) {
+        // Refused or cancelled before it started: it ran no spec, and never will.
+        setSpec({ kind: 'problem', problem: { ...result.problem, message: 'the run ended before it started, so it ran no spec and there is no graph to draw' } });
       } else if (result.problem.status === 404 && !started.current) {
         setSpec({ kind: 'waiting' });
         timer = window.setTimeout(() => {
@@ -197,6 +203,22 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
           Run {namespace}/{name}
         </PageHeading>
         <ProblemAlert doing="Reading the run" problem={gone} />
+        {gone === runProblem && gone.status !== 404 ? (
+          // Not a refusal of the run itself (a 503, the network): reading it again may work.
+          <p>
+            <button
+              type="button"
+              className={button}
+              onClick={() => {
+                void readRun().then((result) => {
+                  if (!result.ok && result.problem.status !== 401) setRunProblem(result.problem);
+                });
+              }}
+            >
+              Read the run again
+            </button>
+          </p>
+        ) : null}
         <p>
           <a className={link} href={href({ page: 'runs', namespace, query: new URLSearchParams() })}>
             Back to the runs in {namespace}
@@ -314,13 +336,10 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
 
       <Outcome model={model} afterStop={afterStop} run={run} pagesIncomplete={feed.state.kind === 'pages' && !feed.state.reading && !feed.state.complete} giveUp={giveUp} />
 
-      {pending.length > 0 && run !== null ? (
-        <section aria-labelledby="approvals-heading" className="flex flex-col gap-2">
-          <h2 id="approvals-heading" className="sr-only">
-            Approvals waiting for a decision
-          </h2>
-          <ApprovalCards namespace={namespace} name={name} uid={run.uid} pending={pending} onDecided={onDecided} />
-        </section>
+      {/* Mounted while the run has approvals at all, so a decision made here keeps its outcome
+          (and the focus) when the run's approval.decided arrives before the sidecar's answer. */}
+      {model.approvals.size > 0 && run !== null ? (
+        <ApprovalCards namespace={namespace} name={name} uid={run.uid} pending={pending} onDecided={onDecided} headed />
       ) : null}
 
       <BudgetHitCards hits={model.budgetHits} onShowNode={onSelect} />
