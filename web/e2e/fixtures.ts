@@ -223,6 +223,9 @@ export const test = base.extend<Fixtures>({
       try {
         for (const theme of THEMES) {
           await page.emulateMedia({ colorScheme: theme });
+          // The page follows the system's scheme (theme.ts) unless a theme was chosen: the check
+          // is of the theme it names only once the page shows it.
+          await expect(page.locator('html'), `the page turns ${theme} for axe`).toHaveAttribute('data-theme', theme);
           let builder = new AxeBuilder({ page }).withTags([...AXE_TAGS]);
           for (const selector of options.exclude ?? []) builder = builder.exclude(selector);
           const results = await builder.analyze();
