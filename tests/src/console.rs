@@ -152,8 +152,11 @@ pub struct SpecEnv {
     /// `ORRERY_TOKEN_BOB`.
     pub bob: String,
     /// `ORRERY_CONSOLE_FINISHED_A` and `_B`: two finished runs of alice's, of one Composition,
-    /// for History, replay and compare.
-    pub finished: [String; 2],
+    /// for History, replay and compare (unset when the Studio holds none).
+    pub finished: Option<[String; 2]>,
+    /// `ORRERY_CONSOLE_RESTART_FILE`: where a spec asks for the sidecar to be killed or started
+    /// again (`crate::spec_sidecar`); unset when the sidecar is not the test's to restart.
+    pub restart_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SpecEnv {
@@ -173,18 +176,29 @@ impl SpecEnv {
             namespace: studio.namespace.clone(),
             alice: token(studio.env, ALICE)?,
             bob: token(studio.env, BOB)?,
-            finished: FINISHED_RUNS.map(str::to_owned),
+            finished: Some(FINISHED_RUNS.map(str::to_owned)),
+            restart_file: None,
         })
     }
 
-    fn vars(&self) -> [(&'static str, &str); 6] {
-        [
-            ("ORRERY_CONSOLE_URL", &self.url),
-            ("ORRERY_CONSOLE_NAMESPACE", &self.namespace),
-            ("ORRERY_TOKEN_ALICE", &self.alice),
-            ("ORRERY_TOKEN_BOB", &self.bob),
-            ("ORRERY_CONSOLE_FINISHED_A", &self.finished[0]),
-            ("ORRERY_CONSOLE_FINISHED_B", &self.finished[1]),
+    /// The variables, each with its value or `None` for one to leave unset (an optional one
+    /// this Studio does not give, removed even if the test's own environment has it).
+    fn vars(&self) -> Vec<(&'static str, Option<std::ffi::OsString>)> {
+        let [a, b] = self
+            .finished
+            .as_ref()
+            .map_or([None, None], |[a, b]| [Some(a.into()), Some(b.into())]);
+        vec![
+            ("ORRERY_CONSOLE_URL", Some((&self.url).into())),
+            ("ORRERY_CONSOLE_NAMESPACE", Some((&self.namespace).into())),
+            ("ORRERY_TOKEN_ALICE", Some((&self.alice).into())),
+            ("ORRERY_TOKEN_BOB", Some((&self.bob).into())),
+            ("ORRERY_CONSOLE_FINISHED_A", a),
+            ("ORRERY_CONSOLE_FINISHED_B", b),
+            (
+                "ORRERY_CONSOLE_RESTART_FILE",
+                self.restart_file.as_ref().map(Into::into),
+            ),
         ]
     }
 }
@@ -261,8 +275,13 @@ pub fn run_specs(env: &SpecEnv, specs: Specs<'_>, name: &str) -> Result<()> {
                 .arg("--pass-with-no-tests");
         }
     }
+    for (key, value) in env.vars() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
     command
-        .envs(env.vars())
         .env("ORRERY_CHROMIUM", &chromium)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

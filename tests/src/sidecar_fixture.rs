@@ -1,7 +1,9 @@
 //! The sidecar for end-to-end tests, in-process: [`shared`] is the test binary's one sidecar
 //! (SQLite in a temporary directory, on a free loopback port), which runner pods of every test
-//! post their events to; [`TestSidecar`] is one a test starts, stops and restarts itself (on the
-//! same port: a sidecar restart mid-run), on SQLite or on a PostgreSQL URL.
+//! post their events to; [`TestSidecar`] is one a test starts, kills, stops and restarts itself
+//! (on the same port: a sidecar restart mid-run), on SQLite or on a PostgreSQL URL. A
+//! [`TestSidecar`] runs on a Tokio runtime of its own, so that killing it ends everything it
+//! runs at once, open connections included, as a crash of its process would.
 //!
 //! The sidecar acts for callers with their own tokens on the test control plane; its own client
 //! (for the retention sweep) is the admin's.
@@ -16,6 +18,7 @@ use orrery_operator::sidecar::{Sidecar, SidecarSettings};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -115,7 +118,12 @@ fn start_shared() -> Result<SharedSidecar> {
         .map_err(|e| anyhow!(e))
 }
 
-/// A sidecar a test starts and stops itself, on the test's runtime.
+/// A sidecar a test starts and stops itself. It serves on a Tokio runtime of its own (two
+/// worker threads), where its store, its cluster client and every connection it accepted live
+/// too: [`TestSidecar::kill`] shuts that runtime down, so an open event stream or a kept-alive
+/// connection (a browser's, a runner's) is cut there and then, as when the process dies. (On
+/// the test's own runtime a killed server's connection tasks would go on serving.) Its state
+/// ([`TestSidecar::sidecar`]) may be used from the test's runtime while it runs.
 pub struct TestSidecar {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
@@ -127,6 +135,8 @@ pub struct TestSidecar {
     settings: SidecarSettings,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
+    /// The runtime it serves on; `None` once killed or stopped.
+    runtime: Option<Runtime>,
 }
 
 impl TestSidecar {
@@ -146,28 +156,54 @@ impl TestSidecar {
         TestSidecar::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), store, settings).await
     }
 
-    async fn start_on(
+    /// Starts a sidecar on `store` at `address` (a loopback port chosen beforehand, for a
+    /// sidecar whose settings need what is made once its URL is known: the namespace of a
+    /// `Studio` whose runners post to it).
+    pub async fn start_on(
         address: SocketAddr,
         store: &str,
         settings: SidecarSettings,
     ) -> Result<TestSidecar> {
         let env = testenv::shared_async().await?;
-        let bound = Bound::start(
-            address,
-            store,
-            test_verifier()?,
-            env.config(ADMIN).await?,
-            Arc::new(deployment_config()?),
-            &settings,
-        )
-        .await
-        .map_err(|e| anyhow!("{e}"))?;
-        let address = bound.address();
-        let sidecar = bound.sidecar.clone();
+        let kube = env.config(ADMIN).await?;
+        let verifier = test_verifier()?;
+        let config = Arc::new(deployment_config()?);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("test-sidecar")
+            .enable_all()
+            .build()
+            .context("the sidecar's runtime")?;
+        let (ready, bound) = oneshot::channel::<Result<(SocketAddr, Arc<Sidecar>)>>();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(bound.serve(async move {
-            let _ = stopped.await;
-        }));
+        let (url, options) = (store.to_owned(), settings.clone());
+        let task = runtime.spawn(async move {
+            match Bound::start(address, &url, verifier, kube, config, &options).await {
+                Ok(bound) => {
+                    let _ = ready.send(Ok((bound.address(), bound.sidecar.clone())));
+                    bound
+                        .serve(async move {
+                            let _ = stopped.await;
+                        })
+                        .await
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(anyhow!("{e}")));
+                    Ok(())
+                }
+            }
+        });
+        let (address, sidecar) = match bound.await {
+            Ok(Ok(bound)) => bound,
+            Ok(Err(e)) => {
+                runtime.shutdown_background();
+                return Err(e);
+            }
+            Err(_) => {
+                runtime.shutdown_background();
+                return Err(anyhow!("the sidecar's task ended before it started"));
+            }
+        };
         Ok(TestSidecar {
             url: format!("http://{address}"),
             address,
@@ -176,14 +212,17 @@ impl TestSidecar {
             settings,
             stop: Some(stop),
             task: Some(task),
+            runtime: Some(runtime),
         })
     }
 
-    /// Kills it where it is (connections dropped, nothing finishes), as a crash would.
+    /// Kills it where it is, as a crash would: its runtime is shut down, so nothing finishes,
+    /// every open connection is cut and its port refuses connections until
+    /// [`TestSidecar::restart`].
     pub async fn kill(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let _ = task.await;
+        self.task = None;
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
         self.stop = None;
     }
@@ -193,12 +232,17 @@ impl TestSidecar {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if let Some(task) = self.task.take() {
-            task.await
-                .context("the sidecar's task")?
-                .context("serving")?;
+        let served = match self.task.take() {
+            Some(task) => task
+                .await
+                .context("the sidecar's task")
+                .and_then(|served| served.context("serving")),
+            None => Ok(()),
+        };
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
-        Ok(())
+        served
     }
 
     /// Starts it again on the same address and store (after [`TestSidecar::kill`] or
@@ -225,8 +269,9 @@ impl TestSidecar {
 
 impl Drop for TestSidecar {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
+        // Never a plain drop of the runtime: that blocks, which an async context forbids.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }

@@ -165,6 +165,7 @@ const REFUSED: &str = "approval cards: a stale digest and an expired approval ar
 const REJECT: &str = "approval cards: reject with a comment";
 const QUESTION: &str = "a remote agent's question: answered or declined on its card";
 const HISTORY: &str = "history, replay and compare";
+const DROP: &str = "a live run through a dropped stream, a sidecar down and a reload";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -178,6 +179,7 @@ const GROUPS: &[&str] = &[
     REJECT,
     QUESTION,
     HISTORY,
+    DROP,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -262,4 +264,83 @@ fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Resul
 #[test]
 fn every_other_console_spec_passes() -> Result<()> {
     specs(Specs::AllBut(GROUPS), "others")
+}
+
+/// Rules 12.43, 12.44 and 12.64 (issue 23's "drop"): the specs follow alice's human-review runs
+/// while the sidecar that serves the console is killed (a crash: every connection cut) and
+/// started again when they ask (`orrery_tests::spec_sidecar`), so this test has a Studio of its
+/// own: the operator in-process (`Studio::start`, not the chart) with a `TestSidecar` serving
+/// the built console (`web/dist`, `orrery_tests::images::console_source`) and, as the chart's
+/// does, the Studio's one namespace; alice and bob bound to the studio-user Role, the chart's
+/// admission policies, and the same scripted model and human-review composition as
+/// [`install`], so a run waits for alice at `review` mid-run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_followed_through_a_sidecar_restart_lists_every_event_once_and_a_reload_picks_it_back_up()
+-> Result<()> {
+    use orrery_operator::sidecar::SidecarSettings;
+    use orrery_tests::harness::free_port;
+    use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+    use orrery_tests::spec_sidecar::run_specs_restarting;
+    use orrery_tests::studio::StudioOptions;
+
+    // The sidecar's address first: the Studio's runners post there, and the sidecar serves
+    // the namespace the Studio makes.
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()?));
+    let url = format!("http://{address}");
+    let manifests = documents(&[
+        scripted_model(
+            "scripted",
+            json!({"draft": [{"reply": "Release notes for: {{input}}"}],
+                   "publish": [{"reply": "Changelog: {{input}}"}]}),
+        ),
+        composition("human-review", draft_review_publish()),
+    ]);
+    let studio = Studio::start(StudioOptions {
+        prefix: "console-drop",
+        sidecar_url: &url,
+        manifests: &manifests,
+        users: &[ALICE, BOB],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let result = async {
+        let store = format!(
+            "sqlite:{}",
+            temp_dir("console-drop")?.join("events.db").display()
+        );
+        let settings = SidecarSettings {
+            namespace: Some(studio.ns.name.clone()),
+            console_dir: Some(orrery_tests::images::console_source()),
+            ..SidecarSettings::default()
+        };
+        let mut sidecar = TestSidecar::start_on(address, &store, settings).await?;
+        let ran = async {
+            check_served(&url, &format!("/runs/{}", studio.ns.name)).await?;
+            let env = SpecEnv {
+                url: url.clone(),
+                namespace: studio.ns.name.clone(),
+                alice: token(studio.env, ALICE)?,
+                bob: token(studio.env, BOB)?,
+                finished: None,
+                restart_file: None,
+            };
+            let served =
+                run_specs_restarting(&env, Specs::Group(DROP), "drop", &mut sidecar).await?;
+            // The specs skip themselves without the restart file: make sure they ran and asked.
+            anyhow::ensure!(
+                served.kills() >= 2,
+                "the drop specs killed the sidecar {} time(s), not at least twice (12.43 and \
+                 12.44): did they run? ({:?})",
+                served.kills(),
+                served.done
+            );
+            Ok(())
+        }
+        .await;
+        ran.and(sidecar.stop().await)
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    result.and(stopped)
 }

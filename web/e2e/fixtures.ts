@@ -18,6 +18,13 @@
 //   ORRERY_CONSOLE_NAMESPACE    the namespace that Studio serves
 //   ORRERY_TOKEN_ALICE          alice's bearer token (a person bound to the studio-user Role)
 //   ORRERY_TOKEN_BOB            bob's bearer token (the same Role, another person)
+//   ORRERY_CONSOLE_FINISHED_A   two finished runs of alice's, of one Composition (history.spec.ts;
+//   ORRERY_CONSOLE_FINISHED_B   unset on a Studio without them)
+//   ORRERY_CONSOLE_RESTART_FILE where a spec asks for the sidecar to be killed or started again
+//                               (drop.spec.ts; set only for a sidecar the test may kill): it
+//                               writes {"id", "action": "kill" | "start"} elsewhere and renames
+//                               it to this file; the answer {"id", "action", "error"} comes in
+//                               <file>.done (tests/src/spec_sidecar.rs, web/README.md)
 //   ORRERY_CONSOLE_SCREENSHOTS  where screenshots go (default web/test-results/screenshots)
 //   ORRERY_CHROMIUM             the browser (playwright.config.ts; default /usr/lib/chromium/chromium)
 import AxeBuilder from '@axe-core/playwright';
