@@ -36,6 +36,8 @@ const RunGraph = lazy(() => import('../graph/RunGraph.tsx'));
 
 /** How often the spec is asked for again while the run has not started. */
 export const SPEC_RETRY_MS = 2000;
+/** How often a followed run's status is read while no `run.end` came. */
+export const STATUS_POLL_MS = 5000;
 
 type SpecState =
   | { readonly kind: 'loading' }
@@ -148,6 +150,31 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
       window.clearTimeout(timer);
     };
   }, [token, namespace, name, api, expire, specTry, runProblem]);
+
+  // A run can end with no run.end (cancelled or refused before it started, its pod deleted),
+  // and then its stream has nothing more to say: while it is followed, its status is read every
+  // few seconds, and once two reads in a row say it ended, the page takes its end from there.
+  const following = mode === 'stream' && model.end === null && afterStop === null;
+  const endedReads = useRef(0);
+  useEffect(() => {
+    if (!following) return undefined;
+    endedReads.current = 0;
+    const abort = new AbortController();
+    const timer = window.setInterval(() => {
+      void getRun(token, namespace, name, { ...api, signal: abort.signal }).then((result) => {
+        if (abort.signal.aborted || !result.ok) return;
+        endedReads.current = isTerminal(result.value.phase) ? endedReads.current + 1 : 0;
+        if (endedReads.current >= 2) {
+          setRun(result.value);
+          setAfterStop({ kind: 'ended', run: result.value });
+        }
+      });
+    }, STATUS_POLL_MS);
+    return () => {
+      abort.abort();
+      window.clearInterval(timer);
+    };
+  }, [following, token, namespace, name, api]);
 
   // When the stream stops: gave up → read the run (12.44); ended → read its final status.
   const stopped = feed.state.kind === 'stream' && feed.state.status.state === 'stopped' ? feed.state.status.end : null;
