@@ -751,6 +751,64 @@ async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_run_cancelled_before_it_started_ends_its_stream_though_no_run_end_came()
+-> Result<()> {
+    let settings = SidecarSettings {
+        stream_status_check: Duration::from_secs(1),
+        ..SidecarSettings::default()
+    };
+    let mut sidecar = TestSidecar::sqlite("sidecar-cancel", settings).await?;
+    let f = studio("sc-cancel", &sidecar.url, 0).await?;
+    let result = async {
+        // Waiting for a Composition that does not exist, the run never gets a runner: it can
+        // end only by cancelling, and then no `run.end` is ever stored.
+        let waiting = json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1",
+            "kind": "StudioRun",
+            "metadata": {"name": "waiting"},
+            "spec": {"compositionRef": {"name": "not-there"}, "input": "x", "owner": ALICE}
+        });
+        apply_yaml(&f.admin, Some(&f.ns.name), &waiting.to_string()).await?;
+        let alice = token(f.env, ALICE)?;
+        let stream = tokio::spawn({
+            let (url, ns, alice) = (sidecar.url.clone(), f.ns.name.clone(), alice.clone());
+            async move { sse(&url, &ns, "waiting", &alice, None, None).await }
+        });
+        // Quiet and not over, the stream stays open past several status checks.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        ensure!(!stream.is_finished(), "the stream of a waiting run ended");
+        let cancel = http_client()?
+            .post(format!(
+                "{}/api/v1/runs/{}/waiting/cancel",
+                sidecar.url, f.ns.name
+            ))
+            .bearer_auth(&alice)
+            .send()
+            .await?;
+        ensure!(
+            cancel.status() == StatusCode::ACCEPTED,
+            "cancel: {}",
+            cancel.status()
+        );
+        let events = tokio::time::timeout(Duration::from_secs(30), stream)
+            .await
+            .context("the stream of a cancelled run stayed open")???;
+        ensure!(
+            events.is_empty(),
+            "a run that never started sent {events:?}"
+        );
+        let run = f.runs().get("waiting").await?;
+        let phase = run.status.and_then(|s| s.phase);
+        ensure!(phase == Some(RunPhase::Cancelled), "phase {phase:?}");
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    let sidecar_stopped = sidecar.stop().await;
+    result.and(stopped).and(sidecar_stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_and_no_duplicate_rule_9_21()
 -> Result<()> {
     // Each of the four nodes answers after 700 ms: the run is live while the stream drops.

@@ -326,7 +326,7 @@ pub async fn cancel_run(
 ) -> Result<Response, Problem> {
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     if let Some(phase) = run.status.as_ref().and_then(|s| s.phase)
-        && super::events::is_final(phase)
+        && phase.is_terminal()
     {
         return Err(Problem::new(
             StatusCode::CONFLICT,

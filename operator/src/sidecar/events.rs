@@ -5,7 +5,11 @@
 //! - With `Accept: text/event-stream`: Server-Sent Events. Each event's `id` is its `seq` and
 //!   its `data` the event's JSON. A stream starts after `Last-Event-ID` (what a browser sends
 //!   when it reconnects) or `?after=N`, replays what is stored, then follows the run live until
-//!   its `run.end`; a finished run's stream ends after the replay. A comment line every 15 s
+//!   its `run.end`; a finished run's stream ends after the replay, and so does a followed run
+//!   that ends with no `run.end` (cancelled before its runner started, refused): while the
+//!   stream is quiet the run's status is read every
+//!   [`super::SidecarSettings::stream_status_check`], and two reads saying it ended end the
+//!   stream. A comment line every 15 s
 //!   keeps idle connections open; on shutdown every stream ends cleanly. Each frame is named by
 //!   the event's type (`event: node.enter`, rule 9.20). At most
 //!   [`super::SidecarSettings::max_streams_per_person`] streams per person at once (429 past it).
@@ -94,11 +98,13 @@ pub async fn events(
         .status
         .as_ref()
         .and_then(|s| s.phase)
-        .is_some_and(is_final);
+        .is_some_and(RunPhase::is_terminal);
     // Subscribe before the backlog is read: nothing stored in between is missed.
     let rx = sidecar.hub.subscribe(&uid);
     let follow = Follow {
         sidecar: sidecar.clone(),
+        namespace,
+        name,
         uid,
         cursor: after,
         rx,
@@ -106,6 +112,7 @@ pub async fn events(
         read_store: true,
         ended: false,
         finished,
+        ended_reads: 0,
         _permit: permit,
     };
     let stream = futures::stream::unfold(follow, next_event)
@@ -118,18 +125,6 @@ pub async fn events(
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
-}
-
-/// Whether a run in `phase` is over.
-pub fn is_final(phase: RunPhase) -> bool {
-    matches!(
-        phase,
-        RunPhase::Succeeded
-            | RunPhase::Failed
-            | RunPhase::Cancelled
-            | RunPhase::BudgetExhausted
-            | RunPhase::Rejected
-    )
 }
 
 /// `Last-Event-ID`, when sent: a whole number, or 400.
@@ -196,6 +191,8 @@ pub fn is_run_end(body: &str) -> bool {
 
 struct Follow {
     sidecar: Arc<Sidecar>,
+    namespace: String,
+    name: String,
     uid: String,
     cursor: u64,
     rx: broadcast::Receiver<Live>,
@@ -206,6 +203,9 @@ struct Follow {
     ended: bool,
     /// The run was over when the stream started: end after the replay.
     finished: bool,
+    /// Quiet checks in a row that found the run over with no `run.end` stored (cancelled or
+    /// refused before its runner started): at [`ENDED_READS`] the stream ends.
+    ended_reads: u8,
     _permit: StreamPermit,
 }
 
@@ -250,7 +250,23 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
         if f.finished {
             return None;
         }
-        match f.rx.recv().await {
+        let Ok(woken) = tokio::time::timeout(f.sidecar.stream_status_check, f.rx.recv()).await
+        else {
+            // Quiet for a while: a run that ended with no `run.end` (cancelled before its pod
+            // started, refused) would otherwise hold the stream open for ever. Read the store
+            // once more between the checks, so an event stored meanwhile still goes out.
+            if run_has_ended(&f).await {
+                f.ended_reads += 1;
+                if f.ended_reads >= ENDED_READS {
+                    return None;
+                }
+                f.read_store = true;
+            } else {
+                f.ended_reads = 0;
+            }
+            continue;
+        };
+        match woken {
             Ok(Live::Events(events)) => match (events.first(), events.last()) {
                 (Some(first), _) if first.seq == f.cursor + 1 => {
                     f.pending.extend(events.iter().cloned());
@@ -261,6 +277,34 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
             Ok(Live::Wake(last)) => f.read_store = last > f.cursor,
             Err(broadcast::error::RecvError::Lagged(_)) => f.read_store = true,
             Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
+}
+
+/// Quiet checks in a row that must find a run over, with no `run.end`, before its stream ends:
+/// two, so a `run.end` still on its way (a runner retrying its last batch) is not cut off.
+pub const ENDED_READS: u8 = 2;
+
+/// Whether the followed run's status says it is over (read with the sidecar's own client; the
+/// caller was checked when the stream opened). A run deleted, or made again under its name, is
+/// over too. No client, or an apiserver that does not answer: not known to be over.
+async fn run_has_ended(f: &Follow) -> bool {
+    let Some(client) = f.sidecar.own_client.clone() else {
+        return false;
+    };
+    let api = kube::Api::<orrery_crds::StudioRun>::namespaced(client, &f.namespace);
+    match api.get_opt(&f.name).await {
+        Ok(Some(run)) => {
+            run.metadata.uid.as_deref() != Some(f.uid.as_str())
+                || run
+                    .status
+                    .and_then(|s| s.phase)
+                    .is_some_and(RunPhase::is_terminal)
+        }
+        Ok(None) => true,
+        Err(e) => {
+            tracing::debug!(run_uid = %f.uid, "reading studiorun {}/{} for its stream: {e}", f.namespace, f.name);
+            false
         }
     }
 }

@@ -72,6 +72,9 @@ pub struct SidecarSettings {
     /// The web console's built files (`--console-dir`; the operator image carries them at
     /// `/usr/share/orrery/console`): `None` serves no console.
     pub console_dir: Option<std::path::PathBuf>,
+    /// How long a followed run's event stream may be quiet before the run's status is read, to
+    /// end the stream of a run that ended with no `run.end` (10 s).
+    pub stream_status_check: std::time::Duration,
 }
 
 impl Default for SidecarSettings {
@@ -83,6 +86,7 @@ impl Default for SidecarSettings {
             decisions_per_minute: 30,
             namespace: None,
             console_dir: None,
+            stream_status_check: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -114,6 +118,8 @@ pub struct Sidecar {
     pub namespace: Option<String>,
     /// The web console's files (see [`console`]), when served.
     pub console_dir: Option<std::path::PathBuf>,
+    /// See [`SidecarSettings::stream_status_check`].
+    pub stream_status_check: std::time::Duration,
     ingested: AtomicU64,
 }
 
@@ -152,6 +158,9 @@ impl Sidecar {
             shutdown: CancellationToken::new(),
             namespace: settings.namespace.clone(),
             console_dir: settings.console_dir.clone(),
+            stream_status_check: settings
+                .stream_status_check
+                .max(std::time::Duration::from_millis(100)),
             ingested: AtomicU64::new(0),
         }
     }

@@ -34,6 +34,7 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         decisions_per_minute: args.decisions_per_minute,
         namespace: args.namespace,
         console_dir: args.console_dir,
+        ..SidecarSettings::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
