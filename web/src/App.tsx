@@ -8,7 +8,7 @@ import type { Me } from './api/me.ts';
 import { fetchSchema } from './api/schema.ts';
 import { useWaitingApprovals } from './approvals/waiting.ts';
 import { Routes } from './app/Routes.tsx';
-import { SessionContext, rememberNamespace, rememberedNamespace, type Session } from './app/session.tsx';
+import { SessionContext, rememberNamespace, rememberedNamespace, tokenRefused, type Session } from './app/session.tsx';
 import { Shell } from './app/Shell.tsx';
 import { useRoute } from './app/route.ts';
 import { useTheme } from './app/theme.ts';
@@ -37,9 +37,9 @@ export function App() {
     setSignedIn(null);
     setNotice(null);
   }, []);
-  const expire = useCallback((reason: string) => {
+  const expire = useCallback((problem: Pick<Problem, 'message'>) => {
     setSignedIn(null);
-    setNotice(reason);
+    setNotice(tokenRefused(problem));
   }, []);
 
   const session = useMemo<Session | null>(
