@@ -10,7 +10,7 @@ import { useWaitingApprovals } from './approvals/waiting.ts';
 import { Routes } from './app/Routes.tsx';
 import { SessionContext, rememberNamespace, rememberedNamespace, tokenRefused, type Session } from './app/session.tsx';
 import { Shell } from './app/Shell.tsx';
-import { useRoute } from './app/route.ts';
+import { routeNamespace, useRoute } from './app/route.ts';
 import { useTheme } from './app/theme.ts';
 import { SignInForm } from './signin/SignInForm.tsx';
 import { StudioUnavailable } from './signin/StudioUnavailable.tsx';
@@ -37,6 +37,17 @@ export function App() {
     setSignedIn(null);
     setNotice(null);
   }, []);
+  // A page opened by its address (a run's link, a bookmark) looks at its namespace: the
+  // session's namespace follows it, so History and Runs show that namespace next.
+  const looked = routeNamespace(route);
+  const [routedNamespace, setRoutedNamespace] = useState('');
+  if (looked !== routedNamespace) {
+    setRoutedNamespace(looked);
+    if (looked !== '') setNamespaceState(looked);
+  }
+  useEffect(() => {
+    if (routedNamespace !== '') rememberNamespace(routedNamespace);
+  }, [routedNamespace]);
   const expire = useCallback((problem: Pick<Problem, 'message'>) => {
     setSignedIn(null);
     setNotice(tokenRefused(problem));
