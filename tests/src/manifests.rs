@@ -45,6 +45,34 @@ pub fn draft_review_publish() -> Value {
     })
 }
 
+/// The Scripted turns of a node that asks the demo fleet's `demo-writer` to draft notes whose
+/// first line leaves the version open, so the writer asks which version (an A2A
+/// `input-required`, rule 12.41), then replies with what the writer drafted.
+pub fn writer_asks_which_version() -> Value {
+    serde_json::json!([
+        {"toolCalls": [{
+            "name": "a2a_demo_writer_draft",
+            "arguments": {"request": format!(
+                "{}\n- Search is faster.",
+                orrery_runner::demo::writer::UNKNOWN_VERSION
+            )}
+        }]},
+        {"reply": "{{tool_results.reply}}"}
+    ])
+}
+
+/// The RegistryEntry `demo-writer`: the demo fleet's writer agent at `card_url`, its `draft`
+/// skill allowed.
+pub fn demo_writer_entry(card_url: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "RegistryEntry",
+        "metadata": {"name": "demo-writer"},
+        "spec": {"a2a": {"cardUrl": card_url, "skills": ["draft"]}}
+    })
+    .to_string()
+}
+
 /// Who a RoleBinding binds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject<'a> {

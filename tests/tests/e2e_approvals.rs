@@ -22,7 +22,10 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, ensure};
 use orrery_crds::run::RunPhase;
 use orrery_tests::harness::kubectl_ok;
-use orrery_tests::manifests::{Subject, documents, draft_review_publish, scripted_model};
+use orrery_tests::manifests::{
+    Subject, demo_writer_entry, documents, draft_review_publish, scripted_model,
+    writer_asks_which_version,
+};
 use orrery_tests::studio::{
     ChartStudioOptions, ReplicatedOptions, Studio, api_call, grant_studio_role, http_client,
     start_via_api, token,
@@ -441,26 +444,8 @@ async fn a_remote_agents_question_is_answered_by_the_runs_owner_through_the_api(
     })
     .await?;
     let manifests = documents(&[
-        scripted_model(
-            "scripted",
-            json!({"writer": [
-                {"toolCalls": [{
-                    "name": "a2a_demo_writer_draft",
-                    "arguments": {"request": format!(
-                        "{}\n- Search is faster.",
-                        orrery_runner::demo::writer::UNKNOWN_VERSION
-                    )}
-                }]},
-                {"reply": "{{tool_results.reply}}"}
-            ]}),
-        ),
-        json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1",
-            "kind": "RegistryEntry",
-            "metadata": {"name": "demo-writer"},
-            "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
-        })
-        .to_string(),
+        scripted_model("scripted", json!({"writer": writer_asks_which_version()})),
+        demo_writer_entry(&fleet.writer_card_url()),
     ]);
     let studio = Studio::install(ChartStudioOptions {
         prefix: "ap-input",

@@ -19,11 +19,12 @@ use anyhow::Result;
 use futures::future::LocalBoxFuture;
 use orrery_crds::RegistryEntry;
 use orrery_crds::run::RunPhase;
-use orrery_runner::demo::writer::UNKNOWN_VERSION;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
 use orrery_tests::harness::{has_condition, wait_for};
-use orrery_tests::manifests::{documents, draft_review_publish, scripted_model};
+use orrery_tests::manifests::{
+    demo_writer_entry, documents, draft_review_publish, scripted_model, writer_asks_which_version,
+};
 use orrery_tests::shared_studio::SharedStudio;
 use orrery_tests::studio::{ChartStudioOptions, Studio, token};
 use orrery_tests::testenv::{ALICE, BOB};
@@ -60,21 +61,9 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
                 "scripted",
                 json!({"draft": [{"reply": "Release notes for: {{input}}"}],
                 "publish": [{"reply": "Changelog: {{input}}"}],
-                "writer": [
-                    {"toolCalls": [{
-                        "name": "a2a_demo_writer_draft",
-                        "arguments": {"request": format!("{UNKNOWN_VERSION}\n- Search is faster.")}
-                    }]},
-                    {"reply": "{{tool_results.reply}}"}
-                ]}),
+                "writer": writer_asks_which_version()}),
             ),
-            json!({
-                "apiVersion": "studio.orrery.dev/v1alpha1",
-                "kind": "RegistryEntry",
-                "metadata": {"name": "demo-writer"},
-                "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
-            })
-            .to_string(),
+            demo_writer_entry(&fleet.writer_card_url()),
             composition("human-review", draft_review_publish()),
             composition(
                 "notes",

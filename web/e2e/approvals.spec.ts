@@ -20,6 +20,7 @@
 import { type Locator, type Page } from '@playwright/test';
 import { createHash } from 'node:crypto';
 import { expect, test } from './fixtures.ts';
+import { api as callApi, signIn as signInWithToken, startRun } from './studio-api.ts';
 
 // Node's environment, declared here rather than pulling in @types/node for one field.
 declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
@@ -43,14 +44,10 @@ interface Reply {
   readonly body: Record<string, unknown>;
 }
 
+/** Calls the API as `token`'s holder; an empty body reads as `{}`. */
 async function api(token: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply> {
-  const response = await fetch(`${env('ORRERY_CONSOLE_URL').replace(/\/$/, '')}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+  const reply = await callApi(token, path, { method, body });
+  return { status: reply.status, body: (reply.body ?? {}) as Record<string, unknown> };
 }
 
 interface Asked {
@@ -65,9 +62,7 @@ interface Asked {
 
 /** Alice starts a run (`body`: what `POST /api/v1/runs/{ns}` takes) and waits until it asks her (the run's status says so). */
 async function startAndWait(alice: string, body: Record<string, unknown>): Promise<Asked> {
-  const started = await api(alice, 'POST', `/api/v1/runs/${NS}`, body);
-  expect(started.status, JSON.stringify(started.body)).toBe(201);
-  const { name, uid } = started.body['metadata'] as { name: string; uid: string };
+  const { name, uid } = await startRun(alice, NS, body);
   let phase = '';
   await expect
     .poll(
@@ -182,10 +177,7 @@ function approvalDigest(uid: string, id: string, text: string): string {
 
 /** Signs in by pasting the token, then looks at the namespace and opens `hash`. */
 async function signIn(page: Page, token: string, hash: string): Promise<void> {
-  await page.goto('/');
-  await page.getByLabel('Bearer token').fill(token);
-  await page.keyboard.press('Enter');
-  await expect(page.getByRole('navigation', { name: 'Console' })).toBeVisible();
+  await signInWithToken(page, token);
   await page.evaluate((h) => {
     window.location.hash = h;
   }, `#/runs/${encodeURIComponent(NS)}`);

@@ -21,10 +21,11 @@
 // ORRERY_CONSOLE_RESTART_FILE, where a spec asks for the sidecar to be killed or started again
 // (fixtures.ts has the contract). Without it these specs are skipped.
 
-import { type Locator, type Page } from '@playwright/test';
+import { type Page } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { expect, test, type PageProblems } from './fixtures.ts';
+import { api as apiAs, field, runPath as pathOf, signIn, signInHere, startRun as start, timelineSeqs } from './studio-api.ts';
 
 const base = (process.env['ORRERY_CONSOLE_URL'] ?? '').replace(/\/$/, '');
 const namespace = process.env['ORRERY_CONSOLE_NAMESPACE'] ?? '';
@@ -64,31 +65,14 @@ async function askSidecar(action: 'kill' | 'start'): Promise<void> {
   }
 }
 
-async function api(path: string, init: { readonly method?: string; readonly body?: unknown } = {}): Promise<{ readonly status: number; readonly body: unknown }> {
-  const response = await fetch(`${base}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { Authorization: `Bearer ${alice}`, Accept: 'application/json', ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown) };
-}
+/** Calls the API as alice. */
+const api = (path: string, init: { readonly method?: string; readonly body?: unknown } = {}) => apiAs(alice, path, init);
 
-function field(value: unknown, ...path: string[]): unknown {
-  let at = value;
-  for (const key of path) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
-  return at;
-}
-
-const runPath = (name: string): string => `/api/v1/runs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+const runPath = (name: string): string => pathOf(namespace, name);
 
 /** Starts alice's human-review run through the API; returns its name. */
 async function startRun(input: string): Promise<string> {
-  const started = await api(`/api/v1/runs/${encodeURIComponent(namespace)}`, { method: 'POST', body: { compositionRef: { name: 'human-review' }, input } });
-  expect(started.status, JSON.stringify(started.body)).toBe(201);
-  const name = field(started.body, 'metadata', 'name');
-  if (typeof name !== 'string') throw new Error('the started run has no name');
-  return name;
+  return (await start(alice, namespace, { compositionRef: { name: 'human-review' }, input })).name;
 }
 
 /** The run's pending approval (id and digest), once it waits for one: the run is mid-way. */
@@ -129,17 +113,9 @@ async function storedSeqs(name: string): Promise<number[]> {
   return (events as unknown[]).map((e) => Number(field(e, 'seq')));
 }
 
-async function signIn(page: Page): Promise<void> {
-  const box = page.getByLabel('Bearer token');
-  await box.fill(alice);
-  await box.press('Enter');
-  await expect(page.getByText('Signed in as')).toBeVisible();
-}
-
 /** Signs alice in and opens the run's live panel, the run waiting for her at `review`. */
 async function openPanel(page: Page, name: string): Promise<void> {
-  await page.goto(`${base}/`);
-  await signIn(page);
+  await signIn(page, alice);
   await page.goto(`${base}/#/runs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`);
   await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
 }
@@ -159,33 +135,6 @@ function panel(page: Page) {
 /** The last seq the page applied (the panel's `data-run-last-seq`). */
 async function lastSeqShown(page: Page): Promise<number> {
   return Number(await page.locator('[data-run-last-seq]').getAttribute('data-run-last-seq'));
-}
-
-/**
- * Every seq the timeline lists, scrolling its region from top to bottom (it draws only the rows
- * in view): the distinct seqs in order, and those listed on more than one row at once.
- */
-async function timelineSeqs(region: Locator): Promise<{ readonly seqs: number[]; readonly twice: number[] }> {
-  const seqs = new Set<number>();
-  const twice = new Set<number>();
-  await region.evaluate((el) => {
-    el.scrollTop = 0;
-  });
-  for (;;) {
-    await region.page().waitForTimeout(50);
-    const inView = await region.locator('tr[data-seq]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))));
-    inView.forEach((seq, i) => {
-      if (inView.indexOf(seq) !== i) twice.add(seq);
-      seqs.add(seq);
-    });
-    const more = await region.evaluate((el) => {
-      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return false;
-      el.scrollTop += el.clientHeight / 2;
-      return true;
-    });
-    if (!more) break;
-  }
-  return { seqs: [...seqs].sort((a, b) => a - b), twice: [...twice] };
 }
 
 /**
@@ -238,6 +187,23 @@ function allowDropErrors(problems: PageProblems, name: string, { sidecarDown }: 
   }
 }
 
+/**
+ * Alice starts a human-review run (`input`) and follows it on its panel once it waits for her at
+ * `review`, live; the sidecar may go down meanwhile (its errors are allowed). Returns the run,
+ * the requests for its stream, the panel's parts and the last seq the page holds.
+ */
+async function followMidRun(page: Page, problems: PageProblems, input: string) {
+  const name = await startRun(input);
+  allowDropErrors(problems, name, { sidecarDown: true });
+  await pendingApproval(name);
+  const streams = watchStreams(page, name);
+  await openPanel(page, name);
+  const parts = panel(page);
+  await expect(parts.reviewAwaiting).toBeVisible({ timeout: 60_000 });
+  await expect(parts.live).toBeVisible();
+  return { name, streams, parts, held: await lastSeqShown(page) };
+}
+
 test.describe('a live run through a dropped stream, a sidecar down and a reload', () => {
   test.skip(restartFile === '', 'needs ORRERY_CONSOLE_RESTART_FILE: a sidecar the test may kill (tests/tests/e2e_console.rs)');
 
@@ -248,17 +214,9 @@ test.describe('a live run through a dropped stream, a sidecar down and a reload'
 
   test('12.43: the sidecar killed and started again within the backoff: the page reconnects by itself after the last event it holds, every event once', async ({ page, pageProblems, axe }) => {
     test.setTimeout(240_000);
-    const name = await startRun('version 3.1');
-    allowDropErrors(pageProblems, name, { sidecarDown: true });
-    await pendingApproval(name);
-    const streams = watchStreams(page, name);
-    await openPanel(page, name);
-    const parts = panel(page);
-    await expect(parts.reviewAwaiting).toBeVisible({ timeout: 60_000 });
-    await expect(parts.live).toBeVisible();
+    const { name, streams, parts, held } = await followMidRun(page, pageProblems, 'version 3.1');
     expect(streams.length, 'one stream so far').toBe(1);
     expect(streams[0]?.lastEventId, 'the first connection starts from the beginning').toBeUndefined();
-    const held = await lastSeqShown(page);
     expect(held).toBeGreaterThan(3);
 
     await askSidecar('kill');
@@ -286,15 +244,7 @@ test.describe('a live run through a dropped stream, a sidecar down and a reload'
 
   test('12.44: the sidecar down past the backoff: the page gives up, cannot read the run ("outcome unknown"), and Reconnect picks it up once the sidecar is back', async ({ page, pageProblems, axe }) => {
     test.setTimeout(240_000);
-    const name = await startRun('version 3.2');
-    allowDropErrors(pageProblems, name, { sidecarDown: true });
-    await pendingApproval(name);
-    const streams = watchStreams(page, name);
-    await openPanel(page, name);
-    const parts = panel(page);
-    await expect(parts.reviewAwaiting).toBeVisible({ timeout: 60_000 });
-    await expect(parts.live).toBeVisible();
-    const held = await lastSeqShown(page);
+    const { name, streams, parts, held } = await followMidRun(page, pageProblems, 'version 3.2');
 
     await askSidecar('kill');
     const killed = Date.now();
@@ -388,7 +338,7 @@ test.describe('a live run through a dropped stream, a sidecar down and a reload'
 
     // A reload forgets the token (it lives in memory only): alice signs in again.
     await page.reload();
-    await signIn(page);
+    await signInHere(page, alice);
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'History' }).click();
     await expect(page.getByRole('heading', { level: 1, name: 'History' })).toBeVisible();
     const label = `Follow ${namespace}/${name} live`;

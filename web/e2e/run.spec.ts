@@ -5,78 +5,26 @@
 // token budget runs out shows that as a card of its own (12.34). Run by tests/tests/e2e_console.rs with the
 // environment below; self-contained (signs in by pasting the token).
 
-import { type Locator, type Page } from '@playwright/test';
-import { expect, test } from './fixtures.ts';
+import { type Page } from '@playwright/test';
+import { expect, readConsoleEnv, test } from './fixtures.ts';
+import { api, consoleUrl, field, runPath, signIn, startRun, timelineSeqs } from './studio-api.ts';
 
-declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
+const namespace = (): string => readConsoleEnv().namespace;
+const alice = (): string => readConsoleEnv().alice.token;
 
-function env(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === '') throw new Error(`${name} is not set (tests/tests/e2e_console.rs sets it)`);
-  return value;
-}
-
-const base = (): string => env('ORRERY_CONSOLE_URL').replace(/\/$/, '');
-const namespace = (): string => env('ORRERY_CONSOLE_NAMESPACE');
-const alice = (): string => env('ORRERY_TOKEN_ALICE');
-
-async function api(token: string, path: string, init: { readonly method?: string; readonly body?: unknown } = {}): Promise<{ readonly status: number; readonly body: unknown }> {
-  const response = await fetch(`${base()}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown) };
-}
-
-function field(value: unknown, ...path: string[]): unknown {
-  let at = value;
-  for (const key of path) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
-  return at;
-}
-
-async function signIn(page: Page, token: string): Promise<void> {
-  await page.goto(`${base()}/`);
-  const box = page.getByLabel('Bearer token');
-  await box.fill(token);
-  await box.press('Enter');
-  await expect(page.getByText('Signed in as')).toBeVisible();
-}
-
-/** Every seq the timeline lists, scrolling its region from top to bottom (it draws only the rows in view). */
-async function timelineSeqs(region: Locator): Promise<number[]> {
-  const seqs: number[] = [];
-  await region.evaluate((el) => {
-    el.scrollTop = 0;
-  });
-  for (;;) {
-    await region.page().waitForTimeout(50);
-    seqs.push(...(await region.locator('tr[data-seq]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))))));
-    const more = await region.evaluate((el) => {
-      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return false;
-      el.scrollTop += el.clientHeight / 2;
-      return true;
-    });
-    if (!more) break;
-  }
-  return [...new Set(seqs)].sort((a, b) => a - b);
+/** Alice starts a run (`body`: what `POST /api/v1/runs/{ns}` takes), signs in and opens its panel; returns its name. */
+async function openNewRun(page: Page, body: Record<string, unknown>): Promise<string> {
+  const { name } = await startRun(alice(), namespace(), body);
+  await signIn(page, alice());
+  await page.goto(`${consoleUrl()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+  return name;
 }
 
 test.describe('the live run panel', () => {
   test('alice follows her human-review run live: the graph, the review awaiting her, every event once, then Cancel', async ({ page, pageProblems, axe }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     test.setTimeout(180_000);
-    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
-      method: 'POST',
-      body: { compositionRef: { name: 'human-review' }, input: 'version 2.4' },
-    });
-    expect(started.status, JSON.stringify(started.body)).toBe(201);
-    const name = field(started.body, 'metadata', 'name');
-    if (typeof name !== 'string') throw new Error('the started run has no name');
-
-    await signIn(page, alice());
-    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    const name = await openNewRun(page, { compositionRef: { name: 'human-review' }, input: 'version 2.4' });
     await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
 
     // The graph of the spec the run ran, each node named with its id, kind and state.
@@ -117,7 +65,7 @@ test.describe('the live run panel', () => {
     await axe('run-panel');
 
     // The timeline lists every stored event once: seqs 1..N, N as the sidecar has them.
-    const stored = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}/events?after=0&limit=500`);
+    const stored = await api(alice(), `${runPath(namespace(), name)}/events?after=0&limit=500`);
     expect(stored.status).toBe(200);
     const events = field(stored.body, 'events');
     if (!Array.isArray(events)) throw new Error('no events page');
@@ -125,7 +73,7 @@ test.describe('the live run panel', () => {
     expect(n).toBeGreaterThan(3);
     const region = page.getByRole('region', { name: 'Timeline of events' });
     await expect(page.getByText(`${n} events, oldest first.`)).toBeVisible();
-    expect(await timelineSeqs(region)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect((await timelineSeqs(region)).seqs).toEqual(Array.from({ length: n }, (_, i) => i + 1));
 
     // Enter on a focused node shows its details.
     await graph.getByRole('group', { name: /^draft, LLMAgent/ }).focus();
@@ -141,16 +89,7 @@ test.describe('the live run panel', () => {
   test('approving on the panel says what it came to, keeps the focus there, and the run goes on to its end', async ({ page, pageProblems }) => {
     pageProblems.allowConsoleError(/status of 404 .*\/composition/);
     test.setTimeout(180_000);
-    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
-      method: 'POST',
-      body: { compositionRef: { name: 'human-review' }, input: 'version 2.7' },
-    });
-    expect(started.status, JSON.stringify(started.body)).toBe(201);
-    const name = field(started.body, 'metadata', 'name');
-    if (typeof name !== 'string') throw new Error('the started run has no name');
-
-    await signIn(page, alice());
-    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    await openNewRun(page, { compositionRef: { name: 'human-review' }, input: 'version 2.7' });
     const cards = page.getByRole('region', { name: 'Approvals waiting for a decision' });
     const text = cards.getByRole('region', { name: /^Text under review/ });
     await expect(page.getByRole('application', { name: /^Graph of human-review/ }).getByRole('group', { name: /^review, HumanApproval, awaiting you/ })).toBeVisible({ timeout: 120_000 });
@@ -179,16 +118,7 @@ test.describe('the live run panel', () => {
     test.setTimeout(180_000);
     // The notes pipeline with its token budget lowered to 5: the scripted model's first reply
     // already spends more, so the run stops at draft, BudgetExhausted (rule 12.34).
-    const started = await api(alice(), `/api/v1/runs/${encodeURIComponent(namespace())}`, {
-      method: 'POST',
-      body: { compositionRef: { name: 'notes' }, input: 'version 2.5', budgets: { maxTokens: 5 } },
-    });
-    expect(started.status, JSON.stringify(started.body)).toBe(201);
-    const name = field(started.body, 'metadata', 'name');
-    if (typeof name !== 'string') throw new Error('the started run has no name');
-
-    await signIn(page, alice());
-    await page.goto(`${base()}/#/runs/${encodeURIComponent(namespace())}/${encodeURIComponent(name)}`);
+    await openNewRun(page, { compositionRef: { name: 'notes' }, input: 'version 2.5', budgets: { maxTokens: 5 } });
     const card = page.getByRole('region', { name: 'Tokens budget spent' });
     await expect(card).toBeVisible({ timeout: 120_000 });
     await expect(card).toContainText(/The run used [\d,]+ tokens, over its limit of 5, while node draft ran, so it stops/);

@@ -8,9 +8,9 @@ import type { Me } from './api/me.ts';
 import { fetchSchema } from './api/schema.ts';
 import { useWaitingApprovals } from './approvals/waiting.ts';
 import { Routes } from './app/Routes.tsx';
-import { SessionContext, rememberNamespace, rememberedNamespace, type Session } from './app/session.tsx';
+import { SessionContext, rememberNamespace, rememberedNamespace, tokenRefused, type Session } from './app/session.tsx';
 import { Shell } from './app/Shell.tsx';
-import { useRoute } from './app/route.ts';
+import { routeNamespace, useRoute } from './app/route.ts';
 import { useTheme } from './app/theme.ts';
 import { SignInForm } from './signin/SignInForm.tsx';
 import { StudioUnavailable } from './signin/StudioUnavailable.tsx';
@@ -37,9 +37,20 @@ export function App() {
     setSignedIn(null);
     setNotice(null);
   }, []);
-  const expire = useCallback((reason: string) => {
+  // A page opened by its address (a run's link, a bookmark) looks at its namespace: the
+  // session's namespace follows it, so History and Runs show that namespace next.
+  const looked = routeNamespace(route);
+  const [routedNamespace, setRoutedNamespace] = useState('');
+  if (looked !== routedNamespace) {
+    setRoutedNamespace(looked);
+    if (looked !== '') setNamespaceState(looked);
+  }
+  useEffect(() => {
+    if (routedNamespace !== '') rememberNamespace(routedNamespace);
+  }, [routedNamespace]);
+  const expire = useCallback((problem: Pick<Problem, 'message'>) => {
     setSignedIn(null);
-    setNotice(reason);
+    setNotice(tokenRefused(problem));
   }, []);
 
   const session = useMemo<Session | null>(

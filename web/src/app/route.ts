@@ -3,6 +3,7 @@
 // dots, so the path stays `/` and the fragment names the page. Nothing secret ever enters it.
 
 import { useEffect, useState } from 'react';
+import { isNamespaceName } from './session.tsx';
 
 export type Route =
   | { readonly page: 'home' }
@@ -64,6 +65,15 @@ export function parseRoute(hash: string): Route {
 }
 
 /** The fragment of a page, with its `#`. */
+/**
+ * The namespace a route looks at, when it names one as a valid namespace name (the runs of a
+ * namespace, a run, its replay); '' otherwise. The session's namespace follows it.
+ */
+export function routeNamespace(route: Route): string {
+  const namespace = route.page === 'runs' || route.page === 'run' || route.page === 'replay' ? route.namespace : '';
+  return isNamespaceName(namespace) ? namespace : '';
+}
+
 export function href(route: Route): string {
   const e = encodeURIComponent;
   switch (route.page) {

@@ -3,7 +3,7 @@
 // context except as the `Authorization` header of a call to the sidecar.
 
 import { createContext, useContext } from 'react';
-import type { ApiOptions } from '../api/http.ts';
+import type { ApiOptions, Problem } from '../api/http.ts';
 import type { Me } from '../api/me.ts';
 
 export interface Session {
@@ -16,8 +16,13 @@ export interface Session {
   readonly setNamespace: (namespace: string) => void;
   /** Forgets the token: back to sign-in. */
   readonly signOut: () => void;
-  /** The token was refused mid-session (401): back to sign-in, saying why. */
-  readonly expire: (reason: string) => void;
+  /** The token was refused mid-session (401): back to sign-in, saying why ({@link tokenRefused}). */
+  readonly expire: (problem: Pick<Problem, 'message'>) => void;
+}
+
+/** What sign-in says when the token was refused mid-session (401): the sidecar's reason. */
+export function tokenRefused(problem: Pick<Problem, 'message'>): string {
+  return `Your token is no longer accepted (401): ${problem.message}`;
 }
 
 export const SessionContext = createContext<Session | null>(null);

@@ -369,7 +369,7 @@ export function ApprovalCard({ namespace, name, uid, approval, onOutcome, onSend
     const result = await decide(token, namespace, name, approval.id, request, api);
     setBusy(null);
     if (!result.ok && result.problem.status === 401) {
-      expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+      expire(result.problem);
       return;
     }
     if (result.ok && !result.taken) setRecorded(true);

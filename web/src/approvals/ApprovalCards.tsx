@@ -78,7 +78,7 @@ export function RunApprovalCards({ namespace, name, uid, pendingIds, onDecided, 
       if (result.ok) {
         setList({ items: result.value, problem: null });
       } else if (result.problem.status === 401) {
-        expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+        expire(result.problem);
       } else {
         setList((previous) => ({ items: previous.items, problem: result.problem }));
       }

@@ -48,7 +48,7 @@ export function useWaitingApprovals(enabled: boolean): Waiting {
       if (result.ok) {
         setState({ items: waitingOf(result.value.items), problem: null });
       } else if (result.problem.status === 401) {
-        expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+        expire(result.problem);
       } else {
         setState((previous) => ({ items: previous.items, problem: result.problem }));
       }

@@ -144,7 +144,7 @@ function useSide(namespace: string, name: string): SideState {
       if (abort.signal.aborted) return;
       const refused = [run, stored].find((r) => !r.ok && r.problem.status === 401);
       if (refused !== undefined && !refused.ok) {
-        expire(`Your token is no longer accepted (401): ${refused.problem.message}`);
+        expire(refused.problem);
         return;
       }
       setState({

@@ -171,7 +171,7 @@ function OpenedHere({ selection, onChoose }: { readonly selection: Selection; re
       if (abort.signal.aborted) return;
       const refused = results.find((r) => r.problem?.status === 401);
       if (refused?.problem) {
-        expire(`Your token is no longer accepted (401): ${refused.problem.message}`);
+        expire(refused.problem);
         return;
       }
       let list = readRecent();
@@ -304,7 +304,7 @@ function ServerRuns({ selection, onChoose }: { readonly selection: Selection; re
         if (result.ok) {
           setState((s) => ({ runs: cursor === null ? result.value.items : [...s.runs, ...result.value.items], next: result.value.continue, loading: false, problem: null }));
         } else if (result.problem.status === 401) {
-          expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+          expire(result.problem);
         } else {
           setState((s) => ({ ...s, loading: false, problem: result.problem }));
         }

@@ -58,7 +58,7 @@ export function ReplayPage({ namespace, name, renderGraph }: Props) {
     const gone = () => abort.signal.aborted;
     const refused = (problem: Problem): boolean => {
       if (problem.status !== 401) return false;
-      expire(`Your token is no longer accepted (401): ${problem.message}`);
+      expire(problem);
       return true;
     };
     void (async () => {

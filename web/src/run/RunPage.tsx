@@ -92,7 +92,7 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
           setRunProblem(null);
           setMode((m) => m ?? (isTerminal(result.value.phase) ? 'pages' : 'stream'));
         } else if (result.problem.status === 401) {
-          expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+          expire(result.problem);
         }
         return result;
       }),
@@ -132,7 +132,7 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
             : { kind: 'ok', graph, ran: result.value },
         );
       } else if (result.problem.status === 401) {
-        expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+        expire(result.problem);
       } else if (result.problem.status === 404 && !started.current && endedBefore.current) {
         // Refused or cancelled before it started: it ran no spec, and never will.
         setSpec({ kind: 'problem', problem: { ...result.problem, message: 'the run ended before it started, so it ran no spec and there is no graph to draw' } });
@@ -328,7 +328,7 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
                 setCancel({ step: 'sending' });
                 void cancelRun(token, namespace, name, api).then((result) => {
                   if (result.ok) setCancel({ step: 'sent' });
-                  else if (result.problem.status === 401) expire(`Your token is no longer accepted (401): ${result.problem.message}`);
+                  else if (result.problem.status === 401) expire(result.problem);
                   else {
                     setCancel({ step: 'problem', problem: result.problem });
                     // A 409 says the run ended: read it, so the phase and the buttons say so too.

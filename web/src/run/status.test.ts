@@ -32,9 +32,22 @@ describe('how the panel says the events are coming in', () => {
     expect(stopped({ reason: 'too-many-streams', lastSeq: 5, problem, explanation: 'Close one of them.' })).toEqual({ tone: 'error', text: 'Close one of them.', reconnect: true });
     expect(stopped({ reason: 'ended', lastSeq: 5 })).toEqual({ tone: 'done', text: 'All 5 events received; the run has ended.', reconnect: false });
     expect(stopped({ reason: 'forbidden', lastSeq: 5, problem: { ...problem, status: 403, message: 'cannot get studioruns' } })?.text).toBe(
-      "The cluster refuses you this run's events (403): cannot get studioruns.",
+      "The cluster refuses you this run's events (403): cannot get studioruns. Ask an admin to bind you a Role that may get this StudioRun (examples/rbac/studio-user-role.yaml), then reload.",
     );
     expect(stopped({ reason: 'refused', lastSeq: 5, problem: { ...problem, status: 404, message: 'no such run of yours' } })?.reconnect).toBe(false);
+  });
+
+  it('says what to do next when the events are refused', () => {
+    const stopped = (end: StreamEnd) => feedStateLine({ kind: 'stream', status: { state: 'stopped', end } }, 5)?.text;
+    expect(stopped({ reason: 'unauthenticated', lastSeq: 5, problem: { ...problem, status: 401, message: 'token expired' } })).toBe(
+      'Your token is no longer accepted (401): token expired. Sign in again with a fresh token.',
+    );
+    expect(stopped({ reason: 'refused', lastSeq: 5, problem: { ...problem, status: 404, message: 'no such run of yours' } })).toBe(
+      "The sidecar refused the run's events (404): no such run of yours. The run may have been deleted, or you are neither its owner nor one of its approvers.",
+    );
+    expect(stopped({ reason: 'refused', lastSeq: 5, problem: { ...problem, status: 400, message: 'bad query' } })).toBe(
+      "The sidecar refused the run's events (400): bad query. Reload the page to try again; if it happens again, the sidecar's log says why.",
+    );
   });
 
   it('says how the stored pages were read', () => {

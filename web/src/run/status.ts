@@ -2,6 +2,7 @@
 // the run object read once), and how its events are coming in (rules 12.43 and 12.44).
 
 import type { Problem } from '../api/http.ts';
+import { tokenRefused } from '../app/session.tsx';
 import { isTerminal, type Run, type RunPhase } from '../api/runs.ts';
 import { formatDuration } from '../ui/format.ts';
 import type { RunModel } from './model.ts';
@@ -76,13 +77,25 @@ export function feedStateLine(state: FeedState, events: number): StateLine | nul
         case 'gave-up':
           return { tone: 'error', text: `Reconnecting gave up after 5 tries (${said(end.problem)}).`, reconnect: true };
         case 'unauthenticated':
-          return { tone: 'error', text: `Your token is no longer accepted (401): ${said(end.problem)}.`, reconnect: false };
+          return { tone: 'error', text: `${tokenRefused({ message: said(end.problem) })}. Sign in again with a fresh token.`, reconnect: false };
         case 'forbidden':
-          return { tone: 'error', text: `The cluster refuses you this run's events (403): ${said(end.problem)}.`, reconnect: false };
+          return {
+            tone: 'error',
+            text: `The cluster refuses you this run's events (403): ${said(end.problem)}. Ask an admin to bind you a Role that may get this StudioRun (examples/rbac/studio-user-role.yaml), then reload.`,
+            reconnect: false,
+          };
         case 'too-many-streams':
           return { tone: 'error', text: end.explanation, reconnect: true };
         case 'refused':
-          return { tone: 'error', text: `The sidecar refused the run's events (${end.problem.status}): ${said(end.problem)}.`, reconnect: false };
+          return {
+            tone: 'error',
+            text: `The sidecar refused the run's events (${end.problem.status}): ${said(end.problem)}. ${
+              end.problem.status === 404
+                ? 'The run may have been deleted, or you are neither its owner nor one of its approvers.'
+                : "Reload the page to try again; if it happens again, the sidecar's log says why."
+            }`,
+            reconnect: false,
+          };
       }
     }
   }

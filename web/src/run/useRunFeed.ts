@@ -9,6 +9,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { fetchEventPage } from '../api/event-pages.ts';
 import { streamRunEvents, type StreamStatus } from '../api/events.ts';
 import type { ApiOptions, Problem } from '../api/http.ts';
+import type { Session } from '../app/session.tsx';
 import type { GraphSpec } from '../graph/spec.ts';
 import { browserFrames, frameBatcher, type FrameBatcher } from './frame.ts';
 import { RunModel, type RunSnapshot } from './model.ts';
@@ -37,7 +38,7 @@ interface Options {
   /** The spec's graph, once read. */
   readonly spec: GraphSpec | null;
   /** A 401: back to sign-in. */
-  readonly expire: (reason: string) => void;
+  readonly expire: Session['expire'];
 }
 
 /** A model with the spec's nodes and edges, holding the events of `from`. */
@@ -88,7 +89,7 @@ export function useRunFeed({ namespace, name, token, api, mode, spec, expire }: 
       onStatus: (status) => {
         if (status.state === 'stopped' && status.end.reason === 'closed') return;
         if (status.state === 'stopped' && status.end.reason === 'unauthenticated') {
-          expire(`Your token is no longer accepted (401): ${status.end.problem.message}`);
+          expire(status.end.problem);
         }
         // The last events of a stopped stream are drawn before it says it stopped.
         if (status.state === 'stopped') batcher.current?.flushNow();
@@ -109,7 +110,7 @@ export function useRunFeed({ namespace, name, token, api, mode, spec, expire }: 
         const page = await fetchEventPage(token, namespace, name, after, { ...api, signal: abort.signal });
         if (abort.signal.aborted) return;
         if (!page.ok) {
-          if (page.problem.status === 401) expire(`Your token is no longer accepted (401): ${page.problem.message}`);
+          if (page.problem.status === 401) expire(page.problem);
           batcher.current?.flushNow();
           setPages({ complete: false, problem: page.problem });
           return;

@@ -92,7 +92,7 @@ export function RunList({ namespace, filters, onStart, onChooseNamespace, onCanc
 
   const gone = useCallback(
     (p: Problem) => {
-      expire(`Your token is no longer accepted (401): ${p.message}`);
+      expire(p);
     },
     [expire],
   );

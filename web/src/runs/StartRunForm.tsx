@@ -476,7 +476,7 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
       const ns = result.run.namespace === '' ? namespace : result.run.namespace;
       const cancelled = await cancelRun(token, ns, result.run.name, api);
       if (!cancelled.ok && cancelled.problem.status === 401) {
-        expire(`Your token is no longer accepted (401): ${cancelled.problem.message}`);
+        expire(cancelled.problem);
         return;
       }
       if (!cancelled.ok && cancelled.problem.status !== 409) {
@@ -500,7 +500,7 @@ export function StartRunForm({ namespace, open, choices, onClose }: Props) {
     }
     const { problem, findings } = result;
     if (problem.status === 401) {
-      expire(`Your token is no longer accepted (401): ${problem.message}`);
+      expire(problem);
       return;
     }
     if (problem.status === 422) {
