@@ -16,6 +16,9 @@ export interface Recorded {
   readonly url: string;
   readonly headers: Headers;
   readonly signal: AbortSignal | null;
+  readonly method: string;
+  /** The body sent, when it was text (the API's JSON). */
+  readonly body: string | null;
   /** When the request was made (the fake clock's `Date.now()` under fake timers). */
   readonly at: number;
 }
@@ -33,7 +36,8 @@ export class FakeFetch {
 
   readonly fetch: Fetch = (input, init) => {
     const signal = init.signal ?? null;
-    this.requests.push({ url: input, headers: new Headers(init.headers), signal, at: Date.now() });
+    const body = typeof init.body === 'string' ? init.body : null;
+    this.requests.push({ url: input, headers: new Headers(init.headers), signal, method: init.method ?? 'GET', body, at: Date.now() });
     const reply = this.replies.shift() ?? this.fallback;
     if (signal?.aborted === true) return Promise.reject(new DOMException('The operation was aborted.', 'AbortError'));
     switch (reply.kind) {
