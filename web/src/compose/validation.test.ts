@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeFetch } from '../testing/fake-fetch.ts';
-import { validateSpec, verdictOf } from './validation.ts';
+import { validateSpec, lastVerdict } from './validation.ts';
 
 const finding = (loc: (string | number)[], code: string) => ({ loc, field: loc.join('.'), code, message: `${code} here` });
 
@@ -33,9 +33,9 @@ describe('validation against the server (12.26)', () => {
 
   it('keeps showing the last verdict while a newer spec is checked or its check failed', () => {
     const verdict = { valid: true, errors: [], warnings: [] };
-    expect(verdictOf({ state: 'idle' })).toBeNull();
-    expect(verdictOf({ state: 'checking', last: verdict })).toBe(verdict);
-    expect(verdictOf({ state: 'done', verdict })).toBe(verdict);
-    expect(verdictOf({ state: 'failed', last: null, problem: { status: 0, code: 'network', message: 'down', loc: [], retryAfterSeconds: null } })).toBeNull();
+    expect(lastVerdict({ state: 'idle' })).toBeNull();
+    expect(lastVerdict({ state: 'checking', last: verdict })).toBe(verdict);
+    expect(lastVerdict({ state: 'done', verdict })).toBe(verdict);
+    expect(lastVerdict({ state: 'failed', last: null, problem: { status: 0, code: 'network', message: 'down', loc: [], retryAfterSeconds: null } })).toBeNull();
   });
 });

@@ -5,22 +5,16 @@
 // older spec than the newest one sent is dropped.
 
 import { useEffect, useRef, useState } from 'react';
-import { apiPath, callApi, isRecord, shapeProblem, type ApiOptions, type Problem } from '../api/http.ts';
-import { findingsOf, type Finding, type Result } from '../api/runs.ts';
-
-export interface Verdict {
-  readonly valid: boolean;
-  readonly errors: readonly Finding[];
-  readonly warnings: readonly Finding[];
-}
+import { apiPath, callApi, shapeProblem, type ApiOptions, type Problem } from '../api/http.ts';
+import type { Result } from '../api/runs.ts';
+import { verdictOf, type Verdict } from '../canvas/findings.ts';
 
 /** `POST …/validate`: the verdict (200 whatever it is); a 422 when the body is not a spec at all. */
 export async function validateSpec(token: string, namespace: string, spec: unknown, options: ApiOptions = {}): Promise<Result<Verdict>> {
   const reply = await callApi(token, apiPath('namespaces', namespace, 'validate'), { method: 'POST', body: { spec } }, options);
   if (!reply.ok) return reply;
-  const body = reply.body;
-  if (!isRecord(body) || typeof body['valid'] !== 'boolean') return { ok: false, problem: shapeProblem(reply.status, 'a validation verdict') };
-  return { ok: true, value: { valid: body['valid'], errors: findingsOf(body['errors']), warnings: findingsOf(body['warnings']) } };
+  const verdict = verdictOf(reply.body);
+  return verdict === null ? { ok: false, problem: shapeProblem(reply.status, 'a validation verdict') } : { ok: true, value: verdict };
 }
 
 /** The debounce before a spec is sent. */
@@ -33,7 +27,7 @@ export type ValidationState =
   | { readonly state: 'failed'; readonly problem: Problem; readonly last: Verdict | null };
 
 /** The verdict the state holds, current or the last one while a newer spec is checked. */
-export function verdictOf(state: ValidationState): Verdict | null {
+export function lastVerdict(state: ValidationState): Verdict | null {
   switch (state.state) {
     case 'idle':
       return null;
@@ -57,12 +51,12 @@ export function useValidation(token: string, namespace: string, spec: unknown, a
     const ticket = ++sent.current;
     const controller = new AbortController();
     const timer = window.setTimeout(() => {
-      setState((s) => ({ state: 'checking', last: verdictOf(s) }));
+      setState((s) => ({ state: 'checking', last: lastVerdict(s) }));
       void validateSpec(token, namespace, spec, { ...api, signal: controller.signal }).then((result) => {
         if (ticket !== sent.current) return;
         if (result.ok) setState({ state: 'done', verdict: result.value });
         else if (result.problem.status === 401) expire(result.problem);
-        else if (result.problem.code !== 'aborted') setState((s) => ({ state: 'failed', problem: result.problem, last: verdictOf(s) }));
+        else if (result.problem.code !== 'aborted') setState((s) => ({ state: 'failed', problem: result.problem, last: lastVerdict(s) }));
       });
     }, VALIDATE_DELAY_MS);
     return () => {
