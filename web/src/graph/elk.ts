@@ -5,7 +5,7 @@
 
 import ELK from 'elkjs/lib/elk-api.js';
 import ElkWorker from 'elkjs/lib/elk-worker.min.js?worker';
-import { layoutGraph, type Layout, type Layouter } from './layout.ts';
+import { layoutGraph, type Direction, type Layout, type Layouter } from './layout.ts';
 import type { GraphSpec } from './spec.ts';
 
 let instance: Layouter | null = null;
@@ -15,7 +15,7 @@ function elk(): Layouter {
   return instance;
 }
 
-/** Lays a run's graph out off the page's thread. */
-export function layoutInWorker(graph: GraphSpec): Promise<Layout> {
-  return layoutGraph(elk(), graph);
+/** Lays a graph out off the page's thread. */
+export function layoutInWorker(graph: GraphSpec, direction: Direction = 'RIGHT'): Promise<Layout> {
+  return layoutGraph(elk(), graph, direction);
 }

@@ -171,4 +171,18 @@ describe('the run graph layout', () => {
     const layout = await layoutGraph(elk, g);
     expect(layout.nodes.get('lead')?.x).toBeLessThan(layout.nodes.get('analyst')?.x ?? 0);
   });
+
+  it('lays the layers top to bottom when asked (a canvas taller than wide, rule 12.20), one spec one layout either way', async () => {
+    const down = await layoutGraph(elk, graph(humanReview), 'DOWN');
+    const again = await layoutGraph(elk, graph(humanReview), 'DOWN');
+    expect([...again.nodes]).toEqual([...down.nodes]);
+    const y = (id: string): number => down.nodes.get(id)?.y ?? Number.NaN;
+    const x = (id: string): number => down.nodes.get(id)?.x ?? Number.NaN;
+    expect(y('research')).toBeLessThan(y('writer'));
+    expect(y('writer')).toBeLessThan(y('review'));
+    expect(y('review')).toBeLessThan(y('publish'));
+    expect(new Set(['research', 'writer', 'review', 'publish'].map(x)).size).toBeLessThan(4);
+    expect(elkGraph(graph(humanReview), 'DOWN').layoutOptions?.['elk.direction']).toBe('DOWN');
+    expect(elkGraph(graph(humanReview)).layoutOptions).toBe(ELK_OPTIONS);
+  });
 });

@@ -43,15 +43,18 @@ export function edgeLabelText(edge: { readonly when: string | null; readonly max
   return parts.length === 0 ? null : parts.join(' · ');
 }
 
+/** Which way the layers run: left to right, or top to bottom (the canvas, when it is taller than wide: rule 12.20). */
+export type Direction = 'RIGHT' | 'DOWN';
+
 /** The ELK graph of a spec, in canonical order. */
-export function elkGraph(graph: GraphSpec): ElkNode {
+export function elkGraph(graph: GraphSpec, direction: Direction = 'RIGHT'): ElkNode {
   const order = canonicalOrder(graph);
   const rank = new Map(order.map((id, i) => [id, i]));
   const at = (id: string): number => rank.get(id) ?? Number.MAX_SAFE_INTEGER;
   const edges = [...graph.edges].sort((a, b) => at(a.from) - at(b.from) || at(a.to) - at(b.to) || compare(a.id, b.id));
   return {
     id: 'root',
-    layoutOptions: ELK_OPTIONS,
+    layoutOptions: direction === 'RIGHT' ? ELK_OPTIONS : { ...ELK_OPTIONS, 'elk.direction': direction },
     children: order.map((id) => ({ id, width: NODE_WIDTH, height: NODE_HEIGHT })),
     edges: edges.map((edge): ElkExtendedEdge => {
       const label = edgeLabelText(edge);
@@ -113,7 +116,7 @@ export interface Layouter {
 }
 
 /** Lays a spec out. */
-export async function layoutGraph(elk: Layouter, graph: GraphSpec): Promise<Layout> {
+export async function layoutGraph(elk: Layouter, graph: GraphSpec, direction: Direction = 'RIGHT'): Promise<Layout> {
   if (graph.nodes.length === 0) return { width: 0, height: 0, nodes: new Map(), edges: new Map() };
-  return readLayout(await elk.layout(elkGraph(graph)));
+  return readLayout(await elk.layout(elkGraph(graph, direction)));
 }
