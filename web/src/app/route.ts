@@ -64,7 +64,6 @@ export function parseRoute(hash: string): Route {
   return { page: 'not-found', hash };
 }
 
-/** The fragment of a page, with its `#`. */
 /**
  * The namespace a route looks at, when it names one as a valid namespace name (the runs of a
  * namespace, a run, its replay); '' otherwise. The session's namespace follows it.
@@ -74,6 +73,7 @@ export function routeNamespace(route: Route): string {
   return isNamespaceName(namespace) ? namespace : '';
 }
 
+/** The fragment of a page, with its `#`. */
 export function href(route: Route): string {
   const e = encodeURIComponent;
   switch (route.page) {
