@@ -1,6 +1,7 @@
 // Which page the fragment names. Every page gets its own heading (h1), which takes the focus
 // when the page changes, so a screen reader announces where the person is.
 
+import { lazy, Suspense } from 'react';
 import type { Waiting } from '../approvals/waiting.ts';
 import { ApprovalsPage } from '../approvals/ApprovalsPage.tsx';
 import { ComparePage } from '../history/ComparePage.tsx';
@@ -14,6 +15,9 @@ import { PageHeading } from '../ui/PageHeading.tsx';
 import { MePage } from '../signin/MePage.tsx';
 import { link } from '../ui/classes.ts';
 import type { Route } from './route.ts';
+
+// The canvas, its templates and its YAML come with the Compose page, never with the first load.
+const ComposePage = lazy(() => import('../compose/ComposePage.tsx'));
 
 export function Routes({ route, waiting }: { readonly route: Route; readonly waiting: Waiting }) {
   switch (route.page) {
@@ -38,6 +42,18 @@ export function Routes({ route, waiting }: { readonly route: Route; readonly wai
       return <MePage />;
     case 'history':
       return <HistoryPage />;
+    case 'compose':
+      return (
+        <Suspense
+          fallback={
+            <p role="status" className="p-4">
+              Loading Compose…
+            </p>
+          }
+        >
+          <ComposePage />
+        </Suspense>
+      );
     case 'compare':
       return <ComparePage a={route.a} b={route.b} />;
     case 'not-found':

@@ -18,7 +18,7 @@ interface Props {
   readonly children: ReactNode;
 }
 
-type Section = 'runs' | 'approvals' | 'history' | 'compare';
+type Section = 'compose' | 'runs' | 'approvals' | 'history' | 'compare';
 
 function sectionOf(route: Route): Section | null {
   switch (route.page) {
@@ -33,6 +33,8 @@ function sectionOf(route: Route): Section | null {
       return 'history';
     case 'compare':
       return 'compare';
+    case 'compose':
+      return 'compose';
     case 'me':
     case 'not-found':
       return null;
@@ -54,6 +56,7 @@ export function Shell({ route, username, namespace, waiting, theme, onTheme, onS
     };
   }, [waiting]);
   const items: { readonly section: Section; readonly label: string; readonly to: string }[] = [
+    { section: 'compose', label: 'Compose', to: '#/compose' },
     { section: 'runs', label: 'Runs', to: namespace === '' ? '#/' : href({ page: 'runs', namespace, query: new URLSearchParams() }) },
     { section: 'approvals', label: 'Approvals', to: '#/approvals' },
     { section: 'history', label: 'History', to: '#/history' },
@@ -121,7 +124,7 @@ export function Shell({ route, username, namespace, waiting, theme, onTheme, onS
           </div>
         </div>
       </header>
-      <main id="main" tabIndex={-1} className="mx-auto w-full max-w-7xl flex-1 px-4 py-6 outline-none">
+      <main id="main" tabIndex={-1} className={`mx-auto w-full flex-1 px-4 outline-none ${route.page === 'compose' ? 'max-w-none py-3' : 'max-w-7xl py-6'}`}>
         {children}
       </main>
     </div>

@@ -13,6 +13,7 @@ export type Route =
   | { readonly page: 'approvals' }
   | { readonly page: 'me' }
   | { readonly page: 'history' }
+  | { readonly page: 'compose' }
   | { readonly page: 'compare'; readonly a: RunKey | null; readonly b: RunKey | null }
   | { readonly page: 'not-found'; readonly hash: string };
 
@@ -60,6 +61,7 @@ export function parseRoute(hash: string): Route {
   if (s.length === 1 && s[0] === 'approvals') return { page: 'approvals' };
   if (s.length === 1 && s[0] === 'me') return { page: 'me' };
   if (s.length === 1 && s[0] === 'history') return { page: 'history' };
+  if (s.length === 1 && s[0] === 'compose') return { page: 'compose' };
   if (s.length === 1 && s[0] === 'compare') return { page: 'compare', a: parseRunKey(query.get('a')), b: parseRunKey(query.get('b')) };
   return { page: 'not-found', hash };
 }
@@ -93,6 +95,8 @@ export function href(route: Route): string {
       return '#/me';
     case 'history':
       return '#/history';
+    case 'compose':
+      return '#/compose';
     case 'compare': {
       const query = new URLSearchParams();
       if (route.a !== null) query.set('a', formatRunKey(route.a));

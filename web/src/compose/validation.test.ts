@@ -32,10 +32,10 @@ describe('validation against the server (12.26)', () => {
   });
 
   it('keeps showing the last verdict while a newer spec is checked or its check failed', () => {
-    const verdict = { valid: true, errors: [], warnings: [] };
+    const checked = { subject: 'spec 1', verdict: { valid: true, errors: [], warnings: [] } };
     expect(lastVerdict({ state: 'idle' })).toBeNull();
-    expect(lastVerdict({ state: 'checking', last: verdict })).toBe(verdict);
-    expect(lastVerdict({ state: 'done', verdict })).toBe(verdict);
+    expect(lastVerdict({ state: 'checking', last: checked })).toBe(checked);
+    expect(lastVerdict({ state: 'done', checked })).toBe(checked);
     expect(lastVerdict({ state: 'failed', last: null, problem: { status: 0, code: 'network', message: 'down', loc: [], retryAfterSeconds: null } })).toBeNull();
   });
 });

@@ -20,31 +20,37 @@ export async function validateSpec(token: string, namespace: string, spec: unkno
 /** The debounce before a spec is sent. */
 export const VALIDATE_DELAY_MS = 300;
 
-export type ValidationState =
+export type ValidationState<T> =
   | { readonly state: 'idle' }
-  | { readonly state: 'checking'; readonly last: Verdict | null }
-  | { readonly state: 'done'; readonly verdict: Verdict }
-  | { readonly state: 'failed'; readonly problem: Problem; readonly last: Verdict | null };
+  | { readonly state: 'checking'; readonly last: Checked<T> | null }
+  | { readonly state: 'done'; readonly checked: Checked<T> }
+  | { readonly state: 'failed'; readonly problem: Problem; readonly last: Checked<T> | null };
+
+/** A verdict and what it was given for. */
+export interface Checked<T> {
+  readonly subject: T;
+  readonly verdict: Verdict;
+}
 
 /** The verdict the state holds, current or the last one while a newer spec is checked. */
-export function lastVerdict(state: ValidationState): Verdict | null {
+export function lastVerdict<T>(state: ValidationState<T>): Checked<T> | null {
   switch (state.state) {
     case 'idle':
       return null;
     case 'done':
-      return state.verdict;
+      return state.checked;
     default:
       return state.last;
   }
 }
 
 /**
- * Keeps `spec` validated: each change is sent 300 ms after the last one; only the newest spec's
- * reply is kept. `spec` is a new object exactly when the spec changed (memoize it); `namespace`
- * '' sends nothing; a 401 goes to `expire` (back to sign-in).
+ * Keeps `subject` validated (its spec is `specOf(subject)`): each change is sent 300 ms after the
+ * last one; only the newest one's reply is kept. `subject` is a new object exactly when the
+ * spec may have changed; `namespace` '' sends nothing; a 401 goes to `expire` (back to sign-in).
  */
-export function useValidation(token: string, namespace: string, spec: unknown, api: ApiOptions, expire: (problem: Problem) => void): ValidationState {
-  const [state, setState] = useState<ValidationState>({ state: 'idle' });
+export function useValidation<T>(token: string, namespace: string, subject: T, specOf: (subject: T) => unknown, api: ApiOptions, expire: (problem: Problem) => void): ValidationState<T> {
+  const [state, setState] = useState<ValidationState<T>>({ state: 'idle' });
   const sent = useRef(0);
   useEffect(() => {
     if (namespace === '') return undefined;
@@ -52,9 +58,9 @@ export function useValidation(token: string, namespace: string, spec: unknown, a
     const controller = new AbortController();
     const timer = window.setTimeout(() => {
       setState((s) => ({ state: 'checking', last: lastVerdict(s) }));
-      void validateSpec(token, namespace, spec, { ...api, signal: controller.signal }).then((result) => {
+      void validateSpec(token, namespace, specOf(subject), { ...api, signal: controller.signal }).then((result) => {
         if (ticket !== sent.current) return;
-        if (result.ok) setState({ state: 'done', verdict: result.value });
+        if (result.ok) setState({ state: 'done', checked: { subject, verdict: result.value } });
         else if (result.problem.status === 401) expire(result.problem);
         else if (result.problem.code !== 'aborted') setState((s) => ({ state: 'failed', problem: result.problem, last: lastVerdict(s) }));
       });
@@ -63,6 +69,6 @@ export function useValidation(token: string, namespace: string, spec: unknown, a
       window.clearTimeout(timer);
       controller.abort();
     };
-  }, [token, namespace, spec, api, expire]);
+  }, [token, namespace, subject, specOf, api, expire]);
   return state;
 }
