@@ -6,8 +6,8 @@
 // edge twice (12.67). Whether the graph fits its pattern is the server's validator's to say
 // (POST …/validate): none of its rules is repeated here.
 
-import type { BudgetKey } from '../api/trace.ts';
-import { BUDGET_KEYS, takeEdgeKey, takeNodeKey, uncarry, type CanvasDocument, type CanvasEdge, type CanvasNode, type Carried, type NodeKind } from './document.ts';
+import { BUDGET_KEYS, type BudgetKey } from '../api/trace.ts';
+import { takeEdgeKey, takeNodeKey, uncarry, type CanvasDocument, type CanvasEdge, type CanvasNode, type Carried, type NodeKind } from './document.ts';
 
 export type EditErrorCode = 'unknown_node' | 'unknown_edge' | 'empty_id' | 'duplicate_id' | 'duplicate_edge' | 'supervisor_child' | 'not_two_routes';
 
