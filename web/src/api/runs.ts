@@ -4,7 +4,7 @@
 // apiserver's RBAC and admission decide, the sidecar holds no power of its own.
 
 import { apiPath, callApi, isRecord, isStringArray, shapeProblem, type ApiOptions, type Problem } from './http.ts';
-import type { BudgetKey, Outcome } from './trace.ts';
+import { BUDGET_KEYS, type BudgetKey, type Outcome } from './trace.ts';
 
 export type RunPhase = 'Pending' | 'Running' | 'AwaitingApproval' | Outcome;
 
@@ -85,8 +85,6 @@ function num(value: unknown): number | null {
 function rec(value: unknown): Record<string, unknown> {
   return isRecord(value) ? value : {};
 }
-
-const BUDGET_KEYS: readonly BudgetKey[] = ['maxTokens', 'maxToolCalls', 'maxDelegations', 'maxRemoteCalls', 'timeoutSeconds'];
 
 function budgetsOf(value: unknown): Partial<Record<BudgetKey, number>> {
   const source = rec(value);

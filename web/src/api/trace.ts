@@ -9,6 +9,9 @@ export type CallStatus = 'ok' | 'error' | 'refused' | 'cancelled';
 export type ApprovalKind = 'Approval' | 'Input' | 'Action';
 export type DecisionKind = 'approved' | 'rejected' | 'expired' | 'cancelled';
 export type BudgetKey = 'maxTokens' | 'maxToolCalls' | 'maxDelegations' | 'maxRemoteCalls' | 'timeoutSeconds';
+
+/** Every budget, in the order of a spec's `budgets` (`BudgetKey::ALL`): the one list the console keeps. */
+export const BUDGET_KEYS: readonly BudgetKey[] = ['maxTokens', 'maxToolCalls', 'maxDelegations', 'maxRemoteCalls', 'timeoutSeconds'];
 export type Direction = 'outbound' | 'inbound';
 
 export type BudgetLimits = Readonly<Record<BudgetKey, number>>;

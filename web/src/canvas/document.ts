@@ -13,15 +13,12 @@
 // validator judges (POST …/validate): no rule of its is repeated here.
 
 import { isRecord, isStringArray } from '../api/http.ts';
-import type { BudgetKey } from '../api/trace.ts';
+import { BUDGET_KEYS, type BudgetKey } from '../api/trace.ts';
 
 /** The node kinds a spec names (`NodeKind` in composition.rs); a document keeps any other word too. */
 export type NodeKind = 'LLMAgent' | 'Router' | 'Parallel' | 'Join' | 'Supervisor' | 'HumanApproval' | 'RemoteA2A' | 'Handoff';
 
 export const NODE_KINDS: readonly NodeKind[] = ['LLMAgent', 'Router', 'Parallel', 'Join', 'Supervisor', 'HumanApproval', 'RemoteA2A', 'Handoff'];
-
-/** The budgets in the order of `spec.budgets` (`BudgetKey::ALL`). */
-export const BUDGET_KEYS: readonly BudgetKey[] = ['maxTokens', 'maxToolCalls', 'maxDelegations', 'maxRemoteCalls', 'timeoutSeconds'];
 
 /** A spec as plain JSON-like data: what `toSpec` gives and the API sends. */
 export type SpecObject = Readonly<Record<string, unknown>>;

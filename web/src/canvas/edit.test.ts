@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { emptyDocument, fromSpec, nodeById, toSpec, type CanvasDocument, type CanvasNode } from './document.ts';
-import { addNode, connect, freeId, removeEdge, removeNode, renameNode, routeLabels, setBudgets, setComposition, setEdgeFields, setNodeFields, swapRoutes, type EditResult } from './edit.ts';
+import { addNode, connect, freeId, removeEdge, repeatedEdges, removeNode, renameNode, routeLabels, setBudgets, setComposition, setEdgeFields, setNodeFields, swapRoutes, type EditResult } from './edit.ts';
 
 function read(spec: unknown): CanvasDocument {
   const result = fromSpec(spec);
@@ -213,6 +213,16 @@ describe('the labels a node routes on', () => {
   ])('of %s are %j', (_what, kind, labels, expected) => {
     const { node: added } = addNode(emptyDocument(), kind, { labels });
     expect(routeLabels(added)).toEqual(expected);
+  });
+});
+
+describe('an edge listed twice', () => {
+  it('is an edge with the same ends and label as one before it', () => {
+    const doc = read({
+      nodes: [{ id: 'a', kind: 'Router' }, { id: 'b', kind: 'LLMAgent' }],
+      edges: [{ from: 'a', to: 'b', when: 'x' }, { from: 'a', to: 'b', when: 'y' }, { from: 'a', to: 'b', when: 'x', note: 1 }, { from: 'a', to: 'b' }, { from: 'b', to: 'a' }],
+    });
+    expect(repeatedEdges(doc).map((e) => e.key)).toEqual([doc.edges[2]?.key]);
   });
 });
 

@@ -6,8 +6,8 @@
 // edge twice (12.67). Whether the graph fits its pattern is the server's validator's to say
 // (POST …/validate): none of its rules is repeated here.
 
-import type { BudgetKey } from '../api/trace.ts';
-import { BUDGET_KEYS, takeEdgeKey, takeNodeKey, uncarry, type CanvasDocument, type CanvasEdge, type CanvasNode, type Carried, type NodeKind } from './document.ts';
+import { BUDGET_KEYS, type BudgetKey } from '../api/trace.ts';
+import { takeEdgeKey, takeNodeKey, uncarry, type CanvasDocument, type CanvasEdge, type CanvasNode, type Carried, type NodeKind } from './document.ts';
 
 export type EditErrorCode = 'unknown_node' | 'unknown_edge' | 'empty_id' | 'duplicate_id' | 'duplicate_edge' | 'supervisor_child' | 'not_two_routes';
 
@@ -196,13 +196,25 @@ export function connect(doc: CanvasDocument, fromKey: string, toKey: string, opt
   }
   const out = doc.edges.filter((e) => e.from === from.id);
   const when = options.when !== undefined ? options.when : (routeLabels(from).find((l) => !out.some((e) => e.when === l)) ?? null);
-  if (out.some((e) => e.to === to.id && e.when === when)) {
+  if (out.some((e) => sameRoute(e, { from: from.id, to: to.id, when }))) {
     return refuse('duplicate_edge', `there is already an edge from ${from.id} to ${to.id}${when === null ? '' : ` when ${when}`}`);
   }
   const maxIterations = options.maxIterations !== undefined ? options.maxIterations : reaches(doc, to.id, from.id) ? NEW_LOOP_CAP : null;
   const [key, nextKey] = takeEdgeKey(doc);
   const edge: CanvasEdge = { key, from: from.id, to: to.id, when, maxIterations, screen: null, carried: { order: [], rest: {} } };
   return { ok: true, doc: { ...doc, edges: [...doc.edges, edge], nextKey }, edge };
+}
+
+type Route = Pick<CanvasEdge, 'from' | 'to' | 'when'>;
+
+/** Whether two edges are the same edge listed twice: the same ends and the same label (rule 12.67). */
+export function sameRoute(a: Route, b: Route): boolean {
+  return a.from === b.from && a.to === b.to && a.when === b.when;
+}
+
+/** The edges that repeat an edge listed before them. */
+export function repeatedEdges(doc: CanvasDocument): CanvasEdge[] {
+  return doc.edges.filter((e, j) => doc.edges.slice(0, j).some((earlier) => sameRoute(earlier, e)));
 }
 
 export function removeEdge(doc: CanvasDocument, key: string): EditResult {

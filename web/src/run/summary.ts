@@ -1,7 +1,7 @@
 // How the panel words events: one short line per event for the timeline (`summarize`), the
 // node an event is about, and the names of budgets and outcomes as a person reads them.
 
-import type { BudgetKey, Outcome, TraceEvent } from '../api/trace.ts';
+import { BUDGET_KEYS, type BudgetKey, type Outcome, type TraceEvent } from '../api/trace.ts';
 import { formatCount, formatDuration, formatTime } from '../ui/format.ts';
 
 export const BUDGET_NAMES: Readonly<Record<BudgetKey, string>> = {
@@ -13,7 +13,7 @@ export const BUDGET_NAMES: Readonly<Record<BudgetKey, string>> = {
 };
 
 /** The budgets in the order the panel shows them. */
-export const BUDGET_ORDER: readonly BudgetKey[] = ['maxTokens', 'maxToolCalls', 'maxDelegations', 'maxRemoteCalls', 'timeoutSeconds'];
+export const BUDGET_ORDER: readonly BudgetKey[] = BUDGET_KEYS;
 
 /** What each budget counts, for "1,002 tokens". */
 export const BUDGET_UNITS: Readonly<Record<BudgetKey, string>> = {

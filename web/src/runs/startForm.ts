@@ -5,9 +5,9 @@
 
 import type { Problem } from '../api/http.ts';
 import type { Finding, StartRequest } from '../api/runs.ts';
-import type { BudgetKey } from '../api/trace.ts';
+import { BUDGET_KEYS, type BudgetKey } from '../api/trace.ts';
 
-export const BUDGET_KEYS: readonly BudgetKey[] = ['maxTokens', 'maxToolCalls', 'maxDelegations', 'maxRemoteCalls', 'timeoutSeconds'];
+export { BUDGET_KEYS };
 
 /** The form's fields, in the order they are shown (the order errors are listed in). */
 export const FIELDS = ['composition', 'revision', 'input', 'users', 'groups', ...BUDGET_KEYS, 'captureContent', 'name'] as const;
