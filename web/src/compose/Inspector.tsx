@@ -5,8 +5,8 @@
 // renamed when the field is left or Enter is pressed, and every edge follows it.
 
 import { useId, useState, type ReactNode } from 'react';
-import type { BudgetKey } from '../api/trace.ts';
-import { BUDGET_KEYS, type CanvasDocument, type CanvasEdge, type CanvasNode } from '../canvas/document.ts';
+import { BUDGET_KEYS, type BudgetKey } from '../api/trace.ts';
+import type { CanvasDocument, CanvasEdge, CanvasNode } from '../canvas/document.ts';
 import { connect, removeEdge, removeNode, renameNode, routeLabels, setBudgets, setComposition, setEdgeFields, setNodeFields, swapRoutes } from '../canvas/edit.ts';
 import { findingsOnEdge, findingsOnNode, locText, type PlacedFinding, type PlacedFindings } from '../canvas/findings.ts';
 import type { Edit } from '../canvas/store.ts';
