@@ -123,7 +123,9 @@ export default function ComposePage() {
     };
   }, [token, namespace, api]);
 
-  const validation = useValidation(token, namespace, doc, specOf, api, expire);
+  const empty = doc.nodes.length === 0;
+  // An empty canvas is not sent: there is nothing to say about it yet.
+  const validation = useValidation(token, empty ? '' : namespace, doc, specOf, api, expire);
   const checked = lastVerdict(validation);
   const findings: PlacedFindings = useMemo(() => (checked === null ? { errors: [], warnings: [] } : standingFindings(placeFindings(checked.subject, checked.verdict), doc)), [checked, doc]);
 
@@ -185,8 +187,9 @@ export default function ComposePage() {
   const entries = paletteEntries(published.capabilities);
   const errors = findings.errors.length;
   const warnings = findings.warnings.length;
-  const verdictLine =
-    namespace === ''
+  const verdictLine = empty
+    ? 'Add a node, or load a template: the composition is checked with the server as you edit.'
+    : namespace === ''
       ? 'Choose a namespace (on the Runs page) to check the composition against its registry.'
       : validation.state === 'idle'
         ? 'Not checked yet.'
@@ -257,7 +260,7 @@ export default function ComposePage() {
       ) : null}
       <div className={`flex gap-3 ${narrow ? 'flex-col' : 'h-[calc(100vh-12rem)] min-h-[32rem]'}`}>
         {narrow ? null : <Palette entries={entries} rail={rail} readOnly={readOnly} pending={published.pending} onAdd={add} />}
-        <div className={`relative min-w-0 flex-1 ${narrow ? 'h-96' : ''}`}>
+        <div className={narrow ? 'relative h-96 w-full' : 'relative min-w-0 flex-1'}>
           <Suspense
             fallback={
               <p role="status" className="p-4">

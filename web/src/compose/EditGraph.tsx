@@ -34,8 +34,9 @@ import { toSpec } from '../canvas/document.ts';
 import { findingsOnEdge, findingsOnNode, type PlacedFindings } from '../canvas/findings.ts';
 import { layoutInWorker } from '../graph/elk.ts';
 import '../graph/graph.css';
-import { edgeLabelText, NODE_HEIGHT, NODE_WIDTH, type Direction } from '../graph/layout.ts';
-import { parseSpec } from '../graph/spec.ts';
+import { edgeLabelText, NODE_HEIGHT, NODE_WIDTH, type Direction, type EdgeRoute } from '../graph/layout.ts';
+import { RoutedEdge, type RunFlowEdge } from '../graph/RoutedEdge.tsx';
+import { edgeKey, parseSpec } from '../graph/spec.ts';
 import { itemFromData, PALETTE_MIME, type PaletteItem } from './palette.ts';
 
 /** What is selected on the canvas: a node or an edge, by its canvas key. */
@@ -145,6 +146,7 @@ function EditNode({ data, selected }: NodeProps<EditFlowNode>) {
 }
 
 const nodeTypes = { edit: EditNode };
+const edgeTypes = { routed: RoutedEdge };
 
 const HELP = 'Press Enter or Space to open this node in the inspector, Delete to remove it, and the arrow keys to move it.';
 const ariaLabelConfig = {
@@ -167,6 +169,8 @@ function documentTheme(): 'light' | 'dark' {
 
 interface Placement {
   readonly positions: ReadonlyMap<string, XY>;
+  /** ELK's routes of the edges, by the layout's edge id (`from→to`, `#2`…), while no node was moved. */
+  readonly routes: ReadonlyMap<string, EdgeRoute>;
   /** Someone dragged or moved a node since the last layout. */
   readonly moved: boolean;
   readonly direction: Direction;
@@ -175,11 +179,14 @@ interface Placement {
   readonly epoch: number;
 }
 
-/** The viewport that shows `bounds` in a `width`×`height` frame: fitted, never below 75 % zoom; too big, starting at `first` (rule 12.23). */
+/**
+ * The viewport that shows `bounds` in a `width`×`height` frame: fitted and centred, never above
+ * 100 % nor below 75 % zoom; a graph too big for that starts at its top-left corner, where ELK
+ * puts its first layer and so its first node (rule 12.23).
+ */
 export function fittedViewport(
   bounds: { readonly x: number; readonly y: number; readonly width: number; readonly height: number },
   frame: { readonly width: number; readonly height: number },
-  first: XY | null,
   padding = 24,
 ): { readonly x: number; readonly y: number; readonly zoom: number } {
   if (bounds.width <= 0 || bounds.height <= 0 || frame.width <= 0 || frame.height <= 0) return { x: padding, y: padding, zoom: 1 };
@@ -187,8 +194,7 @@ export function fittedViewport(
   if (zoom >= MIN_FIT_ZOOM) {
     return { x: (frame.width - bounds.width * zoom) / 2 - bounds.x * zoom, y: (frame.height - bounds.height * zoom) / 2 - bounds.y * zoom, zoom };
   }
-  const start = first ?? { x: bounds.x, y: bounds.y };
-  return { x: padding - start.x * MIN_FIT_ZOOM, y: padding - start.y * MIN_FIT_ZOOM, zoom: MIN_FIT_ZOOM };
+  return { x: padding - bounds.x * MIN_FIT_ZOOM, y: padding - bounds.y * MIN_FIT_ZOOM, zoom: MIN_FIT_ZOOM };
 }
 
 export default function EditGraph(props: EditGraphProps) {
@@ -206,7 +212,7 @@ function Canvas(props: EditGraphProps) {
   const theme = useSyncExternalStore(subscribeTheme, documentTheme);
   const [size, setSize] = useState({ width: 0, height: 0 });
   const direction: Direction = size.height > size.width ? 'DOWN' : 'RIGHT';
-  const [placement, setPlacement] = useState<Placement>({ positions: new Map(), moved: false, direction: 'RIGHT', structure: '', epoch: -1 });
+  const [placement, setPlacement] = useState<Placement>({ positions: new Map(), routes: new Map(), moved: false, direction: 'RIGHT', structure: '', epoch: -1 });
   const [failure, setFailure] = useState<string | null>(null);
   /** Bumped when a layout should be fitted to the view (a load, Tidy, the first layout). */
   const [fitRequest, setFitRequest] = useState(0);
@@ -262,7 +268,7 @@ function Canvas(props: EditGraphProps) {
         }
         setFailure(null);
         setDropped(new Map());
-        setPlacement({ positions, moved: false, direction, structure, epoch: layoutEpoch });
+        setPlacement({ positions, routes: layout.edges, moved: false, direction, structure, epoch: layoutEpoch });
         if (fresh || !userMoved) {
           setUserMoved(false);
           setFitRequest((n) => n + 1);
@@ -316,51 +322,67 @@ function Canvas(props: EditGraphProps) {
   }, [doc, placement, dropped, findings, selection, readOnly]);
 
   const edges = useMemo<Edge[]>(() => {
+    // ELK's routes hold while the graph is as it was laid out and no node was moved.
+    const routed = !placement.moved && placement.structure === structure;
+    const seen = new Map<string, number>();
+    const layoutId = (from: string, to: string): string => {
+      const key = edgeKey(from, to);
+      const n = (seen.get(key) ?? 0) + 1;
+      seen.set(key, n);
+      return n === 1 ? key : `${key}#${n}`;
+    };
     const out: Edge[] = [];
     for (const edge of doc.edges) {
       const source = keyOf.get(edge.from);
       const target = keyOf.get(edge.to);
+      const id = layoutId(edge.from, edge.to);
       if (source === undefined || target === undefined) continue;
       const text = edgeLabelText(edge);
       const mine = findingsOnEdge(findings, edge.key);
       const problems = mine.errors.length + mine.warnings.length;
-      out.push({
+      const selected = selection?.kind === 'edge' && selection.key === edge.key;
+      const tone = selected ? 'selected' : mine.errors.length > 0 ? 'error' : mine.warnings.length > 0 ? 'warning' : null;
+      const route = routed ? placement.routes.get(id) : undefined;
+      const common = {
         id: edge.key,
         source,
         target,
-        type: 'smoothstep',
-        ...(text === null ? {} : { label: text, labelBgPadding: [4, 2] as [number, number] }),
-        markerEnd: { type: MarkerType.ArrowClosed },
-        className: mine.errors.length > 0 ? 'edit-edge-error' : mine.warnings.length > 0 ? 'edit-edge-warning' : '',
-        selected: selection?.kind === 'edge' && selection.key === edge.key,
+        selected,
         ariaLabel: `${edge.from} to ${edge.to}${text === null ? '' : ` (${text})`}${problems > 0 ? `, ${problems} ${problems === 1 ? 'problem' : 'problems'}` : ''}`,
         deletable: !readOnly,
-      });
+      };
+      if (route !== undefined) {
+        const routedEdge: RunFlowEdge = { ...common, type: 'routed', data: { points: route.points, label: route.label, text, count: 0, live: false, kind: edge.maxIterations === null ? 'forward' : 'back', tone } };
+        out.push(routedEdge);
+      } else {
+        out.push({
+          ...common,
+          type: 'smoothstep',
+          ...(text === null ? {} : { label: text, labelBgPadding: [4, 2] as [number, number] }),
+          markerEnd: { type: MarkerType.ArrowClosed },
+          className: tone === 'error' ? 'edit-edge-error' : tone === 'warning' ? 'edit-edge-warning' : '',
+        });
+      }
     }
     // A supervisor's children: drawn, not edited here (the inspector sets them).
     for (const node of doc.nodes) {
       for (const child of node.children ?? []) {
         const target = keyOf.get(child);
         if (target === undefined) continue;
-        out.push({
-          id: `delegates:${node.key}:${target}`,
-          source: node.key,
-          target,
-          type: 'smoothstep',
-          label: `n_${child}`,
-          className: 'run-edge-delegation',
-          selectable: false,
-          focusable: false,
-          deletable: false,
-          ariaLabel: `${node.id} delegates to ${child}`,
-        });
+        const route = routed ? placement.routes.get(layoutId(node.id, child)) : undefined;
+        const common = { id: `delegates:${node.key}:${target}`, source: node.key, target, selectable: false, focusable: false, deletable: false, ariaLabel: `${node.id} delegates to ${child}` };
+        if (route !== undefined) {
+          const routedEdge: RunFlowEdge = { ...common, type: 'routed', data: { points: route.points, label: route.label, text: `n_${child}`, count: 0, live: false, kind: 'delegation' } };
+          out.push(routedEdge);
+        } else {
+          out.push({ ...common, type: 'smoothstep', label: `n_${child}`, className: 'run-edge-delegation' });
+        }
       }
     }
     return out;
-  }, [doc, keyOf, findings, selection, readOnly]);
+  }, [doc, keyOf, findings, selection, readOnly, placement, structure]);
 
   // Fit a fresh layout, and keep fitting on resizes until the person pans or zooms.
-  const firstKey = doc.nodes[0]?.key ?? null;
   useEffect(() => {
     if (fitRequest === 0 || size.width === 0) return undefined;
     if (userMoved) return undefined;
@@ -370,13 +392,12 @@ function Canvas(props: EditGraphProps) {
       const xs = placed.map((p) => p.x);
       const ys = placed.map((p) => p.y);
       const bounds = { x: Math.min(...xs), y: Math.min(...ys), width: Math.max(...xs) + NODE_WIDTH - Math.min(...xs), height: Math.max(...ys) + NODE_HEIGHT - Math.min(...ys) };
-      const first = firstKey === null ? null : (placement.positions.get(firstKey) ?? null);
-      void flow.setViewport(fittedViewport(bounds, size, first));
+      void flow.setViewport(fittedViewport(bounds, size));
     });
     return () => {
       window.cancelAnimationFrame(handle);
     };
-  }, [flow, fitRequest, size, userMoved, placement.positions, firstKey]);
+  }, [flow, fitRequest, size, userMoved, placement.positions]);
 
   const onNodesChange = (changes: NodeChange<EditFlowNode>[]): void => {
     let moved: Map<string, XY> | null = null;
@@ -440,6 +461,7 @@ function Canvas(props: EditGraphProps) {
         nodes={nodes}
         edges={edges}
         nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         onConnect={(c: Connection) => {

@@ -17,6 +17,8 @@ export interface RoutedEdgeData extends Record<string, unknown> {
   /** Into the node running now. */
   readonly live: boolean;
   readonly kind: EdgeKind;
+  /** On the canvas: selected, or what the validator found (drawn over the run colours). */
+  readonly tone?: 'selected' | 'error' | 'warning' | null;
 }
 
 export type RunFlowEdge = Edge<RoutedEdgeData, 'routed'>;
@@ -24,13 +26,20 @@ export type RunFlowEdge = Edge<RoutedEdgeData, 'routed'>;
 export function RoutedEdge({ data }: EdgeProps<RunFlowEdge>) {
   if (data === undefined || data.points.length < 2) return null;
   const taken = data.count > 0;
-  const line = data.live
+  const tone = data.tone ?? null;
+  const line = tone === 'selected'
+    ? 'stroke-sky-700 dark:stroke-sky-300'
+    : tone === 'error'
+      ? 'stroke-red-700 dark:stroke-red-400'
+      : tone === 'warning'
+        ? 'stroke-amber-700 dark:stroke-amber-300'
+        : data.live
     ? 'stroke-sky-700 dark:stroke-sky-300 run-edge-live'
     : taken
       ? 'stroke-sky-700 dark:stroke-sky-300'
       : 'stroke-slate-500 dark:stroke-slate-400';
   const dash = data.kind === 'delegation' && !data.live ? 'run-edge-delegation' : '';
-  const width = taken || data.live ? 3 : 1.5;
+  const width = taken || data.live || tone !== null ? 3 : 1.5;
   const at = data.label ?? null;
   const middle = halfway(data.points);
   const count = taken ? (
@@ -41,7 +50,18 @@ export function RoutedEdge({ data }: EdgeProps<RunFlowEdge>) {
   return (
     <>
       <path d={roundedPath(data.points, 10, 8)} className={`fill-none ${line} ${dash}`} strokeWidth={width} strokeLinejoin="round" />
-      <polygon points={arrowHead(data.points, taken || data.live ? 11 : 9)} className={taken || data.live ? 'fill-sky-700 dark:fill-sky-300' : 'fill-slate-500 dark:fill-slate-400'} />
+      <polygon
+        points={arrowHead(data.points, taken || data.live || tone !== null ? 11 : 9)}
+        className={
+          tone === 'error'
+            ? 'fill-red-700 dark:fill-red-400'
+            : tone === 'warning'
+              ? 'fill-amber-700 dark:fill-amber-300'
+              : taken || data.live || tone === 'selected'
+                ? 'fill-sky-700 dark:fill-sky-300'
+                : 'fill-slate-500 dark:fill-slate-400'
+        }
+      />
       {data.text !== null || count !== null ? (
         <EdgeLabelRenderer>
           <div
