@@ -73,6 +73,20 @@ pub fn demo_writer_entry(card_url: &str) -> String {
     .to_string()
 }
 
+/// The example `demo-tools` RegistryEntry (`examples/registry/demo-tools.yaml`) pointed at a
+/// demo fleet's MCP server at `tools_url` instead of its default port.
+pub fn demo_tools_entry(tools_url: &str) -> anyhow::Result<String> {
+    let path = crate::harness::workspace_root().join("examples/registry/demo-tools.yaml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let entry = text.replace("http://127.0.0.1:7801/mcp", tools_url);
+    anyhow::ensure!(
+        entry.contains(tools_url),
+        "examples/registry/demo-tools.yaml no longer names http://127.0.0.1:7801/mcp"
+    );
+    Ok(entry)
+}
+
 /// Who a RoleBinding binds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject<'a> {

@@ -543,8 +543,7 @@ fn example_manifests(fleet: &orrery_runner::demo::Fleet) -> Result<String> {
     let read = |path: &str| {
         std::fs::read_to_string(root.join(path)).with_context(|| format!("reading {path}"))
     };
-    let tools = read("examples/registry/demo-tools.yaml")?
-        .replace("http://127.0.0.1:7801/mcp", &fleet.tools_url());
+    let tools = orrery_tests::manifests::demo_tools_entry(&fleet.tools_url())?;
     let writer = read("examples/registry/demo-writer.yaml")?.replace(
         "http://127.0.0.1:7802/.well-known/agent-card.json",
         &fleet.writer_card_url(),

@@ -23,7 +23,7 @@ use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
 use orrery_tests::harness::{has_condition, wait_for};
 use orrery_tests::manifests::{
-    demo_writer_entry, documents, draft_review_publish, scripted_model, writer_asks_which_version,
+    demo_tools_entry, demo_writer_entry, documents, draft_review_publish, scripted_model, writer_asks_which_version,
 };
 use orrery_tests::shared_studio::SharedStudio;
 use orrery_tests::studio::{ChartStudioOptions, Studio, token};
@@ -64,6 +64,8 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
                 "writer": writer_asks_which_version()}),
             ),
             demo_writer_entry(&fleet.writer_card_url()),
+            // The templates' MCP tools (rule 12.6: every template validates here).
+            demo_tools_entry(&fleet.tools_url())?,
             composition("human-review", draft_review_publish()),
             composition(
                 "notes",
@@ -100,14 +102,16 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
         .await?;
         // The entry is pinned by its probe pod before a run may call it.
         let entries: kube::Api<RegistryEntry> = studio.ns.api(&studio.admin);
-        wait_for(
-            &entries,
-            "demo-writer",
-            "Ready",
-            Duration::from_secs(90),
-            has_condition("Ready", "True"),
-        )
-        .await?;
+        for entry in ["demo-writer", "demo-tools"] {
+            wait_for(
+                &entries,
+                entry,
+                "Ready",
+                Duration::from_secs(90),
+                has_condition("Ready", "True"),
+            )
+            .await?;
+        }
         // Two finished runs of alice's for History, replay and compare.
         let alice = token(studio.env, ALICE)?;
         for (name, input) in FINISHED_RUNS
@@ -155,6 +159,7 @@ const REJECT: &str = "approval cards: reject with a comment";
 const QUESTION: &str = "a remote agent's question: answered or declined on its card";
 const HISTORY: &str = "history, replay and compare";
 const DROP: &str = "a live run through a dropped stream, a sidecar down and a reload";
+const COMPOSE: &str = "compose: the canvas, its templates and validation";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -169,6 +174,7 @@ const GROUPS: &[&str] = &[
     QUESTION,
     HISTORY,
     DROP,
+    COMPOSE,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -248,6 +254,15 @@ fn a_remote_agents_question_is_answered_or_declined_on_its_card() -> Result<()> 
 #[test]
 fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Result<()> {
     specs(Specs::Group(HISTORY), "history")
+}
+
+/// Console part 2, the canvas: every template loads and validates, a critic loop built by
+/// keyboard alone, a loop cap past the limit marked on its edge until fixed, undo and redo, and
+/// a read-only canvas on a narrow screen (`web/e2e/compose.spec.ts`).
+#[test]
+fn alice_loads_every_template_and_builds_a_critic_loop_by_keyboard_with_findings_on_the_right_edge()
+-> Result<()> {
+    specs(Specs::Group(COMPOSE), "compose")
 }
 
 #[test]

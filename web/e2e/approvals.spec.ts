@@ -20,7 +20,7 @@
 import { type Locator, type Page } from '@playwright/test';
 import { createHash } from 'node:crypto';
 import { expect, test } from './fixtures.ts';
-import { api as callApi, signIn as signInWithToken, startRun } from './studio-api.ts';
+import { api as callApi, signIn as signInWithToken, startRun, tabTo } from './studio-api.ts';
 
 // Node's environment, declared here rather than pulling in @types/node for one field.
 declare const process: { readonly env: Readonly<Record<string, string | undefined>> };
@@ -184,15 +184,6 @@ async function signIn(page: Page, token: string, hash: string): Promise<void> {
   await page.evaluate((h) => {
     window.location.hash = h;
   }, hash);
-}
-
-/** Presses Tab until `target` has the focus. */
-async function tabTo(page: Page, target: Locator, max = 120): Promise<void> {
-  for (let i = 0; i < max; i += 1) {
-    if (await target.evaluate((el) => el === document.activeElement)) return;
-    await page.keyboard.press('Tab');
-  }
-  throw new Error(`${String(target)} never took the focus after ${max} presses of Tab`);
 }
 
 /** The section of the Approvals page for one run. */

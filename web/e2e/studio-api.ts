@@ -90,3 +90,12 @@ export async function timelineSeqs(region: Locator): Promise<{ readonly seqs: nu
   }
   return { seqs: [...seqs].sort((a, b) => a - b), twice: [...twice] };
 }
+
+/** Presses Tab until `target` has the focus (what a keyboard-only person does), at most `max` times. */
+export async function tabTo(page: Page, target: Locator, max = 120): Promise<void> {
+  for (let i = 0; i < max; i += 1) {
+    if (await target.evaluate((el) => el === document.activeElement)) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`${String(target)} never took the focus after ${max} presses of Tab`);
+}

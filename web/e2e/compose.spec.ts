@@ -1,0 +1,186 @@
+// Compose, the canvas (console part 2, rules 12.6–12.30, 12.68–12.70), in Chromium against the
+// real sidecar: its validator is the one that judges what the canvas holds (POST …/validate
+// with alice's token, against the namespace's RegistryEntries: the scripted model, demo-tools and
+// demo-writer of tests/tests/e2e_console.rs).
+//
+// - The empty canvas offers the pattern gallery and the demo (12.7); every template loads, is
+//   drawn and is found valid by the server (12.6, 12.19, 12.70: the gallery is the examples).
+// - Alice builds a critic loop from the empty canvas with the keyboard alone (12.8, 12.14–12.16,
+//   12.29): two agents from the palette, renamed, connected with "Connect to…"; the loop back
+//   takes the first free label and a cap of 2 (12.15). A loop cap past the server's limit is an
+//   error on that edge, listed with its field, and goes when fixed (12.26–12.28). Undo and redo.
+// - On a narrow screen the canvas is read-only and still inspectable (12.68).
+// - axe in both themes on the canvas, the gallery and the inspector.
+
+import { type Page } from '@playwright/test';
+import { expect, readConsoleEnv, test } from './fixtures.ts';
+import { signIn, tabTo } from './studio-api.ts';
+
+async function openCompose(page: Page): Promise<void> {
+  await signIn(page, readConsoleEnv().alice.token);
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Compose' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Compose' })).toBeVisible();
+}
+
+const canvas = (page: Page) => page.getByRole('application', { name: /^Canvas of / });
+const verdict = (page: Page) => page.getByRole('status').filter({ hasText: /^(Valid|Checking|Not checked|\d+ problems?|Could not check|Add a node)/ });
+const node = (page: Page, id: string) => canvas(page).getByRole('group', { name: new RegExp(`^${id}, `) });
+
+test.describe('compose: the canvas, its templates and validation', () => {
+  test('the empty canvas offers the gallery and the demo, and every template loads and is found valid by the server', async ({ page, axe }) => {
+    test.setTimeout(180_000);
+    await openCompose(page);
+    // A fresh tab's canvas is empty (12.7), and nothing is sent to the validator yet.
+    await expect(page.getByText('The canvas is empty.')).toBeVisible();
+    await expect(verdict(page)).toHaveText('Add a node, or load a template: the composition is checked with the server as you edit.');
+    await expect(page.getByRole('button', { name: 'Load the demo (critic-loop)' })).toBeVisible();
+    await axe('compose-empty');
+
+    await page.getByRole('button', { name: 'Open the pattern gallery' }).click();
+    const gallery = page.getByRole('dialog', { name: 'Pattern gallery' });
+    await expect(gallery).toBeVisible();
+    await axe('compose-gallery');
+    const names = await gallery.getByRole('button', { name: /^Load / }).evaluateAll((buttons) => buttons.map((b) => (b.getAttribute('aria-label') ?? '').replace(/^Load /, '')));
+    expect(names.length, 'one template per example').toBeGreaterThanOrEqual(9);
+    await page.keyboard.press('Escape');
+    await expect(gallery).toBeHidden();
+
+    for (const name of names) {
+      await page.getByRole('button', { name: 'Templates…' }).click();
+      await gallery.getByRole('button', { name: `Load ${name}` }).click();
+      await expect(gallery).toBeHidden();
+      await expect(page.getByText(`Loaded the template ${name}.`)).toBeVisible();
+      await expect(canvas(page)).toHaveAttribute('aria-label', /nodes? and \d+ edges?/);
+      await expect(verdict(page), `the server finds ${name} valid`).toHaveText(/^Valid/, { timeout: 15_000 });
+    }
+
+    // The last load is undone from its banner: the canvas goes back to the template before it.
+    const last = names.at(-1) ?? '';
+    await page.getByRole('status').filter({ hasText: `Loaded the template ${last}.` }).getByRole('button', { name: 'Undo' }).click();
+    await expect(page.getByText(`Loaded the template ${last}.`)).toBeHidden();
+    await axe('compose-template');
+  });
+
+  test('alice builds a critic loop by keyboard alone; a loop cap past the limit is an error on that edge until fixed', async ({ page, axe }) => {
+    test.setTimeout(180_000);
+    await openCompose(page);
+    // A new page's canvas is empty.
+    await expect(page.getByText('The canvas is empty.')).toBeVisible();
+
+    const palette = page.getByRole('region', { name: 'Add a node' });
+    const addAgent = palette.getByRole('button', { name: /^LLM agent/ });
+    const inspector = page.getByRole('complementary', { name: 'Inspector' });
+    const idField = inspector.getByLabel('Id', { exact: true });
+
+    // Two agents from the palette, each opened in the inspector and renamed (12.8, 12.16).
+    for (const [id, instruction] of [
+      ['writer', 'Write the release notes.'],
+      ['critic', 'Approve the notes or reject them with what to change.'],
+    ] as const) {
+      await tabTo(page, addAgent);
+      await page.keyboard.press('Enter');
+      await expect(inspector.getByRole('heading', { name: /^Node agent-1 / })).toBeVisible();
+      await tabTo(page, idField);
+      await page.keyboard.press('ControlOrMeta+A');
+      await page.keyboard.type(id);
+      await page.keyboard.press('Enter');
+      await expect(node(page, id)).toBeVisible();
+      await tabTo(page, inspector.getByLabel('Instruction'));
+      await page.keyboard.type(instruction);
+      await tabTo(page, inspector.getByLabel('Model'));
+      await page.keyboard.type('scripted');
+    }
+    await tabTo(page, inspector.getByLabel('Route labels (comma-separated)'));
+    await page.keyboard.type('approved, rejected');
+
+    // Connect by keyboard ("Connect to…", 12.14): writer → critic, then critic → writer, which
+    // closes a loop: it takes the critic's first free label (approved) and a cap of 2 (12.15).
+    const connectTo = inspector.getByLabel('Connect to…');
+    const connect = inspector.getByRole('button', { name: 'Connect', exact: true });
+    await tabTo(page, node(page, 'writer'));
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByRole('heading', { name: /^Node writer/ })).toBeVisible();
+    await tabTo(page, connectTo);
+    await page.keyboard.press('ArrowDown');
+    await tabTo(page, connect);
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByRole('heading', { name: /^Edge writer → critic/ })).toBeVisible();
+    await expect(inspector.getByLabel(/^Loop cap/)).toHaveValue('');
+
+    await tabTo(page, node(page, 'critic'));
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByRole('heading', { name: /^Node critic/ })).toBeVisible();
+    await tabTo(page, connectTo);
+    await page.keyboard.press('ArrowDown');
+    await tabTo(page, connect);
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByRole('heading', { name: /^Edge critic → writer/ })).toBeVisible();
+    await expect(inspector.getByLabel(/^When/)).toHaveValue('approved');
+    await expect(inspector.getByLabel(/^Loop cap/)).toHaveValue('2');
+    await tabTo(page, inspector.getByLabel(/^When/));
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('rejected');
+
+    // The pattern, on the Composition tab (WAI-ARIA tabs: arrows move between them).
+    const tabs = page.getByRole('tablist', { name: 'Inspector' });
+    await tabTo(page, tabs.getByRole('tab', { selected: true }));
+    await page.keyboard.press('ArrowRight');
+    await expect(tabs.getByRole('tab', { name: /^Composition/, selected: true })).toBeVisible();
+    await tabTo(page, inspector.getByLabel('Pattern'));
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await expect(inspector.getByLabel('Pattern')).toHaveValue('CriticLoop');
+    await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
+    await axe('compose-built-by-keyboard');
+
+    // A loop cap past the server's limit: an error on that edge, listed with its field (12.27, 12.28).
+    const loop = canvas(page).getByRole('group', { name: /^critic to writer \(rejected · max 2\)/ });
+    await tabTo(page, loop);
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByRole('heading', { name: /^Edge critic → writer/ })).toBeVisible();
+    await tabTo(page, inspector.getByLabel(/^Loop cap/));
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('99');
+    await expect(verdict(page)).toHaveText(/^\d+ problems?/, { timeout: 15_000 });
+    await expect(canvas(page).getByRole('group', { name: /^critic to writer \(rejected · max 99\), \d+ problems?/ })).toBeVisible();
+    await expect(inspector.getByRole('heading', { name: /^Edge critic → writer/ })).toBeVisible();
+    await expect(inspector.getByRole('region', { name: 'Problems of this edge' })).toContainText(/spec\.edges\[1\]\.maxIterations/);
+    await axe('compose-edge-error');
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('3');
+    await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
+
+    // Undo (outside a text field) takes the last step back: typing in one field is one step.
+    await tabTo(page, page.getByRole('button', { name: 'Undo', exact: true }).first());
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByLabel(/^Loop cap/)).toHaveValue('2');
+    await tabTo(page, page.getByRole('button', { name: 'Redo', exact: true }));
+    await page.keyboard.press('Enter');
+    await expect(inspector.getByLabel(/^Loop cap/)).toHaveValue('3');
+
+    // Delete removes the selected edge.
+    await tabTo(page, canvas(page).getByRole('group', { name: /^critic to writer/ }));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Delete');
+    await expect(canvas(page).getByRole('group', { name: /^critic to writer/ })).toHaveCount(0);
+  });
+
+  test('on a narrow screen the canvas is read-only and still opens what is selected in the inspector', async ({ page }) => {
+    await page.setViewportSize({ width: 700, height: 900 });
+    await openCompose(page);
+    if (await page.getByText('The canvas is empty.').isVisible()) {
+      await page.getByRole('button', { name: 'Load the demo (critic-loop)' }).click();
+    }
+    await expect(page.getByText('The canvas is read-only on a screen this narrow')).toBeVisible();
+    await expect(page.getByRole('region', { name: 'Add a node' })).toHaveCount(0);
+    const first = canvas(page).getByRole('group', { name: /^[a-z]/ }).first();
+    const before = await canvas(page).getAttribute('aria-label');
+    await first.focus();
+    await page.keyboard.press('Enter');
+    await expect(page.getByRole('complementary', { name: 'Inspector' }).getByRole('heading', { name: /^(Node|Edge) / })).toBeVisible();
+    await page.keyboard.press('Delete');
+    await expect(canvas(page)).toHaveAttribute('aria-label', before ?? '');
+    await expect(page.getByRole('complementary', { name: 'Inspector' }).getByRole('button', { name: /^Remove/ })).toHaveCount(0);
+  });
+});
