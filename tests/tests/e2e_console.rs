@@ -23,7 +23,8 @@ use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
 use orrery_tests::harness::{has_condition, wait_for};
 use orrery_tests::manifests::{
-    demo_tools_entry, demo_writer_entry, documents, draft_review_publish, scripted_model, writer_asks_which_version,
+    demo_tools_entry, demo_writer_entry, documents, draft_review_publish, scripted_model,
+    writer_asks_which_version,
 };
 use orrery_tests::shared_studio::SharedStudio;
 use orrery_tests::studio::{ChartStudioOptions, Studio, token};
