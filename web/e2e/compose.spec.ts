@@ -61,8 +61,11 @@ test.describe('compose: the canvas, its templates and validation', () => {
     await axe('compose-template');
   });
 
-  test('alice builds a critic loop by keyboard alone; a loop cap past the limit is an error on that edge until fixed', async ({ page, axe }) => {
+  test('alice builds a critic loop by keyboard alone; a loop cap past the limit is an error on that edge until fixed', async ({ page, pageProblems, axe }) => {
     test.setTimeout(180_000);
+    // Until a pattern is chosen the spec is not one the server can read: a 422, shown as a
+    // finding (and logged by Chromium as a failed load).
+    pageProblems.allowConsoleError(/status of 422 .*\/validate\)$/);
     await openCompose(page);
     // A new page's canvas is empty.
     await expect(page.getByText('The canvas is empty.')).toBeVisible();

@@ -25,6 +25,8 @@ import { Palette } from './Palette.tsx';
 import { paletteEntries, type PaletteItem } from './palette.ts';
 import { TEMPLATES, type Template } from './templates.ts';
 import { TemplatesDialog } from './TemplatesDialog.tsx';
+import { ExportDialog, ImportDialog } from './Manifests.tsx';
+import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
 
 const EditGraph = lazy(() => import('./EditGraph.tsx'));
@@ -106,6 +108,7 @@ export default function ComposePage() {
   const [tab, setTab] = useState<'selection' | 'composition'>('composition');
   const [layoutEpoch, setLayoutEpoch] = useState(0);
   const [gallery, setGallery] = useState(false);
+  const [dialog, setDialog] = useState<'import' | 'export' | null>(null);
   const [banner, setBanner] = useState<string | null>(null);
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
@@ -147,18 +150,30 @@ export default function ComposePage() {
     if (added.key !== null) select({ kind: 'node', key: added.key });
   };
 
+  /** Puts a document on the canvas, unlinked and undoably from the banner (12.25, 12.57). */
+  const put = (next: CanvasDocument, said: string): void => {
+    store.getState().load(next);
+    setSelection(null);
+    setTab('composition');
+    setGallery(false);
+    setDialog(null);
+    setRefusal(null);
+    setLayoutEpoch((n) => n + 1);
+    setBanner(said);
+  };
+
   const load = (template: Template): void => {
     const read = fromSpec(template.spec);
     if (!read.ok) {
       setRefusal(`${template.name} could not be read: ${read.problems.map((p) => p.message).join('; ')}`);
       return;
     }
-    store.getState().load(read.doc);
-    setSelection(null);
-    setTab('composition');
-    setGallery(false);
-    setLayoutEpoch((n) => n + 1);
-    setBanner(`Loaded the template ${template.name}.`);
+    put(read.doc, `Loaded the template ${template.name}.`);
+  };
+
+  const imported = (loaded: LoadedComposition): void => {
+    const name = typeof loaded.metadata['name'] === 'string' ? loaded.metadata['name'] : `document ${loaded.document}`;
+    put(loaded.doc, `Imported ${name}; it is not linked to a Composition until you save it.`);
   };
 
   // Undo and redo from the keyboard, outside text fields (they keep their own).
@@ -343,6 +358,8 @@ export default function ComposePage() {
           />
         </aside>
       </div>
+      <ImportDialog open={dialog === 'import'} namespace={namespace} onLoad={imported} onClose={() => { setDialog(null); }} />
+      <ExportDialog open={dialog === 'export'} name={link?.name ?? null} namespace={link?.namespace ?? namespace} spec={toSpec(doc)} registry={registry} onClose={() => { setDialog(null); }} />
       <TemplatesDialog open={gallery} capabilities={published.capabilities} onLoad={load} onClose={() => { setGallery(false); }} />
     </section>
   );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fromSpec, type CanvasDocument } from '../canvas/document.ts';
 import { renameNode, setNodeFields } from '../canvas/edit.ts';
-import { fittedViewport, MIN_FIT_ZOOM, nodeDetail, nodeLabel, structureOf } from './EditGraph.tsx';
+import { fittedViewport, MIN_FIT_ZOOM, nodeDetail, nodeLabel, selectionAfter, structureOf } from './EditGraph.tsx';
 
 function doc(spec: unknown): CanvasDocument {
   const read = fromSpec(spec);
@@ -53,5 +53,16 @@ describe('the canvas graph', () => {
     const renamed = renameNode(review, writer, 'author');
     if (!renamed.ok) throw new Error(renamed.error.message);
     expect(structureOf(renamed.doc)).not.toBe(before);
+  });
+
+  it('follows what a batch of select changes selects, whichever order it deselects the old one in', () => {
+    const critic = { kind: 'node', key: 'n2' } as const;
+    const selectWriter = { type: 'select', id: 'n1', selected: true };
+    const dropCritic = { type: 'select', id: 'n2', selected: false };
+    expect(selectionAfter([selectWriter, dropCritic], 'node', critic)).toEqual({ kind: 'node', key: 'n1' });
+    expect(selectionAfter([dropCritic, selectWriter], 'node', critic)).toEqual({ kind: 'node', key: 'n1' });
+    expect(selectionAfter([dropCritic], 'node', critic)).toBeNull();
+    expect(selectionAfter([dropCritic], 'edge', critic)).toBeUndefined();
+    expect(selectionAfter([{ type: 'position', id: 'n1' }], 'node', critic)).toBeUndefined();
   });
 });

@@ -114,7 +114,7 @@ function EditNode({ data, selected }: NodeProps<EditFlowNode>) {
         : 'border-slate-500 bg-white dark:border-slate-400 dark:bg-slate-900';
   return (
     <>
-      <Handle type="target" position={across ? Position.Left : Position.Top} isConnectable={!data.readOnly} aria-label={`Into ${data.id}`} />
+      <Handle type="target" position={across ? Position.Left : Position.Top} isConnectable={!data.readOnly} />
       <div
         className={`flex h-full w-full flex-col justify-between gap-1 rounded-lg border-2 px-3 py-2 text-left text-slate-900 shadow-sm dark:text-slate-100 ${frame} ${selected ? 'outline-3 outline-offset-2 outline-sky-700 dark:outline-sky-300' : ''}`}
       >
@@ -140,7 +140,7 @@ function EditNode({ data, selected }: NodeProps<EditFlowNode>) {
           ) : null}
         </div>
       </div>
-      <Handle type="source" position={across ? Position.Right : Position.Bottom} isConnectable={!data.readOnly} aria-label={`Out of ${data.id}`} />
+      <Handle type="source" position={across ? Position.Right : Position.Bottom} isConnectable={!data.readOnly} />
     </>
   );
 }
@@ -177,6 +177,19 @@ interface Placement {
   /** What was laid out: the structure and the layout epoch. */
   readonly structure: string;
   readonly epoch: number;
+}
+
+/**
+ * The selection after React Flow's select changes of nodes or edges (`kind`): what one of them
+ * selects, else nothing when the selected one was deselected, else unchanged (undefined). One
+ * batch may deselect the old and select the new in either order.
+ */
+export function selectionAfter(changes: readonly { readonly type: string; readonly id?: string; readonly selected?: boolean }[], kind: 'node' | 'edge', current: Selection): Selection | undefined {
+  const selects = changes.filter((c): c is { type: 'select'; id: string; selected: boolean } => c.type === 'select' && typeof c.id === 'string');
+  const chosen = selects.find((c) => c.selected);
+  if (chosen !== undefined) return { kind, key: chosen.id };
+  if (current?.kind === kind && selects.some((c) => c.id === current.key && !c.selected)) return null;
+  return undefined;
 }
 
 /**
@@ -405,11 +418,10 @@ function Canvas(props: EditGraphProps) {
       if (change.type === 'position' && change.position !== undefined && !readOnly) {
         moved ??= new Map(placement.positions);
         moved.set(change.id, change.position);
-      } else if (change.type === 'select') {
-        if (change.selected) onSelect({ kind: 'node', key: change.id });
-        else if (selection?.kind === 'node' && selection.key === change.id) onSelect(null);
       }
     }
+    const next = selectionAfter(changes, 'node', selection);
+    if (next !== undefined) onSelect(next);
     if (moved !== null) {
       const positions = moved;
       setPlacement((p) => ({ ...p, positions, moved: true }));
@@ -417,11 +429,12 @@ function Canvas(props: EditGraphProps) {
   };
 
   const onEdgesChange = (changes: EdgeChange[]): void => {
-    for (const change of changes) {
-      if (change.type !== 'select' || change.id.startsWith('delegates:')) continue;
-      if (change.selected) onSelect({ kind: 'edge', key: change.id });
-      else if (selection?.kind === 'edge' && selection.key === change.id) onSelect(null);
-    }
+    const next = selectionAfter(
+      changes.filter((c) => !('id' in c && c.id.startsWith('delegates:'))),
+      'edge',
+      selection,
+    );
+    if (next !== undefined) onSelect(next);
   };
 
   const onDragOver = (event: DragEvent<HTMLDivElement>): void => {

@@ -1,10 +1,10 @@
 // The pattern gallery (rules 12.7, 12.19): the example Compositions, each with its pattern and
 // description, to load onto the canvas (undoably, unlinked: 12.25, 12.57) or to view as YAML. A
-// template the server cannot run is viewed, not loaded, with the server's reason. A modal
-// <dialog>: the page behind it is inert, Escape closes it, the focus returns to what opened it.
+// template the server cannot run is viewed, not loaded, with the server's reason.
 
-import { useEffect, useRef, useState } from 'react';
+import { useState } from 'react';
 import { button, focusRing, muted, primaryButton } from '../ui/classes.ts';
+import { Dialog } from '../ui/Dialog.tsx';
 import type { Capabilities } from './capabilities.ts';
 import { TEMPLATES, templateRefusal, type Template } from './templates.ts';
 
@@ -16,30 +16,9 @@ interface Props {
 }
 
 export function TemplatesDialog({ open, capabilities, onLoad, onClose }: Props) {
-  const dialog = useRef<HTMLDialogElement>(null);
   const [viewing, setViewing] = useState<string | null>(null);
-  useEffect(() => {
-    const element = dialog.current;
-    if (element === null) return;
-    if (open && !element.open) element.showModal();
-    if (!open && element.open) element.close();
-  }, [open]);
   return (
-    <dialog
-      ref={dialog}
-      aria-labelledby="gallery-heading"
-      className="m-auto max-h-[85vh] w-[min(56rem,92vw)] rounded-lg border border-slate-300 bg-white p-0 text-slate-900 shadow-xl backdrop:bg-slate-900/50 dark:border-slate-700 dark:bg-slate-900 dark:text-slate-100"
-      onClose={onClose}
-    >
-      <div className="flex flex-col gap-3 p-4">
-        <div className="flex items-center justify-between gap-4">
-          <h2 id="gallery-heading" className="text-xl font-semibold">
-            Pattern gallery
-          </h2>
-          <button type="button" className={button} onClick={onClose}>
-            Close
-          </button>
-        </div>
+    <Dialog open={open} title="Pattern gallery" onClose={onClose}>
         <p className={muted}>The example Compositions of this release. Loading one replaces the canvas (Undo brings it back) and is not linked to the Composition you had open, so Save makes a new one.</p>
         <ul className="flex flex-col gap-2">
           {TEMPLATES.map((template) => {
@@ -84,7 +63,6 @@ export function TemplatesDialog({ open, capabilities, onLoad, onClose }: Props) 
             );
           })}
         </ul>
-      </div>
-    </dialog>
+    </Dialog>
   );
 }

@@ -7,7 +7,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { apiPath, callApi, shapeProblem, type ApiOptions, type Problem } from '../api/http.ts';
 import type { Result } from '../api/runs.ts';
-import { verdictOf, type Verdict } from '../canvas/findings.ts';
+import { findingOfProblem, verdictOf, type Verdict } from '../canvas/findings.ts';
 
 /** `POST …/validate`: the verdict (200 whatever it is); a 422 when the body is not a spec at all. */
 export async function validateSpec(token: string, namespace: string, spec: unknown, options: ApiOptions = {}): Promise<Result<Verdict>> {
@@ -61,6 +61,8 @@ export function useValidation<T>(token: string, namespace: string, subject: T, s
       void validateSpec(token, namespace, specOf(subject), { ...api, signal: controller.signal }).then((result) => {
         if (ticket !== sent.current) return;
         if (result.ok) setState({ state: 'done', checked: { subject, verdict: result.value } });
+        // Not a spec at all (a field missing, of the wrong type): a finding at its field too.
+        else if (result.problem.status === 422) setState({ state: 'done', checked: { subject, verdict: { valid: false, errors: [findingOfProblem(result.problem)], warnings: [] } } });
         else if (result.problem.status === 401) expire(result.problem);
         else if (result.problem.code !== 'aborted') setState((s) => ({ state: 'failed', problem: result.problem, last: lastVerdict(s) }));
       });
