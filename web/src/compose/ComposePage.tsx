@@ -22,6 +22,7 @@ import { readCapabilities, type Capabilities } from './capabilities.ts';
 import type { Selection } from './EditGraph.tsx';
 import { CompositionInspector, EdgeInspector, NodeInspector } from './Inspector.tsx';
 import { Palette } from './Palette.tsx';
+import { RegistryPanel } from './RegistryPanel.tsx';
 import { paletteEntries, type PaletteItem } from './palette.ts';
 import { TEMPLATES, type Template } from './templates.ts';
 import { TemplatesDialog } from './TemplatesDialog.tsx';
@@ -104,8 +105,9 @@ export default function ComposePage() {
   const link = useStore(store, (s: CanvasState) => s.link);
   const published = usePublished(token);
   const [registry, setRegistry] = useState<readonly RegistryItem[]>([]);
+  const [registryProblem, setRegistryProblem] = useState<string | null>(null);
   const [selection, setSelection] = useState<Selection>(null);
-  const [tab, setTab] = useState<'selection' | 'composition'>('composition');
+  const [tab, setTab] = useState<'selection' | 'composition' | 'registry'>('composition');
   const [layoutEpoch, setLayoutEpoch] = useState(0);
   const [gallery, setGallery] = useState(false);
   const [dialog, setDialog] = useState<'import' | 'export' | null>(null);
@@ -119,12 +121,17 @@ export default function ComposePage() {
     if (namespace === '') return undefined;
     let alive = true;
     void listRegistry(token, namespace, api).then((reply) => {
-      if (alive && reply.ok) setRegistry(reply.value);
+      if (!alive) return;
+      if (reply.ok) {
+        setRegistry(reply.value);
+        setRegistryProblem(null);
+      } else if (reply.problem.status === 401) expire(reply.problem);
+      else setRegistryProblem(`The registry could not be read (${reply.problem.status}): ${reply.problem.message}`);
     });
     return () => {
       alive = false;
     };
-  }, [token, namespace, api]);
+  }, [token, namespace, api, expire]);
 
   const empty = doc.nodes.length === 0;
   // An empty canvas is not sent: there is nothing to say about it yet.
@@ -353,6 +360,11 @@ export default function ComposePage() {
                 id: 'composition',
                 label: errors > 0 ? `Composition (${errors})` : 'Composition',
                 panel: <CompositionInspector {...common} />,
+              },
+              {
+                id: 'registry',
+                label: 'Registry',
+                panel: <RegistryPanel items={registry} namespace={namespace} problem={registryProblem} />,
               },
             ]}
           />

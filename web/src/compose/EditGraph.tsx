@@ -412,6 +412,18 @@ function Canvas(props: EditGraphProps) {
     };
   }, [flow, fitRequest, size, userMoved, placement.positions]);
 
+  // React Flow sends a node's and an edge's select changes in separate calls of one event: each
+  // reads what the one before chose, not the selection of the last render.
+  const latestSelection = useRef(selection);
+  useEffect(() => {
+    latestSelection.current = selection;
+  }, [selection]);
+  const choose = (next: Selection | undefined): void => {
+    if (next === undefined) return;
+    latestSelection.current = next;
+    onSelect(next);
+  };
+
   const onNodesChange = (changes: NodeChange<EditFlowNode>[]): void => {
     let moved: Map<string, XY> | null = null;
     for (const change of changes) {
@@ -420,8 +432,7 @@ function Canvas(props: EditGraphProps) {
         moved.set(change.id, change.position);
       }
     }
-    const next = selectionAfter(changes, 'node', selection);
-    if (next !== undefined) onSelect(next);
+    choose(selectionAfter(changes, 'node', latestSelection.current));
     if (moved !== null) {
       const positions = moved;
       setPlacement((p) => ({ ...p, positions, moved: true }));
@@ -429,12 +440,13 @@ function Canvas(props: EditGraphProps) {
   };
 
   const onEdgesChange = (changes: EdgeChange[]): void => {
-    const next = selectionAfter(
-      changes.filter((c) => !('id' in c && c.id.startsWith('delegates:'))),
-      'edge',
-      selection,
+    choose(
+      selectionAfter(
+        changes.filter((c) => !('id' in c && c.id.startsWith('delegates:'))),
+        'edge',
+        latestSelection.current,
+      ),
     );
-    if (next !== undefined) onSelect(next);
   };
 
   const onDragOver = (event: DragEvent<HTMLDivElement>): void => {
