@@ -171,6 +171,8 @@ interface Placement {
   readonly positions: ReadonlyMap<string, XY>;
   /** ELK's routes of the edges, by the layout's edge id (`from→to`, `#2`…), while no node was moved. */
   readonly routes: ReadonlyMap<string, EdgeRoute>;
+  /** The laid-out graph's size, edges and labels included (ELK's, with its padding). */
+  readonly extent: { readonly width: number; readonly height: number };
   /** Someone dragged or moved a node since the last layout. */
   readonly moved: boolean;
   readonly direction: Direction;
@@ -225,7 +227,7 @@ function Canvas(props: EditGraphProps) {
   const theme = useSyncExternalStore(subscribeTheme, documentTheme);
   const [size, setSize] = useState({ width: 0, height: 0 });
   const direction: Direction = size.height > size.width ? 'DOWN' : 'RIGHT';
-  const [placement, setPlacement] = useState<Placement>({ positions: new Map(), routes: new Map(), moved: false, direction: 'RIGHT', structure: '', epoch: -1 });
+  const [placement, setPlacement] = useState<Placement>({ positions: new Map(), routes: new Map(), extent: { width: 0, height: 0 }, moved: false, direction: 'RIGHT', structure: '', epoch: -1 });
   const [failure, setFailure] = useState<string | null>(null);
   /** Bumped when a layout should be fitted to the view (a load, Tidy, the first layout). */
   const [fitRequest, setFitRequest] = useState(0);
@@ -281,7 +283,7 @@ function Canvas(props: EditGraphProps) {
         }
         setFailure(null);
         setDropped(new Map());
-        setPlacement({ positions, routes: layout.edges, moved: false, direction, structure, epoch: layoutEpoch });
+        setPlacement({ positions, routes: layout.edges, extent: { width: layout.width, height: layout.height }, moved: false, direction, structure, epoch: layoutEpoch });
         if (fresh || !userMoved) {
           setUserMoved(false);
           setFitRequest((n) => n + 1);
@@ -402,6 +404,12 @@ function Canvas(props: EditGraphProps) {
     const handle = window.requestAnimationFrame(() => {
       const placed = [...placement.positions.values()];
       if (placed.length === 0) return;
+      // As laid out, the graph is ELK's extent (its edges and labels too, padded); once moved,
+      // the nodes' bounds.
+      if (!placement.moved && placement.extent.width > 0) {
+        void flow.setViewport(fittedViewport({ x: 0, y: 0, ...placement.extent }, size, 8));
+        return;
+      }
       const xs = placed.map((p) => p.x);
       const ys = placed.map((p) => p.y);
       const bounds = { x: Math.min(...xs), y: Math.min(...ys), width: Math.max(...xs) + NODE_WIDTH - Math.min(...xs), height: Math.max(...ys) + NODE_HEIGHT - Math.min(...ys) };
@@ -410,7 +418,7 @@ function Canvas(props: EditGraphProps) {
     return () => {
       window.cancelAnimationFrame(handle);
     };
-  }, [flow, fitRequest, size, userMoved, placement.positions]);
+  }, [flow, fitRequest, size, userMoved, placement.positions, placement.moved, placement.extent]);
 
   // React Flow sends a node's and an edge's select changes in separate calls of one event: each
   // reads what the one before chose, not the selection of the last render.
@@ -471,6 +479,15 @@ function Canvas(props: EditGraphProps) {
       className="relative h-full min-h-80 w-full overflow-hidden rounded-lg border border-slate-300 bg-slate-50 dark:border-slate-700 dark:bg-slate-950"
       onDragOver={onDragOver}
       onDrop={onDrop}
+      onKeyDown={(event) => {
+        // Enter or Space on a node or an edge opens it in the inspector, also when it is selected
+        // already (React Flow sends no change then).
+        if (event.key !== 'Enter' && event.key !== ' ') return;
+        const target = event.target instanceof Element ? event.target.closest('.react-flow__node, .react-flow__edge') : null;
+        const id = target?.getAttribute('data-id');
+        if (target === null || id === null || id === undefined || id.startsWith('delegates:')) return;
+        choose({ kind: target.classList.contains('react-flow__node') ? 'node' : 'edge', key: id });
+      }}
       data-direction={placement.direction}
       data-moved={placement.moved ? 'true' : 'false'}
     >

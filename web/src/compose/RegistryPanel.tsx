@@ -25,7 +25,7 @@ function Command({ label, command }: { readonly label: string; readonly command:
   return (
     <div className="flex flex-col gap-0.5">
       <span className="text-sm">{label}</span>
-      <code tabIndex={0} className={`block overflow-x-auto rounded bg-slate-100 p-1.5 font-mono text-xs whitespace-pre dark:bg-slate-950 ${focusRing}`}>
+      <code tabIndex={0} className={`block rounded bg-slate-100 p-1.5 font-mono text-xs break-all whitespace-pre-wrap dark:bg-slate-950 ${focusRing}`}>
         {command}
       </code>
     </div>
@@ -70,7 +70,7 @@ function Entry({ view }: { readonly view: EntryView }) {
           ) : null}
         </dl>
         {view.skills.length === 0 ? null : (
-          <table className="text-left">
+          <table className="text-left [&_td]:py-0.5 [&_td]:pr-3 [&_th]:pr-3">
             <caption className="text-left font-medium">Skills of the card</caption>
             <thead>
               <tr>
@@ -91,7 +91,7 @@ function Entry({ view }: { readonly view: EntryView }) {
           </table>
         )}
         {view.tools.length === 0 ? null : (
-          <table className="text-left">
+          <table className="text-left [&_td]:py-0.5 [&_td]:pr-3 [&_th]:pr-3">
             <caption className="text-left font-medium">Tools</caption>
             <thead>
               <tr>
