@@ -14,7 +14,7 @@
 
 import { type Page } from '@playwright/test';
 import { expect, readConsoleEnv, test } from './fixtures.ts';
-import { signIn, tabTo } from './studio-api.ts';
+import { api, runPath, signIn, tabTo } from './studio-api.ts';
 
 async function openCompose(page: Page): Promise<void> {
   await signIn(page, readConsoleEnv().alice.token);
@@ -167,6 +167,44 @@ test.describe('compose: the canvas, its templates and validation', () => {
     await page.keyboard.press('Enter');
     await page.keyboard.press('Delete');
     await expect(canvas(page).getByRole('group', { name: /^critic to writer/ })).toHaveCount(0);
+  });
+
+  test('every template runs from the canvas and its live graph is drawn; fan-out-fan-in runs to Succeeded (12.6)', async ({ page, axe }) => {
+    test.setTimeout(600_000);
+    const { alice, namespace } = readConsoleEnv();
+    await openCompose(page);
+    await page.getByRole('button', { name: 'Templates…' }).click();
+    const gallery = page.getByRole('dialog', { name: 'Pattern gallery' });
+    const names = await gallery.getByRole('button', { name: /^Load / }).evaluateAll((buttons) => buttons.map((b) => (b.getAttribute('aria-label') ?? '').replace(/^Load /, '')));
+    await page.keyboard.press('Escape');
+    // fan-out-fan-in last: its nodes answer with the scripted model's echo, so it runs to its end
+    // (the writer of the others asks alice a question); the others are cancelled once their graph
+    // is drawn.
+    const whole = 'fan-out-fan-in';
+    const order = [...names.filter((n) => n !== whole), whole];
+    for (const name of order) {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Compose' }).click();
+      await page.getByRole('button', { name: 'Templates…' }).click();
+      await gallery.getByRole('button', { name: `Load ${name}` }).click();
+      await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
+      await page.getByRole('button', { name: 'Run…' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Run the canvas' });
+      await expect(dialog).toContainText('Runs the composition as it is on the canvas (inline)');
+      await dialog.getByLabel('Input').fill(`Release notes for ${name}`);
+      await page.keyboard.press('ControlOrMeta+Enter');
+      // The run's own page: its live graph.
+      await expect(page).toHaveURL(new RegExp(`#/runs/${namespace}/`), { timeout: 15_000 });
+      const run = decodeURIComponent(new URL(page.url()).hash.split('/').at(-1) ?? '');
+      const graph = page.getByRole('application', { name: /^Graph of / });
+      await expect(graph, `${name}: the run's graph`).toBeVisible({ timeout: 60_000 });
+      if (name === whole) {
+        await axe('compose-run-live', { screenshots: false });
+        await expect(page.getByText('The run ended: Succeeded', { exact: false }), `${name} runs to its end`).toBeVisible({ timeout: 240_000 });
+      } else {
+        const cancelled = await api(alice.token, `${runPath(namespace, run)}/cancel`, { method: 'POST' });
+        expect([202, 409], `${name}: cancel`).toContain(cancelled.status);
+      }
+    }
   });
 
   test('on a narrow screen the canvas is read-only and still opens what is selected in the inspector', async ({ page }) => {

@@ -27,6 +27,7 @@ import { paletteEntries, type PaletteItem } from './palette.ts';
 import { TEMPLATES, type Template } from './templates.ts';
 import { TemplatesDialog } from './TemplatesDialog.tsx';
 import { ExportDialog, ImportDialog } from './Manifests.tsx';
+import { RunDialog } from './RunDialog.tsx';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
 
@@ -110,7 +111,7 @@ export default function ComposePage() {
   const [tab, setTab] = useState<'selection' | 'composition' | 'registry'>('composition');
   const [layoutEpoch, setLayoutEpoch] = useState(0);
   const [gallery, setGallery] = useState(false);
-  const [dialog, setDialog] = useState<'import' | 'export' | null>(null);
+  const [dialog, setDialog] = useState<'import' | 'export' | 'run' | null>(null);
   const [banner, setBanner] = useState<string | null>(null);
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
@@ -370,6 +371,7 @@ export default function ComposePage() {
           />
         </aside>
       </div>
+      <RunDialog open={dialog === 'run'} token={token} api={api} namespace={namespace} spec={toSpec(doc)} savedAs={dirty ? null : link} expire={expire} onClose={() => { setDialog(null); }} />
       <ImportDialog open={dialog === 'import'} namespace={namespace} onLoad={imported} onClose={() => { setDialog(null); }} />
       <ExportDialog open={dialog === 'export'} name={link?.name ?? null} namespace={link?.namespace ?? namespace} spec={toSpec(doc)} registry={registry} onClose={() => { setDialog(null); }} />
       <TemplatesDialog open={gallery} capabilities={published.capabilities} onLoad={load} onClose={() => { setGallery(false); }} />
