@@ -257,12 +257,11 @@ fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Resul
     specs(Specs::Group(HISTORY), "history")
 }
 
-/// Console part 2, the canvas: every template loads and validates, a critic loop built by
-/// keyboard alone, a loop cap past the limit marked on its edge until fixed, undo and redo, and
-/// a read-only canvas on a narrow screen (`web/e2e/compose.spec.ts`).
+/// Console part 2, the canvas (`web/e2e/compose.spec.ts`): every template loads, validates and
+/// runs from the canvas; a critic loop built by keyboard alone, a loop cap past the limit marked
+/// on its edge until fixed, undo and redo; export and import; a read-only narrow canvas.
 #[test]
-fn alice_loads_every_template_and_builds_a_critic_loop_by_keyboard_with_findings_on_the_right_edge()
--> Result<()> {
+fn the_canvas_loads_validates_and_runs_every_template_builds_a_loop_by_keyboard_and_imports_and_exports() -> Result<()> {
     specs(Specs::Group(COMPOSE), "compose")
 }
 

@@ -34,6 +34,11 @@ test.describe('compose: the canvas, its templates and validation', () => {
     await expect(page.getByText('The canvas is empty.')).toBeVisible();
     await expect(verdict(page)).toHaveText('Add a node, or load a template: the composition is checked with the server as you edit.');
     await expect(page.getByRole('button', { name: 'Load the demo (critic-loop)' })).toBeVisible();
+    // The palette follows the published capabilities: a kind the server does not run is off, with its reason (12.9).
+    const palette = page.getByRole('region', { name: 'Add a node' });
+    await expect(palette.getByRole('button', { name: /^Handoff/ })).toHaveAttribute('aria-disabled', 'true');
+    await expect(palette.getByRole('button', { name: /^Handoff/ })).toHaveAccessibleDescription(/^Not available: /);
+    await expect(palette.getByRole('button', { name: /^LLM agent/ })).not.toHaveAttribute('aria-disabled', 'true');
     await axe('compose-empty');
 
     await page.getByRole('button', { name: 'Open the pattern gallery' }).click();
@@ -167,6 +172,59 @@ test.describe('compose: the canvas, its templates and validation', () => {
     await page.keyboard.press('Enter');
     await page.keyboard.press('Delete');
     await expect(canvas(page).getByRole('group', { name: /^critic to writer/ })).toHaveCount(0);
+  });
+
+  test('export gives the manifests with the entries used; import loads a Composition, refuses other kinds and lists every problem first (12.65, 12.67)', async ({ page, axe }) => {
+    await openCompose(page);
+    await page.getByRole('button', { name: 'Load the demo (critic-loop)' }).click();
+    await page.getByRole('button', { name: 'Export…' }).click();
+    const exported = page.getByRole('dialog', { name: 'Export as YAML' });
+    const yaml = exported.getByLabel('The manifests');
+    await expect(yaml).toContainText('kind: Composition');
+    await expect(yaml).toContainText('name: demo-tools');
+    await expect(yaml).toContainText('kind: RegistryEntry');
+    await expect(yaml).not.toContainText('managedFields');
+    await axe('compose-export');
+    await page.keyboard.press('Escape');
+
+    await page.getByRole('button', { name: 'Import…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Import YAML' });
+    const text = dialog.getByLabel('Or the manifests themselves');
+    // A YAML error: nothing loads, the problem is named with its document and line.
+    await text.fill('apiVersion: studio.orrery.dev/v1alpha1\nkind: Composition\nspec: [1\n');
+    await dialog.getByRole('button', { name: 'Check' }).click();
+    await expect(dialog.getByRole('region', { name: 'Problems' })).toContainText('Document 1, line');
+    await expect(dialog.getByRole('button', { name: /^Load / })).toHaveCount(0);
+    // A Composition and a kind the canvas does not take: the one loads, the other is listed with the kubectl command.
+    await text.fill(
+      [
+        'apiVersion: v1',
+        'kind: ConfigMap',
+        'metadata: {name: settings}',
+        '---',
+        'apiVersion: studio.orrery.dev/v1alpha1',
+        'kind: Composition',
+        'metadata: {name: two-steps}',
+        'spec:',
+        '  pattern: Pipeline',
+        '  nodes:',
+        '    - {id: first, kind: LLMAgent, model: scripted, instruction: Go.}',
+        '    - {id: second, kind: LLMAgent, model: scripted, instruction: Go on.}',
+        '  edges:',
+        '    - {from: first, to: second}',
+      ].join('\n'),
+    );
+    await dialog.getByRole('button', { name: 'Check' }).click();
+    await expect(dialog.getByRole('region', { name: 'Not loaded' })).toContainText('ConfigMap settings');
+    await axe('compose-import');
+    await dialog.getByRole('button', { name: 'Load two-steps onto the canvas' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(page.getByText('Imported two-steps; it is not linked to a Composition until you save it.')).toBeVisible();
+    await expect(node(page, 'first')).toBeVisible();
+    await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
+    // Undo from the banner brings the demo back (12.25).
+    await page.getByRole('status').filter({ hasText: 'Imported two-steps' }).getByRole('button', { name: 'Undo' }).click();
+    await expect(node(page, 'critic')).toBeVisible();
   });
 
   test('every template runs from the canvas and its live graph is drawn; fan-out-fan-in runs to Succeeded (12.6)', async ({ page, axe }) => {

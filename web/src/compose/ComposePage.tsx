@@ -238,6 +238,15 @@ export default function ComposePage() {
           <button type="button" className={button} onClick={() => { setGallery(true); }}>
             Templates…
           </button>
+          <button type="button" className={button} onClick={() => { setDialog('import'); }}>
+            Import…
+          </button>
+          <button type="button" className={button} disabled={empty} onClick={() => { setDialog('export'); }}>
+            Export…
+          </button>
+          <button type="button" className={primaryButton} disabled={empty} onClick={() => { setDialog('run'); }}>
+            Run…
+          </button>
           <button type="button" className={button} disabled={!canUndo} onClick={() => { store.getState().undo(); }} aria-keyshortcuts="Control+Z">
             Undo
           </button>
