@@ -261,7 +261,8 @@ fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Resul
 /// runs from the canvas; a critic loop built by keyboard alone, a loop cap past the limit marked
 /// on its edge until fixed, undo and redo; export and import; a read-only narrow canvas.
 #[test]
-fn the_canvas_loads_validates_and_runs_every_template_builds_a_loop_by_keyboard_and_imports_and_exports() -> Result<()> {
+fn the_canvas_loads_validates_and_runs_every_template_builds_a_loop_by_keyboard_and_imports_and_exports()
+-> Result<()> {
     specs(Specs::Group(COMPOSE), "compose")
 }
 
