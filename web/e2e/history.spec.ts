@@ -153,4 +153,22 @@ test.describe('history, replay and compare', () => {
     await axe('compare');
     expect(errors).toEqual([]);
   });
+
+  test('Show puts the spec a run ran on the canvas, undoably, with a way back to the run (12.60)', async ({ page }) => {
+    const errors = await signIn(page);
+    await openHistory(page);
+    const row = await serverRow(page, runA);
+    await row.getByRole('button', { name: `Show ${namespace}/${runA} on the canvas` }).click();
+    await expect(page.getByRole('heading', { level: 1, name: 'Compose' })).toBeVisible();
+    const banner = page.getByRole('status').filter({ hasText: `Showing the spec run ${namespace}/${runA} ran (notes` });
+    await expect(banner).toBeVisible();
+    const canvas = page.getByRole('application', { name: /^Canvas of / });
+    await expect(canvas.getByRole('group', { name: /^draft, LLMAgent/ })).toBeVisible();
+    await expect(canvas.getByRole('group', { name: /^publish, LLMAgent/ })).toBeVisible();
+    await expect(banner.getByRole('link', { name: `Open the run ${namespace}/${runA}` })).toHaveAttribute('href', `#/runs/${namespace}/${runA}`);
+    // Undo takes the canvas back to what it held (here: empty).
+    await banner.getByRole('button', { name: 'Undo' }).click();
+    await expect(page.getByText('The canvas is empty.')).toBeVisible();
+    expect(errors).toEqual([]);
+  });
 });

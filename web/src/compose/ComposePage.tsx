@@ -14,10 +14,11 @@ import { useSession } from '../app/session.tsx';
 import { fromSpec, toSpec, type CanvasDocument } from '../canvas/document.ts';
 import { addNode, removeEdge, removeNode, connect } from '../canvas/edit.ts';
 import { placeFindings, standingFindings, type PlacedFindings } from '../canvas/findings.ts';
-import { createCanvasStore, type CanvasState, type Edit } from '../canvas/store.ts';
+import type { CanvasState, Edit } from '../canvas/store.ts';
+import { canvasStore, takeArrival, type Arrival } from './canvas-store.ts';
 import { Tabs } from '../run/Tabs.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
-import { button, muted, primaryButton } from '../ui/classes.ts';
+import { button, link as linkClass, muted, primaryButton } from '../ui/classes.ts';
 import { readCapabilities, type Capabilities } from './capabilities.ts';
 import type { Selection } from './EditGraph.tsx';
 import { CompositionInspector, EdgeInspector, NodeInspector } from './Inspector.tsx';
@@ -32,13 +33,6 @@ import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
 
 const EditGraph = lazy(() => import('./EditGraph.tsx'));
-
-/** The canvas of this tab: kept across pages, gone with the tab. */
-let canvas: ReturnType<typeof createCanvasStore> | null = null;
-function canvasStore(): ReturnType<typeof createCanvasStore> {
-  canvas ??= createCanvasStore();
-  return canvas;
-}
 
 /** The waits before the schema is asked again (rule 12.10: after 1 s and 3 s). */
 export const SCHEMA_RETRIES_MS = [1000, 3000];
@@ -112,7 +106,8 @@ export default function ComposePage() {
   const [layoutEpoch, setLayoutEpoch] = useState(0);
   const [gallery, setGallery] = useState(false);
   const [dialog, setDialog] = useState<'import' | 'export' | 'run' | null>(null);
-  const [banner, setBanner] = useState<string | null>(null);
+  // What History's Show put on the canvas (12.60), said once with Undo, as a load is.
+  const [banner, setBanner] = useState<Arrival | null>(() => takeArrival());
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
   const rail = useMedia('(max-width: 1279px)');
@@ -167,7 +162,7 @@ export default function ComposePage() {
     setDialog(null);
     setRefusal(null);
     setLayoutEpoch((n) => n + 1);
-    setBanner(said);
+    setBanner({ said, back: null });
   };
 
   const load = (template: Template): void => {
@@ -263,7 +258,12 @@ export default function ComposePage() {
       </p>
       {banner === null ? null : (
         <div role="status" className="flex flex-wrap items-center gap-3 rounded-md border border-sky-700 bg-sky-50 px-3 py-2 text-sky-950 dark:border-sky-300 dark:bg-sky-950 dark:text-sky-50">
-          <span>{banner}</span>
+          <span>{banner.said}</span>
+          {banner.back === null ? null : (
+            <a className={linkClass} href={banner.back.href}>
+              {banner.back.label}
+            </a>
+          )}
           <button
             type="button"
             className={button}

@@ -6,7 +6,9 @@
 
 import { useCallback, useEffect, useId, useState, type ReactNode } from 'react';
 import type { Problem } from '../api/http.ts';
-import { getRun, isTerminal, listRuns, type Run } from '../api/runs.ts';
+import { getRanSpec, getRun, isTerminal, listRuns, type Run } from '../api/runs.ts';
+import { fromSpec } from '../canvas/document.ts';
+import { announceArrival, canvasStore } from '../compose/canvas-store.ts';
 import { formatRunKey, href, navigate, type RunKey } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
@@ -112,6 +114,9 @@ function RunActions({ runKey, phase, selection, onChoose }: { readonly runKey: R
           </a>
         )}
       </td>
+      <td className={textCell}>
+        <ShowOnCanvas runKey={runKey} />
+      </td>
       <td className={`${textCell} whitespace-nowrap`}>
         {(['a', 'b'] as const).map((side) => (
           <button
@@ -128,6 +133,49 @@ function RunActions({ runKey, phase, selection, onChoose }: { readonly runKey: R
           </button>
         ))}
       </td>
+    </>
+  );
+}
+
+/**
+ * Show (rule 12.60): the spec the run ran (`GET …/composition`) put on the canvas, unlinked and
+ * undoably (Compose's banner says what it is, with Undo and a link back to the run).
+ */
+function ShowOnCanvas({ runKey }: { readonly runKey: RunKey }) {
+  const { token, api, expire } = useSession();
+  const [problem, setProblem] = useState<string | null>(null);
+  const label = formatRunKey(runKey);
+  return (
+    <>
+      <button
+        type="button"
+        className={`${button} px-2 py-0.5 text-sm`}
+        onClick={() => {
+          void getRanSpec(token, runKey.namespace, runKey.name, api).then((reply) => {
+            if (!reply.ok) {
+              if (reply.problem.status === 401) expire(reply.problem);
+              else setProblem(`Not shown (${reply.problem.status}): ${reply.problem.message}`);
+              return;
+            }
+            const read = fromSpec(reply.value.spec);
+            if (!read.ok) {
+              setProblem(`Not shown: ${read.problems.map((p) => p.message).join('; ')}`);
+              return;
+            }
+            canvasStore().getState().load(read.doc);
+            const ran = reply.value.name === '' ? 'an inline composition' : `${reply.value.name}${reply.value.revision === null ? '' : ` revision ${String(reply.value.revision)}`}`;
+            announceArrival({ said: `Showing the spec run ${label} ran (${ran}); it is not linked to a Composition until you save it.`, back: { label: `Open the run ${label}`, href: href({ page: 'run', ...runKey }) } });
+            navigate({ page: 'compose' });
+          });
+        }}
+      >
+        Show<span className="sr-only"> {label} on the canvas</span>
+      </button>
+      {problem === null ? null : (
+        <span role="alert" className="block text-sm text-red-800 dark:text-red-200">
+          {problem}
+        </span>
+      )}
     </>
   );
 }
@@ -229,6 +277,9 @@ function OpenedHere({ selection, onChoose }: { readonly selection: Selection; re
                 </th>
                 <th scope="col" className={headCell}>
                   <span className="sr-only">Replay or follow</span>
+                </th>
+                <th scope="col" className={headCell}>
+                  <span className="sr-only">Show on the canvas</span>
                 </th>
                 <th scope="col" className={headCell}>
                   Compare as
@@ -464,6 +515,9 @@ export function ServerTable({ runs, username, selection, onChoose, filtered, loa
             </th>
             <th scope="col" className={headCell}>
               <span className="sr-only">Replay or follow</span>
+            </th>
+            <th scope="col" className={headCell}>
+              <span className="sr-only">Show on the canvas</span>
             </th>
             <th scope="col" className={headCell}>
               Compare as

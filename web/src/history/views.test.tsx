@@ -1,6 +1,7 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { parseRun, type Run } from '../api/runs.ts';
+import { SessionContext, type Session } from '../app/session.tsx';
 import { ComparisonView, NodesTable, TotalsTable, type SideState } from './ComparePage.tsx';
 import { GENERATED_NODES, generatedRun, traceEvents } from './generated-run.ts';
 import { ServerTable } from './HistoryPage.tsx';
@@ -98,8 +99,15 @@ describe('the history page', () => {
 
   it('lists the server’s runs with a Replay for finished ones, Follow for live ones, and A and B to compare', () => {
     const runs = [run('done-1'), run('live-1', { phase: 'Running' }), run('theirs', {}, 'bob')];
-    const html = renderToStaticMarkup(<ServerTable runs={runs} username="alice" selection={{ a: { namespace: 'team-a', name: 'done-1' }, b: null }} onChoose={noop} filtered={false} loading={false} />);
+    const session: Session = { token: 't', me: { username: 'alice', groups: [], person: true, namespaces: ['team-a'] }, api: {}, namespace: 'team-a', setNamespace: noop, signOut: noop, expire: noop };
+    const html = renderToStaticMarkup(
+      <SessionContext value={session}>
+        <ServerTable runs={runs} username="alice" selection={{ a: { namespace: 'team-a', name: 'done-1' }, b: null }} onChoose={noop} filtered={false} loading={false} />
+      </SessionContext>,
+    );
     expectScopedHeaders(html);
+    // Show puts the spec a run ran on the canvas (12.60).
+    expect(html).toMatch(/Show<span class="sr-only"> team-a\/done-1 on the canvas<\/span>/);
     expect(html).toContain('3 runs, newest first');
     expect(html).toContain('href="#/runs/team-a/done-1/replay"');
     expect(html).toContain('href="#/runs/team-a/live-1"');

@@ -1,0 +1,31 @@
+// The canvas of this tab (canvas/store.ts), kept across pages and gone with the tab, and what a
+// page that put something on it (History's Show, rule 12.60) says when Compose opens.
+
+import { createCanvasStore } from '../canvas/store.ts';
+
+let canvas: ReturnType<typeof createCanvasStore> | null = null;
+
+/** The tab's one canvas. */
+export function canvasStore(): ReturnType<typeof createCanvasStore> {
+  canvas ??= createCanvasStore();
+  return canvas;
+}
+
+/** What Compose shows in its undo banner when it opens next, with a link back, if anything. */
+export interface Arrival {
+  readonly said: string;
+  readonly back: { readonly label: string; readonly href: string } | null;
+}
+
+let arrival: Arrival | null = null;
+
+export function announceArrival(next: Arrival): void {
+  arrival = next;
+}
+
+/** The arrival to show, once. */
+export function takeArrival(): Arrival | null {
+  const taken = arrival;
+  arrival = null;
+  return taken;
+}
