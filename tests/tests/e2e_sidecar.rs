@@ -715,6 +715,31 @@ async fn the_run_api_acts_with_the_callers_own_token_and_refuses_what_the_cluste
     result.and(stopped)
 }
 
+/// Alice's run `waiting`, which waits for a Composition that does not exist (so it never gets a
+/// runner), and her event stream of it through the sidecar at `sidecar_url`, followed in a task
+/// until it ends. Returns her token and the task.
+async fn follow_a_waiting_run(
+    f: &Studio,
+    sidecar_url: &str,
+) -> Result<(
+    String,
+    tokio::task::JoinHandle<Result<Vec<(u64, TraceEvent)>>>,
+)> {
+    let waiting = json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": "waiting"},
+        "spec": {"compositionRef": {"name": "not-there"}, "input": "x", "owner": ALICE}
+    });
+    apply_yaml(&f.admin, Some(&f.ns.name), &waiting.to_string()).await?;
+    let alice = token(f.env, ALICE)?;
+    let stream = tokio::spawn({
+        let (url, ns, alice) = (sidecar_url.to_owned(), f.ns.name.clone(), alice.clone());
+        async move { sse(&url, &ns, "waiting", &alice, None, None).await }
+    });
+    Ok((alice, stream))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
     let mut sidecar = TestSidecar::sqlite("sidecar-stop", SidecarSettings::default()).await?;
@@ -722,18 +747,7 @@ async fn open_event_streams_end_cleanly_when_the_sidecar_stops() -> Result<()> {
     let result = async {
         // A run that waits for a Composition that does not exist: it never ends, so its
         // stream would follow it for ever.
-        let waiting = json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1",
-            "kind": "StudioRun",
-            "metadata": {"name": "waiting"},
-            "spec": {"compositionRef": {"name": "not-there"}, "input": "x", "owner": ALICE}
-        });
-        apply_yaml(&f.admin, Some(&f.ns.name), &waiting.to_string()).await?;
-        let alice = token(f.env, ALICE)?;
-        let stream = tokio::spawn({
-            let (url, ns) = (sidecar.url.clone(), f.ns.name.clone());
-            async move { sse(&url, &ns, "waiting", &alice, None, None).await }
-        });
+        let (_, stream) = follow_a_waiting_run(&f, &sidecar.url).await?;
         // Let the stream open, then stop the sidecar gracefully: the stream ends, and the stop
         // does not wait for it (rule 11.5).
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -762,18 +776,7 @@ async fn a_followed_run_cancelled_before_it_started_ends_its_stream_though_no_ru
     let result = async {
         // Waiting for a Composition that does not exist, the run never gets a runner: it can
         // end only by cancelling, and then no `run.end` is ever stored.
-        let waiting = json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1",
-            "kind": "StudioRun",
-            "metadata": {"name": "waiting"},
-            "spec": {"compositionRef": {"name": "not-there"}, "input": "x", "owner": ALICE}
-        });
-        apply_yaml(&f.admin, Some(&f.ns.name), &waiting.to_string()).await?;
-        let alice = token(f.env, ALICE)?;
-        let stream = tokio::spawn({
-            let (url, ns, alice) = (sidecar.url.clone(), f.ns.name.clone(), alice.clone());
-            async move { sse(&url, &ns, "waiting", &alice, None, None).await }
-        });
+        let (alice, stream) = follow_a_waiting_run(&f, &sidecar.url).await?;
         // Quiet and not over, the stream stays open past several status checks.
         tokio::time::sleep(Duration::from_secs(4)).await;
         ensure!(!stream.is_finished(), "the stream of a waiting run ended");

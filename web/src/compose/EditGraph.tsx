@@ -28,7 +28,7 @@ import {
   type NodeChange,
   type NodeProps,
 } from '@xyflow/react';
-import { useEffect, useMemo, useRef, useState, useSyncExternalStore, type DragEvent } from 'react';
+import { useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
 import type { CanvasDocument } from '../canvas/document.ts';
 import { toSpec } from '../canvas/document.ts';
 import { findingsOnEdge, findingsOnNode, type PlacedFindings } from '../canvas/findings.ts';
@@ -38,6 +38,7 @@ import { edgeLabelText, NODE_HEIGHT, NODE_WIDTH, type Direction, type EdgeRoute 
 import { RoutedEdge, type RunFlowEdge } from '../graph/RoutedEdge.tsx';
 import { edgeKey, parseSpec } from '../graph/spec.ts';
 import { itemFromData, PALETTE_MIME, type PaletteItem } from './palette.ts';
+import { useColorMode } from '../graph/color-mode.ts';
 
 /** What is selected on the canvas: a node or an edge, by its canvas key. */
 export type Selection = { readonly kind: 'node' | 'edge'; readonly key: string } | null;
@@ -155,18 +156,6 @@ const ariaLabelConfig = {
   'edge.a11yDescription.default': 'Press Enter or Space to open this edge in the inspector, and Delete to remove it.',
 };
 
-function subscribeTheme(callback: () => void): () => void {
-  const observer = new MutationObserver(callback);
-  observer.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
-  return () => {
-    observer.disconnect();
-  };
-}
-
-function documentTheme(): 'light' | 'dark' {
-  return document.documentElement.dataset['theme'] === 'dark' ? 'dark' : 'light';
-}
-
 interface Placement {
   readonly positions: ReadonlyMap<string, XY>;
   /** ELK's routes of the edges, by the layout's edge id (`from→to`, `#2`…), while no node was moved. */
@@ -224,7 +213,7 @@ function Canvas(props: EditGraphProps) {
   const { doc, title, findings, selection, onSelect, onConnect, onDelete, onDropItem, readOnly, layoutEpoch } = props;
   const flow = useReactFlow<EditFlowNode>();
   const frame = useRef<HTMLDivElement>(null);
-  const theme = useSyncExternalStore(subscribeTheme, documentTheme);
+  const theme = useColorMode();
   const [size, setSize] = useState({ width: 0, height: 0 });
   const direction: Direction = size.height > size.width ? 'DOWN' : 'RIGHT';
   const [placement, setPlacement] = useState<Placement>({ positions: new Map(), routes: new Map(), extent: { width: 0, height: 0 }, moved: false, direction: 'RIGHT', structure: '', epoch: -1 });

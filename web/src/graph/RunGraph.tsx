@@ -5,7 +5,7 @@
 // selection, Escape clears it. The page scrolls over the canvas; the buttons zoom and fit.
 
 import { Panel, ReactFlow, useReactFlow, type NodeChange } from '@xyflow/react';
-import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { RunSnapshot } from '../run/model.ts';
 import { button } from '../ui/classes.ts';
 import { FlowNode, type RunFlowNode } from './FlowNode.tsx';
@@ -16,6 +16,7 @@ import { edgeLabelText, type Layout } from './layout.ts';
 import { loopRoundsOf } from './loops.ts';
 import { nodeAriaLabel, nodeCardData } from './node-card.ts';
 import { edgeKey, type GraphSpec } from './spec.ts';
+import { useColorMode } from './color-mode.ts';
 
 const nodeTypes = { run: FlowNode };
 const edgeTypes = { routed: RoutedEdge };
@@ -38,24 +39,12 @@ export interface RunGraphProps {
   readonly onSelect: (id: string | null) => void;
 }
 
-function subscribeTheme(callback: () => void): () => void {
-  const observer = new MutationObserver(callback);
-  observer.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
-  return () => {
-    observer.disconnect();
-  };
-}
-
-function documentTheme(): 'light' | 'dark' {
-  return document.documentElement.dataset['theme'] === 'dark' ? 'dark' : 'light';
-}
-
 export default function RunGraph({ graph, title, run, selected, onSelect }: RunGraphProps) {
   const [layout, setLayout] = useState<{ readonly graph: GraphSpec; readonly layout: Layout } | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
   const [width, setWidth] = useState(1200);
   const frame = useRef<HTMLDivElement>(null);
-  const theme = useSyncExternalStore(subscribeTheme, documentTheme);
+  const theme = useColorMode();
 
   useEffect(() => {
     let alive = true;
