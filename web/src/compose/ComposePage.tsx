@@ -15,7 +15,7 @@ import { fromSpec, toSpec, type CanvasDocument } from '../canvas/document.ts';
 import { addNode, removeEdge, removeNode, connect } from '../canvas/edit.ts';
 import { placeFindings, standingFindings, type PlacedFindings } from '../canvas/findings.ts';
 import type { CanvasState, Edit } from '../canvas/store.ts';
-import { canvasStore, takeArrival, type Arrival } from './canvas-store.ts';
+import { canvasStore, clearArrival, peekArrival, type Arrival } from './canvas-store.ts';
 import { Tabs } from '../run/Tabs.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
 import { button, link as linkClass, muted, primaryButton } from '../ui/classes.ts';
@@ -107,7 +107,10 @@ export default function ComposePage() {
   const [gallery, setGallery] = useState(false);
   const [dialog, setDialog] = useState<'import' | 'export' | 'run' | null>(null);
   // What History's Show put on the canvas (12.60), said once with Undo, as a load is.
-  const [banner, setBanner] = useState<Arrival | null>(() => takeArrival());
+  const [banner, setBanner] = useState<Arrival | null>(peekArrival);
+  useEffect(() => {
+    clearArrival();
+  }, []);
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
   const rail = useMedia('(max-width: 1279px)');

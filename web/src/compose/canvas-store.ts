@@ -23,9 +23,12 @@ export function announceArrival(next: Arrival): void {
   arrival = next;
 }
 
-/** The arrival to show, once. */
-export function takeArrival(): Arrival | null {
-  const taken = arrival;
+/** The arrival to show (read while rendering: a render may be retried before it is shown). */
+export function peekArrival(): Arrival | null {
+  return arrival;
+}
+
+/** Forgets the arrival once Compose has shown it. */
+export function clearArrival(): void {
   arrival = null;
-  return taken;
 }
