@@ -6,7 +6,7 @@
 //! - [`events`]: `GET /api/v1/runs/{namespace}/{name}/events`, SSE with resume, or JSON pages.
 //! - [`api`]: the rest of `/api/v1` (identity, schema, validate, compositions, registry, runs:
 //!   list, get, start, cancel), each with the caller's own token.
-//! - [`limits`]: per-person rate limits on starts and decisions.
+//! - [`limits`]: per-person rate limits on starts, decisions and saves.
 //! - [`process`]: the sidecar as a process (store, listener, PostgreSQL wakes, retention).
 //! - [`caller`]: who calls (SelfSubjectReview with the caller's own token) and whether they
 //!   may see a run (a `get` with that token, then the owner/approver rule).
@@ -65,6 +65,8 @@ pub struct SidecarSettings {
     pub starts_per_minute: u32,
     /// Decisions one person may make per minute.
     pub decisions_per_minute: u32,
+    /// Composition saves (dry runs too) one person may make per minute.
+    pub saves_per_minute: u32,
     /// The one namespace whose runs this sidecar serves (`--namespace`, a single-namespace
     /// install): the retention sweep lists and sweeps that namespace's runs only. `None`: every
     /// namespace.
@@ -84,6 +86,7 @@ impl Default for SidecarSettings {
             ingest_concurrency: 32,
             starts_per_minute: 30,
             decisions_per_minute: 30,
+            saves_per_minute: 30,
             namespace: None,
             console_dir: None,
             stream_status_check: std::time::Duration::from_secs(10),
@@ -103,7 +106,7 @@ pub struct Sidecar {
     pub callers: Callers,
     /// Open streams per person.
     pub streams: StreamLimits,
-    /// Starts and decisions per person.
+    /// Starts, decisions and saves per person.
     pub limits: limits::Limits,
     /// The deployment config (limits, ceilings, approval timeout).
     pub config: Arc<crate::Config>,
@@ -152,6 +155,7 @@ impl Sidecar {
             limits: limits::Limits::new(
                 limits::PerMinute(settings.starts_per_minute),
                 limits::PerMinute(settings.decisions_per_minute),
+                limits::PerMinute(settings.saves_per_minute),
             ),
             config,
             ingest_slots: Semaphore::new(settings.ingest_concurrency.max(1)),
