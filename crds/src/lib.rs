@@ -4,9 +4,11 @@
 //! [`validate::validate`].
 //!
 //! This crate does no I/O and runs nothing: kube's `derive` only, no client, runtime, TLS or
-//! tokio. Reading manifests and seed specs from disk ([`manifest`], [`import`]) and writing the
-//! CRD YAML ([`crd_yaml`]) are the CLI's, behind the `files` feature; the one logging set-up of
-//! every binary ([`logging`]) is behind the `logging` feature.
+//! tokio. Reading manifests from disk ([`manifest`]), writing the CRD YAML ([`crd_yaml`]) and
+//! an imported seed spec's manifest ([`import::to_manifest_yaml`]) are the CLI's, behind the
+//! `files` feature (the seed import's conversion itself, [`import`], is not: the sidecar
+//! imports too); the one logging set-up of every binary ([`logging`]) is behind the `logging`
+//! feature.
 
 pub mod approval;
 pub mod budget;
@@ -19,7 +21,6 @@ pub mod conditions;
 pub mod crd_yaml;
 pub mod events;
 pub mod host;
-#[cfg(feature = "files")]
 pub mod import;
 #[cfg(feature = "logging")]
 pub mod logging;

@@ -1,5 +1,5 @@
 //! What a Composition revision is, for the controllers and the sidecar alike: the name of a
-//! revision's ControllerRevision, the spec it holds, and the spec digest a StudioRun records of
+//! revision's ControllerRevision, the label that ties it to its Composition, the spec it holds, and the spec digest a StudioRun records of
 //! what it ran. The Composition controller writes revisions, the StudioRun controller runs them,
 //! the sidecar serves them to a run's owner: none of them owns these rules.
 
@@ -8,6 +8,10 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use orrery_crds::CompositionSpec;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+
+/// Label on every revision: the UID of its Composition (label values hold at most 63
+/// characters, so the name, up to 253, cannot be the selector).
+pub const COMPOSITION_UID_LABEL: &str = "studio.orrery.dev/composition-uid";
 
 /// The name of revision `revision` of Composition `composition`: `<composition>-r<revision>`
 /// (shortened and tagged with a hash when too long for an object name).

@@ -106,6 +106,12 @@ pub enum Subject<'a> {
 /// A RoleBinding `name` of the example `studio-user` Role (`examples/rbac/studio-user-role.yaml`)
 /// to `subjects`, as `kubectl create rolebinding --role=studio-user` makes it.
 pub fn studio_user_binding(name: &str, subjects: &[Subject<'_>]) -> String {
+    role_binding(name, "studio-user", subjects)
+}
+
+/// A RoleBinding `name` of the Role `role` (in the binding's namespace) to `subjects`, as
+/// `kubectl create rolebinding --role=<role>` makes it.
+pub fn role_binding(name: &str, role: &str, subjects: &[Subject<'_>]) -> String {
     let rbac = "rbac.authorization.k8s.io";
     let subjects: Vec<Value> = subjects
         .iter()
@@ -121,7 +127,7 @@ pub fn studio_user_binding(name: &str, subjects: &[Subject<'_>]) -> String {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": {"name": name},
-        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "studio-user"},
+        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": role},
         "subjects": subjects
     })
     .to_string()

@@ -26,7 +26,7 @@ use crate::front::Front;
 use crate::harness::{
     TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
 };
-use crate::manifests::{Subject, studio_user_binding};
+use crate::manifests::{Subject, role_binding, studio_user_binding};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
 use crate::pod_executor::net::NetworkConfig;
@@ -1042,6 +1042,44 @@ pub async fn grant_studio_role(
     )
     .await?;
     Ok(())
+}
+
+/// Applies the example `composition-editor` Role in `ns` (`kubectl apply -f
+/// examples/rbac/composition-editor-role.yaml`, with the file's own example RoleBinding), binds
+/// it to `user` (RoleBinding `<user>-composition-editor`), and waits until the authorizer lets
+/// them patch Compositions there: what saving through the sidecar needs.
+pub async fn grant_composition_editor(env: &TestEnv, ns: &str, user: &str) -> Result<()> {
+    kubectl_ok(
+        env,
+        ADMIN,
+        &[
+            "apply",
+            "-n",
+            ns,
+            "-f",
+            "examples/rbac/composition-editor-role.yaml",
+        ],
+    )
+    .await?;
+    apply_yaml(
+        &env.admin().await?,
+        Some(ns),
+        &role_binding(
+            &format!("{user}-composition-editor"),
+            "composition-editor",
+            &[Subject::User(user)],
+        ),
+    )
+    .await?;
+    let client = env.client(user).await?;
+    wait_allowed(
+        &client,
+        Some(ns),
+        "patch",
+        "studio.orrery.dev",
+        "compositions",
+    )
+    .await
 }
 
 /// A user's bearer token (`TESTENV_<USER>_TOKEN`).

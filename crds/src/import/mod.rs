@@ -4,6 +4,10 @@
 //! tool, an id our pattern does not accept, a newer spec_version) is refused, not guessed.
 //!
 //! Graph rules are not checked here: run `orrery validate` on the result.
+//!
+//! The conversion needs no I/O, so it is built without the `files` feature: the CLI's `orrery
+//! import` and the sidecar's `POST /api/v1/namespaces/{ns}/import` are this one conversion.
+//! Only writing the manifest as YAML ([`to_manifest_yaml`]) needs `files`.
 
 mod reader;
 
@@ -69,6 +73,7 @@ pub fn import_spec(
     }
 }
 
+#[cfg(feature = "files")]
 /// Serializes a Composition as a manifest (apiVersion, kind, metadata, spec). Empty
 /// `budgets: {}` and `edges: []` are left out (they mean the same as no field).
 pub fn to_manifest_yaml(composition: &Composition) -> Result<String, serde_yaml::Error> {

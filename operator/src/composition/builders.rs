@@ -3,7 +3,7 @@
 //! [`REVISION_HISTORY_LIMIT`] are kept. A StudioRun names the revision it ran.
 
 use crate::error::{Error, Result};
-use crate::revisions::revision_name;
+use crate::revisions::{COMPOSITION_UID_LABEL, revision_name};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
@@ -13,9 +13,6 @@ use std::collections::BTreeMap;
 
 /// Revisions kept per Composition (the seeds keep the latest 50 versions).
 pub const REVISION_HISTORY_LIMIT: usize = 50;
-/// Label on every revision: the UID of its Composition (label values hold at most 63
-/// characters, so the name, up to 253, cannot be the selector).
-pub const COMPOSITION_UID_LABEL: &str = "studio.orrery.dev/composition-uid";
 /// Annotation on every revision: its Composition's name, for people.
 pub const COMPOSITION_NAME_ANNOTATION: &str = "studio.orrery.dev/composition";
 

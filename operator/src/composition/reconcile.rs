@@ -4,15 +4,13 @@
 //! [`REVISION_HISTORY_LIMIT`] kept), the status (written only when it changed), an Event when
 //! `Valid` flips. A RegistryEntry change re-validates the Compositions that use it.
 
-use super::builders::{
-    COMPOSITION_UID_LABEL, REVISION_HISTORY_LIMIT, controller_revision, revisions_to_prune,
-    same_data,
-};
+use super::builders::{REVISION_HISTORY_LIMIT, controller_revision, revisions_to_prune, same_data};
 use super::status::composition_status;
 use crate::controller::{Context, apply_status, drain, scoped};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
 use crate::registry_view::registry_view;
+use crate::revisions::COMPOSITION_UID_LABEL;
 use crate::revisions::revision_name;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::jiff::Timestamp;

@@ -7,15 +7,20 @@
 //!   capabilities and the budget ceilings of this deployment.
 //! - `POST /api/v1/namespaces/{ns}/validate`: the one validator, against the RegistryEntries of
 //!   the namespace the caller may read.
-//! - `GET /api/v1/namespaces/{ns}/compositions[/{name}]`, `GET /api/v1/namespaces/{ns}/registry`.
+//! - `GET /api/v1/namespaces/{ns}/registry`.
 //! - `GET /api/v1/runs/{ns}`, `GET /api/v1/runs/{ns}/{name}`, `POST /api/v1/runs/{ns}`,
 //!   `POST /api/v1/runs/{ns}/{name}/cancel`.
+//!
+//! Compositions (list, get, follow, save, revisions) are [`super::compositions`]'; an import of
+//! a seed spec is [`super::import`].
 
 use super::Sidecar;
+use super::body::parse_body;
 use super::caller::{Caller, cluster_problem, run_for_owner_or_approver};
-use super::problem::{Problem, body_loc};
+use super::objects::tidy;
+use super::problem::Problem;
 use super::run_list::RunsQuery;
-use crate::registry_view::registry_view;
+use super::verdict::{entries, invalid_composition, verdict, verdict_json};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -24,9 +29,8 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use orrery_crds::capabilities::Capabilities;
 use orrery_crds::run::{Approvers, CompositionRef};
-use orrery_crds::validate::validate;
-use orrery_crds::{Budgets, Composition, CompositionSpec, RegistryEntry, StudioRun, StudioRunSpec};
-use serde::{Deserialize, Serialize};
+use orrery_crds::{Budgets, CompositionSpec, StudioRun, StudioRunSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -66,28 +70,6 @@ pub async fn schema(
     })))
 }
 
-/// The entries of `namespace` the caller may read.
-async fn entries(caller: &Caller, namespace: &str) -> Result<Vec<RegistryEntry>, Problem> {
-    Api::<RegistryEntry>::namespaced(caller.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(|e| cluster_problem(&e, &format!("registryentries in {namespace}")))
-}
-
-/// A JSON body, with a bad field named at its path (422).
-fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            super::problem::codes::INVALID,
-            format!("{}", e.inner()),
-        )
-        .at(body_loc(&e.path().to_string()))
-    })
-}
-
 /// The body of `validate`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -105,51 +87,8 @@ pub async fn validate_spec(
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, Problem> {
     let request: ValidateRequest = parse_body(&body)?;
-    let entries = entries(&caller, &namespace).await?;
-    let validation = validate(
-        &request.spec,
-        &registry_view(&entries),
-        &sidecar.config.deployment_limits(),
-    );
-    Ok(Json(json!({
-        "valid": validation.is_valid(),
-        "errors": validation.errors,
-        "warnings": validation.warnings,
-    })))
-}
-
-/// Drops what no reader needs (managedFields) from an object the apiserver returned.
-fn tidy<K: Serialize>(object: &K) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    value
-}
-
-/// `GET /api/v1/namespaces/{ns}/compositions`.
-pub async fn list_compositions(
-    Path(namespace): Path<String>,
-    caller: Caller,
-) -> Result<Json<Value>, Problem> {
-    let list = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| cluster_problem(&e, &format!("compositions in {namespace}")))?;
-    let items: Vec<Value> = list.items.iter().map(tidy).collect();
-    Ok(Json(json!({ "items": items })))
-}
-
-/// `GET /api/v1/namespaces/{ns}/compositions/{name}`.
-pub async fn get_composition(
-    Path((namespace, name)): Path<(String, String)>,
-    caller: Caller,
-) -> Result<Json<Value>, Problem> {
-    let composition = Api::<Composition>::namespaced(caller.client.clone(), &namespace)
-        .get(&name)
-        .await
-        .map_err(|e| cluster_problem(&e, &format!("composition {namespace}/{name}")))?;
-    Ok(Json(tidy(&composition)))
+    let validation = verdict(&sidecar, &caller, &namespace, &request.spec).await?;
+    Ok(Json(verdict_json(&validation)))
 }
 
 /// `GET /api/v1/namespaces/{ns}/registry`: each entry's kind, endpoint, readiness, pins and
@@ -266,21 +205,12 @@ pub async fn start_run(
         .at(vec!["body".into(), "input".into()]));
     }
     if let Some(spec) = &request.composition {
-        let entries = entries(&caller, &namespace).await?;
-        let validation = validate(
-            spec,
-            &registry_view(&entries),
-            &sidecar.config.deployment_limits(),
-        );
+        let validation = verdict(&sidecar, &caller, &namespace, spec).await?;
         if !validation.is_valid() {
-            let body = json!({
-                "loc": ["body", "composition"],
-                "code": "invalid_composition",
-                "message": format!("the composition has {} error(s); each is in `errors` at its field", validation.errors.len()),
-                "errors": validation.errors,
-                "warnings": validation.warnings,
-            });
-            return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response());
+            return Err(invalid_composition(
+                vec!["body".into(), "composition".into()],
+                &validation,
+            ));
         }
     }
     let spec = StudioRunSpec {

@@ -4,6 +4,8 @@
 //! client sending `Expect: 100-continue` gets the 413 instead of `100 Continue`); a chunked
 //! body is cut as soon as it passes the limit ([`DefaultBodyLimit`] on the extractors, the
 //! handlers' own caps on the internal routes), and the rejection becomes the same error.
+//!
+//! [`parse_body`] reads a JSON body into a request type, naming a bad field at its path.
 
 use super::problem::Problem;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -13,6 +15,20 @@ use axum::response::{IntoResponse, Response};
 
 /// The largest body a public route takes (a Composition spec to validate or a run to start).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// A JSON body as `T`, or 422 `invalid` at the path of what does not fit (`["body", "spec",
+/// "nodes", 0, "kind"]`; an unknown field of a type that denies them is named in the message).
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            super::problem::codes::INVALID,
+            format!("{}", e.inner()),
+        )
+        .at(super::problem::body_loc(&e.path().to_string()))
+    })
+}
 
 /// The extractors' limit, to layer on the router beside [`body_limit`].
 pub fn extractor_limit() -> DefaultBodyLimit {

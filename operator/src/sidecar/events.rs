@@ -75,11 +75,7 @@ pub async fn events(
     let uid = run.metadata.uid.clone().ok_or_else(|| {
         Problem::not_found(format!("studiorun {namespace}/{name} has no UID yet"))
     })?;
-    let wants_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
-    if !wants_stream {
+    if !wants_stream(&headers) {
         let mut reply = page(&sidecar, &uid, query).await?;
         reply
             .headers_mut()
@@ -125,6 +121,15 @@ pub async fn events(
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// Whether the request asks for Server-Sent Events (`Accept: text/event-stream`); any other
+/// `Accept` gets the route's JSON.
+pub fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"))
 }
 
 /// `Last-Event-ID`, when sent: a whole number, or 400.

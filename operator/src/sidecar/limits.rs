@@ -1,5 +1,5 @@
 //! Per-person rate limits on what a person starts through the sidecar (runs started, decisions
-//! made): a token bucket per user name, refilled continuously (rule 10.35). Past it the answer
+//! made, Compositions saved): a token bucket per user name, refilled continuously (rule 10.35). Past it the answer
 //! is 429 with `Retry-After`, the seconds until the next token.
 
 use super::problem::Problem;
@@ -65,14 +65,17 @@ impl Bucket {
 pub struct Limits {
     starts: Bucket,
     decisions: Bucket,
+    saves: Bucket,
 }
 
 impl Limits {
-    /// Limits of `starts` run starts and `decisions` decisions per person per minute.
-    pub fn new(starts: PerMinute, decisions: PerMinute) -> Limits {
+    /// Limits of `starts` run starts, `decisions` decisions and `saves` Composition saves per
+    /// person per minute.
+    pub fn new(starts: PerMinute, decisions: PerMinute, saves: PerMinute) -> Limits {
         Limits {
             starts: Bucket::new("run starts", starts),
             decisions: Bucket::new("decisions", decisions),
+            saves: Bucket::new("composition saves", saves),
         }
     }
 
@@ -84,6 +87,11 @@ impl Limits {
     /// One decision by `user`, or 429.
     pub fn decide(&self, user: &str) -> Result<(), Problem> {
         self.decisions.take_at(user, Instant::now())
+    }
+
+    /// One Composition save (a dry run too) by `user`, or 429.
+    pub fn save(&self, user: &str) -> Result<(), Problem> {
+        self.saves.take_at(user, Instant::now())
     }
 }
 
@@ -107,5 +115,16 @@ mod tests {
         let later = t0 + Duration::from_secs(20);
         bucket.take_at("alice", later).unwrap();
         assert!(bucket.take_at("alice", later).is_err());
+    }
+
+    #[test]
+    fn saves_have_a_bucket_of_their_own_that_names_them() {
+        let limits = Limits::new(PerMinute(5), PerMinute(5), PerMinute(1));
+        limits.save("alice").unwrap();
+        let refused = limits.save("alice").unwrap_err();
+        assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
+        assert!(refused.body.message.contains("1 composition saves"));
+        limits.start("alice").unwrap();
+        limits.decide("alice").unwrap();
     }
 }

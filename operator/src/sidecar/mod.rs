@@ -4,9 +4,14 @@
 //! - [`store`]: the event store: SQLite by default, PostgreSQL when several replicas serve.
 //! - [`ingest`]: `POST /internal/v1/runs/{uid}/events`, a runner's events, with its run token.
 //! - [`events`]: `GET /api/v1/runs/{namespace}/{name}/events`, SSE with resume, or JSON pages.
-//! - [`api`]: the rest of `/api/v1` (identity, schema, validate, compositions, registry, runs:
-//!   list, get, start, cancel), each with the caller's own token.
-//! - [`limits`]: per-person rate limits on starts and decisions.
+//! - [`api`]: the rest of `/api/v1` (identity, schema, validate, registry, runs: list, get,
+//!   start, cancel), each with the caller's own token.
+//! - [`compositions`]: Compositions listed, read, followed live (SSE over the apiserver's
+//!   watch), saved (server-side apply as `orrery-console`) and their revisions, with the
+//!   caller's own token; [`import`]: a seed spec converted as `orrery import` converts it.
+//! - [`verdict`]: the one validator's verdict on a spec, as every route that takes one gives it.
+//! - [`objects`]: objects of the apiserver as replies (no `managedFields`; their managers).
+//! - [`limits`]: per-person rate limits on starts, decisions and saves.
 //! - [`process`]: the sidecar as a process (store, listener, PostgreSQL wakes, retention).
 //! - [`caller`]: who calls (SelfSubjectReview with the caller's own token) and whether they
 //!   may see a run (a `get` with that token, then the owner/approver rule).
@@ -24,12 +29,15 @@ pub mod api;
 pub mod approvals;
 pub mod body;
 pub mod caller;
+pub mod compositions;
 pub mod console;
 pub mod events;
 pub mod extract;
 pub mod hub;
+pub mod import;
 pub mod ingest;
 pub mod limits;
+pub mod objects;
 pub mod problem;
 pub mod process;
 pub mod relay;
@@ -37,6 +45,7 @@ pub mod run_list;
 pub mod run_spec;
 pub mod run_status;
 pub mod store;
+pub mod verdict;
 
 use crate::run_token::RunTokenVerifier;
 use axum::Router;
@@ -65,6 +74,8 @@ pub struct SidecarSettings {
     pub starts_per_minute: u32,
     /// Decisions one person may make per minute.
     pub decisions_per_minute: u32,
+    /// Composition saves (dry runs too) one person may make per minute.
+    pub saves_per_minute: u32,
     /// The one namespace whose runs this sidecar serves (`--namespace`, a single-namespace
     /// install): the retention sweep lists and sweeps that namespace's runs only. `None`: every
     /// namespace.
@@ -84,6 +95,7 @@ impl Default for SidecarSettings {
             ingest_concurrency: 32,
             starts_per_minute: 30,
             decisions_per_minute: 30,
+            saves_per_minute: 30,
             namespace: None,
             console_dir: None,
             stream_status_check: std::time::Duration::from_secs(10),
@@ -103,7 +115,7 @@ pub struct Sidecar {
     pub callers: Callers,
     /// Open streams per person.
     pub streams: StreamLimits,
-    /// Starts and decisions per person.
+    /// Starts, decisions and saves per person.
     pub limits: limits::Limits,
     /// The deployment config (limits, ceilings, approval timeout).
     pub config: Arc<crate::Config>,
@@ -152,6 +164,7 @@ impl Sidecar {
             limits: limits::Limits::new(
                 limits::PerMinute(settings.starts_per_minute),
                 limits::PerMinute(settings.decisions_per_minute),
+                limits::PerMinute(settings.saves_per_minute),
             ),
             config,
             ingest_slots: Semaphore::new(settings.ingest_concurrency.max(1)),
@@ -203,11 +216,30 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
         )
         .route(
             "/api/v1/namespaces/{namespace}/compositions",
-            get(api::list_compositions),
+            get(compositions::list),
         )
         .route(
             "/api/v1/namespaces/{namespace}/compositions/{name}",
-            get(api::get_composition),
+            get(compositions::get).put(compositions::save::save),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/compositions/{name}/revisions",
+            get(compositions::revisions::list),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/compositions/{name}/revisions/{revision}",
+            get(compositions::revisions::one),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/import",
+            post(import::import)
+                .layer::<_, std::convert::Infallible>(axum::middleware::from_fn_with_state(
+                    import::MAX_IMPORT_BYTES,
+                    body::body_limit,
+                ))
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    import::MAX_IMPORT_BYTES,
+                )),
         )
         .route(
             "/api/v1/namespaces/{namespace}/registry",
@@ -425,6 +457,7 @@ MCowBQYDK2VwAyEA3cchcNpgSSR94yoPqi3PPkFT3GbGkzotaslr7pm7CeQ=
             let concrete = path
                 .replace("{namespace}", "ns")
                 .replace("{name}", "r")
+                .replace("{revision}", "1")
                 .replace("{uid}", "u");
             let response = app
                 .clone()

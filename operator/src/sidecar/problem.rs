@@ -25,6 +25,17 @@ pub mod codes {
     pub const RATE_LIMITED: &str = "rate_limited";
     /// The store or the apiserver cannot be reached.
     pub const UNAVAILABLE: &str = "unavailable";
+    /// What the request would change changed since the caller read it (a stale
+    /// `resourceVersion`, a revision that is not what was recorded).
+    pub const CONFLICT: &str = "conflict";
+    /// A create-only save of a name that is taken.
+    pub const EXISTS: &str = "exists";
+    /// A save would change fields another field manager owns.
+    pub const FIELD_CONFLICT: &str = "field_conflict";
+    /// A dry-run save would store a spec other than the one sent.
+    pub const MERGE_DIFFERS: &str = "merge_differs";
+    /// A seed spec that cannot be imported.
+    pub const INVALID_SEED: &str = "invalid_seed";
 }
 
 /// An error reply.
@@ -36,6 +47,10 @@ pub struct Problem {
     pub body: ApiError,
     /// `Retry-After`, in seconds.
     pub retry_after: Option<u64>,
+    /// Members of the body beside `loc`, `code` and `message` (a conflict's current object,
+    /// a refused composition's findings), set with [`Problem::with`] (boxed: most problems
+    /// have none, and every handler's `Result` carries the type).
+    pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl Problem {
@@ -50,6 +65,7 @@ impl Problem {
                 expected: None,
             },
             retry_after: None,
+            extra: None,
         }
     }
 
@@ -97,12 +113,41 @@ impl Problem {
         self.body.loc = loc;
         self
     }
+
+    /// The same problem with `key` in its body beside `loc`, `code` and `message` (those three
+    /// are never replaced).
+    pub fn with(mut self, key: &str, value: serde_json::Value) -> Problem {
+        if !matches!(key, "loc" | "code" | "message" | "expected") {
+            self.extra
+                .get_or_insert_with(Box::default)
+                .insert(key.to_owned(), value);
+        }
+        self
+    }
+
+    /// The member `key` set with [`Problem::with`] (`null` when none).
+    pub fn member(&self, key: &str) -> &serde_json::Value {
+        self.extra
+            .as_ref()
+            .and_then(|extra| extra.get(key))
+            .unwrap_or(&serde_json::Value::Null)
+    }
 }
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let retry_after = self.retry_after;
-        let mut response = (self.status, Json(self.body)).into_response();
+        let mut response = match self.extra {
+            None => (self.status, Json(self.body)).into_response(),
+            Some(extra) => {
+                let mut body = match serde_json::to_value(&self.body) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => serde_json::Map::new(),
+                };
+                body.extend(*extra);
+                (self.status, Json(body)).into_response()
+            }
+        };
         if let Some(seconds) = retry_after
             && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
         {
@@ -154,6 +199,25 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(serde_json::Value::from(body_loc(path)), want, "{path}");
         }
+    }
+
+    #[tokio::test]
+    async fn extra_members_join_the_body_and_never_replace_loc_code_or_message() {
+        let problem = Problem::new(StatusCode::CONFLICT, "conflict", "stale")
+            .at(vec!["body".into(), "resourceVersion".into()])
+            .with("current", json!({"spec": {}}))
+            .with("code", json!("forged"));
+        let response = problem.into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        assert_eq!(
+            body,
+            json!({"loc": ["body", "resourceVersion"], "code": "conflict", "message": "stale",
+                   "current": {"spec": {}}})
+        );
     }
 
     #[test]

@@ -6,14 +6,13 @@
 //! way the spec's digest is checked against the one the run recorded: a mismatch is 409, never
 //! a spec the run did not run.
 
-use super::caller::{Caller, cluster_problem, run_for_owner_or_approver};
-use super::problem::Problem;
-use crate::revisions::{revision_name, spec_digest, spec_of};
+use super::caller::{Caller, run_for_owner_or_approver};
+use super::compositions::revisions::read_revision;
+use super::problem::{Problem, codes};
+use crate::revisions::spec_digest;
 use axum::Json;
 use axum::extract::Path;
 use axum::http::StatusCode;
-use k8s_openapi::api::apps::v1::ControllerRevision;
-use kube::Api;
 use orrery_crds::run::RanComposition;
 use orrery_crds::{CompositionSpec, StudioRun};
 use serde_json::{Value, json};
@@ -46,38 +45,17 @@ pub async fn run_composition(
     Ok(Json(reply(&run, &ran, spec)?))
 }
 
-/// The spec revision `ran.revision` of Composition `ran.name` holds, read as the caller.
+/// The spec revision `ran.revision` of Composition `ran.name` holds, read as the caller (403
+/// naming the `controllerrevisions get` rule their Role lacks, 404 when no longer kept).
 async fn revision_spec(
     caller: &Caller,
     namespace: &str,
     ran: &RanComposition,
 ) -> Result<CompositionSpec, Problem> {
     let number = ran.revision.unwrap_or_default();
-    let object = revision_name(&ran.name, number);
-    let what = format!(
-        "controllerrevision {namespace}/{object} (revision {number} of Composition {})",
-        ran.name
-    );
-    let revision = Api::<ControllerRevision>::namespaced(caller.client.clone(), namespace)
-        .get(&object)
+    read_revision(caller, namespace, &ran.name, number)
         .await
-        .map_err(|e| match &e {
-            kube::Error::Api(status) if status.code == 403 => Problem::forbidden(format!(
-                "the cluster refuses {what}: {}; reading the spec a run ran needs \
-                 `controllerrevisions get` in the namespace (the studio-user Role in \
-                 examples/rbac/studio-user-role.yaml grants it)",
-                status.message
-            )),
-            kube::Error::Api(status) if status.code == 404 => Problem::not_found(format!(
-                "{what} is no longer kept (the newest revisions are kept while the Composition \
-                 exists)"
-            )),
-            _ => cluster_problem(&e, &what),
-        })?;
-    if revision.revision != number {
-        return Err(mismatch(&what, "holds another revision number"));
-    }
-    spec_of(&revision).map_err(|e| mismatch(&what, &e.to_string()))
+        .map(|(_, spec)| spec)
 }
 
 /// `{name, revision, digest, spec}`, once the spec's digest is the one the run recorded.
@@ -105,7 +83,7 @@ fn reply(run: &StudioRun, ran: &RanComposition, spec: CompositionSpec) -> Result
 fn mismatch(what: &str, problem: &str) -> Problem {
     Problem::new(
         StatusCode::CONFLICT,
-        "conflict",
+        codes::CONFLICT,
         format!("{what} {problem}: it is not the spec the run ran"),
     )
 }

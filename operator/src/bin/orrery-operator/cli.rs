@@ -75,6 +75,11 @@ pub struct SidecarArgs {
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub decisions_per_minute: u32,
 
+    /// Composition saves (dry runs too) one person may make through the API per minute (429
+    /// past it).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub saves_per_minute: u32,
+
     /// The one namespace this install serves (single-namespace installs, with the
     /// controller's --namespace): the sweep of deleted runs' events lists and sweeps that
     /// namespace only, so it needs no cluster-wide right. Default: every namespace.

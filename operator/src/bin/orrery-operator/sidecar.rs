@@ -32,6 +32,7 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         ingest_concurrency: args.ingest_concurrency,
         starts_per_minute: args.starts_per_minute,
         decisions_per_minute: args.decisions_per_minute,
+        saves_per_minute: args.saves_per_minute,
         namespace: args.namespace,
         console_dir: args.console_dir,
         ..SidecarSettings::default()
