@@ -27,7 +27,7 @@ use orrery_tests::manifests::{
     writer_asks_which_version,
 };
 use orrery_tests::shared_studio::SharedStudio;
-use orrery_tests::studio::{ChartStudioOptions, Studio, token};
+use orrery_tests::studio::{ChartStudioOptions, Studio, grant_composition_editor, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use serde_json::{Value, json};
 use std::sync::{Mutex, PoisonError};
@@ -102,6 +102,9 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
         })
         .await?;
         // The entry is pinned by its probe pod before a run may call it.
+        // Alice may save Compositions from the canvas (the example composition-editor Role);
+        // bob may not.
+        grant_composition_editor(studio.env, &studio.ns.name, ALICE).await?;
         let entries: kube::Api<RegistryEntry> = studio.ns.api(&studio.admin);
         for entry in ["demo-writer", "demo-tools"] {
             wait_for(

@@ -265,6 +265,71 @@ test.describe('compose: the canvas, its templates and validation', () => {
     }
   });
 
+  test('save writes the canvas as a Composition with alice\'s rights; a change made meanwhile is a conflict she resolves; bob may not save (12.53–12.56)', async ({ page, pageProblems, axe }) => {
+    test.setTimeout(180_000);
+    pageProblems.allowConsoleError(/status of (409|403) .*\/compositions\/canvas-notes[^/]*\)$/);
+    const { alice, bob, namespace } = readConsoleEnv();
+    const name = `canvas-notes-${Date.now().toString(36)}`;
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/compositions/${name}`;
+    await openCompose(page);
+    await page.getByRole('button', { name: 'Load the demo (critic-loop)' }).click();
+    await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
+    // Ctrl+S on a canvas not linked to a Composition asks for a name (12.53).
+    await page.keyboard.press('ControlOrMeta+S');
+    const naming = page.getByRole('dialog', { name: 'Save as a new Composition' });
+    await naming.getByLabel('Name of the new Composition').fill(name);
+    await naming.getByRole('button', { name: 'Save' }).click();
+    await expect(page.getByText(new RegExp(`^Created ${name}`))).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByText(/unsaved changes/)).toHaveCount(0);
+    // The cluster has it as the canvas had it, managed by orrery-console.
+    const stored = await api(alice.token, path);
+    expect(stored.status).toBe(200);
+    expect((stored.body as { spec: { nodes: { id: string }[] } }).spec.nodes.map((n) => n.id)).toEqual(['research', 'writer', 'critic']);
+
+    // Someone else (a script with alice's token) changes it in the cluster meanwhile.
+    const theirs = structuredClone(stored.body) as { metadata: { resourceVersion: string }; spec: { description: string } };
+    theirs.spec.description = 'Changed by a script.';
+    const put = await api(alice.token, path, { method: 'PUT', body: { spec: theirs.spec, resourceVersion: theirs.metadata.resourceVersion } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    // alice edits on the canvas and saves: a conflict, never an overwrite (12.54).
+    await page.getByRole('tab', { name: /^Composition/ }).click();
+    await page.getByRole('complementary', { name: 'Inspector' }).getByLabel('Description', { exact: true }).fill('Changed on the canvas.');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const conflict = page.getByRole('alert', { name: 'Not saved: changed in the cluster' });
+    await expect(conflict).toBeVisible({ timeout: 15_000 });
+    await axe('compose-save-conflict');
+    expect(((await api(alice.token, path)).body as { spec: { description: string } }).spec.description).toBe('Changed by a script.');
+    // Keep theirs: the canvas takes the cluster's version.
+    await conflict.getByRole('button', { name: 'Keep theirs' }).click();
+    await expect(page.getByRole('complementary', { name: 'Inspector' }).getByLabel('Description', { exact: true })).toHaveValue('Changed by a script.');
+
+    // Open lists it; Save copy makes another Composition (12.55, 12.56).
+    await page.getByRole('button', { name: 'Open…' }).click();
+    const opening = page.getByRole('dialog', { name: /^Open a Composition/ });
+    await opening.getByLabel('Filter by name or description').fill(name);
+    await expect(opening.getByRole('button', { name: `Open ${name}` })).toBeVisible();
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('ControlOrMeta+Shift+S');
+    const copying = page.getByRole('dialog', { name: 'Save a copy as a new Composition' });
+    await expect(copying.getByLabel('Name of the new Composition')).toHaveValue(`${name}-copy`);
+    await copying.getByRole('button', { name: 'Save' }).click();
+    await expect(page.getByText(new RegExp(`^Created ${name}-copy`))).toBeVisible({ timeout: 15_000 });
+    expect((await api(alice.token, `${path}-copy`)).status).toBe(200);
+
+    // bob has no editor Role: his save is refused, and the page says what he lacks.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, bob.token);
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Compose' }).click();
+    // Signing out forgot alice's canvas.
+    await expect(page.getByText('The canvas is empty.')).toBeVisible();
+    await page.getByRole('button', { name: 'Load the demo (critic-loop)' }).click();
+    await page.getByRole('button', { name: 'Save copy…' }).click();
+    await copying.getByLabel('Name of the new Composition').fill(`${name}-bob`);
+    await copying.getByRole('button', { name: 'Save' }).click();
+    await expect(page.getByRole('alert', { name: 'Not saved' })).toContainText('(403)');
+    await expect(page.getByRole('alert', { name: 'Not saved' })).toContainText('composition-editor-role.yaml');
+  });
+
   test('on a narrow screen the canvas is read-only and still opens what is selected in the inspector', async ({ page }) => {
     await page.setViewportSize({ width: 700, height: 900 });
     await openCompose(page);

@@ -11,6 +11,7 @@ import { Routes } from './app/Routes.tsx';
 import { SessionContext, rememberNamespace, rememberedNamespace, tokenRefused, type Session } from './app/session.tsx';
 import { Shell } from './app/Shell.tsx';
 import { routeNamespace, useRoute } from './app/route.ts';
+import { forgetCanvas } from './compose/canvas-store.ts';
 import { useTheme } from './app/theme.ts';
 import { SignInForm } from './signin/SignInForm.tsx';
 import { StudioUnavailable } from './signin/StudioUnavailable.tsx';
@@ -34,6 +35,8 @@ export function App() {
     rememberNamespace(ns);
   }, []);
   const signOut = useCallback(() => {
+    // The canvas may hold someone's unsaved work: it goes with them (an expired token keeps it).
+    forgetCanvas();
     setSignedIn(null);
     setNotice(null);
   }, []);

@@ -28,7 +28,12 @@ export interface Problem {
   readonly retryAfterSeconds: number | null;
   /** A 422's validation findings (`errors`), as sent: read them with `findingsOf` (runs.ts). */
   readonly errors?: readonly unknown[];
+  /** The reply's other members, when it has any (a save's 409 carries `current`, `conflicts` or `merged`). */
+  readonly details?: Readonly<Record<string, unknown>>;
 }
+
+/** The members every problem reply has, read into `Problem`'s own fields. */
+const PROBLEM_MEMBERS = new Set(['loc', 'code', 'message', 'errors']);
 
 export function globalFetch(): Fetch {
   return (input, init) => fetch(input, init);
@@ -75,6 +80,7 @@ export async function problemOf(response: Response): Promise<Problem> {
     loc: Array.isArray(loc) ? loc.filter((l): l is string | number => typeof l === 'string' || typeof l === 'number') : [],
     retryAfterSeconds: retryAfter(response),
     ...(Array.isArray(record['errors']) ? { errors: record['errors'] as unknown[] } : {}),
+    ...(Object.keys(record).some((k) => !PROBLEM_MEMBERS.has(k)) ? { details: Object.fromEntries(Object.entries(record).filter(([k]) => !PROBLEM_MEMBERS.has(k))) } : {}),
   };
 }
 
@@ -102,7 +108,7 @@ export type CallResult =
 
 /** What one API call sends besides the token. */
 export interface CallRequest {
-  readonly method?: 'GET' | 'POST';
+  readonly method?: 'GET' | 'POST' | 'PUT';
   /** Query parameters; empty strings and `undefined` are left out. */
   readonly query?: Readonly<Record<string, string | number | undefined>>;
   /** Sent as JSON. */

@@ -16,6 +16,8 @@ export interface CompositionLink {
   readonly name: string;
   /** The revision the canvas was read from or last saved as, once known. */
   readonly revision: number | null;
+  /** The object's `resourceVersion` when read or saved: the next save sends it, so a change made meanwhile is a conflict, never overwritten. */
+  readonly resourceVersion?: string | null;
 }
 
 export interface CanvasSnapshot {

@@ -5,7 +5,7 @@
 // edit), and its findings are marked on the nodes, edges and fields they are about. The canvas
 // keeps its document while the person visits other pages (the store lives as long as the tab).
 
-import { lazy, Suspense, useCallback, useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { useStore } from 'zustand';
 import { fetchSchema } from '../api/schema.ts';
 import { listRegistry, remoteAgentTool, type RegistryItem } from '../api/registry.ts';
@@ -29,6 +29,8 @@ import { TEMPLATES, type Template } from './templates.ts';
 import { TemplatesDialog } from './TemplatesDialog.tsx';
 import { ExportDialog, ImportDialog } from './Manifests.tsx';
 import { RunDialog } from './RunDialog.tsx';
+import { NameDialog, OpenDialog, SaveTroublePanel, type SaveTrouble } from './SaveOpen.tsx';
+import { saveComposition, type StoredComposition } from '../api/compositions.ts';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
 
@@ -105,7 +107,9 @@ export default function ComposePage() {
   const [tab, setTab] = useState<'selection' | 'composition' | 'registry'>('composition');
   const [layoutEpoch, setLayoutEpoch] = useState(0);
   const [gallery, setGallery] = useState(false);
-  const [dialog, setDialog] = useState<'import' | 'export' | 'run' | null>(null);
+  const [dialog, setDialog] = useState<'import' | 'export' | 'run' | 'open' | 'save-as' | 'save-copy' | null>(null);
+  const [saving, setSaving] = useState(false);
+  const [trouble, setTrouble] = useState<{ readonly name: string; readonly trouble: SaveTrouble } | null>(null);
   // What History's Show put on the canvas (12.60), said once with Undo, as a load is.
   const [banner, setBanner] = useState<Arrival | null>(peekArrival);
   useEffect(() => {
@@ -168,6 +172,57 @@ export default function ComposePage() {
     setBanner({ said, back: null });
   };
 
+  /**
+   * Saves the canvas as `name` (12.53–12.55): with the version the canvas was read from when it
+   * is that Composition (a change meanwhile is a conflict), else as a new one; `force` takes over
+   * fields another manager owns.
+   */
+  const save = (name: string, options: { readonly resourceVersion?: string | null; readonly force?: boolean } = {}): void => {
+    if (namespace === '' || saving) return;
+    const spec = toSpec(doc);
+    setSaving(true);
+    void saveComposition(
+      token,
+      namespace,
+      name,
+      { spec, ...(options.resourceVersion == null ? {} : { resourceVersion: options.resourceVersion }), ...(options.force === true ? { force: true } : {}) },
+      api,
+    ).then((outcome) => {
+      setSaving(false);
+      if (outcome.kind === 'saved') {
+        const c = outcome.composition;
+        store.getState().markSaved({ namespace: c.namespace || namespace, name: c.name, revision: c.revision, resourceVersion: c.resourceVersion }, c.spec);
+        setTrouble(null);
+        setDialog(null);
+        setBanner({ said: `${outcome.created ? 'Created' : 'Saved'} ${c.name}${c.revision === null ? '; the operator records its revision next.' : `, revision ${String(c.revision)}.`}`, back: null });
+        return;
+      }
+      if (outcome.kind === 'refused' && outcome.problem.status === 401) {
+        expire(outcome.problem);
+        return;
+      }
+      setDialog(null);
+      setTrouble({ name, trouble: outcome });
+    });
+  };
+  const saveNow = (): void => {
+    if (link !== null && link.namespace === namespace) save(link.name, { resourceVersion: link.resourceVersion ?? null });
+    else setDialog('save-as');
+  };
+  const open = (c: StoredComposition): void => {
+    const problems = store.getState().replaceFromServer(c.spec, { namespace: c.namespace || namespace, name: c.name, revision: c.revision, resourceVersion: c.resourceVersion });
+    setDialog(null);
+    if (problems !== null) {
+      setRefusal(`${c.name} could not be put on the canvas: ${problems.map((p) => p.message).join('; ')}`);
+      return;
+    }
+    setSelection(null);
+    setTab('composition');
+    setTrouble(null);
+    setLayoutEpoch((n) => n + 1);
+    setBanner({ said: `Opened ${c.name}${c.revision === null ? '' : `, revision ${String(c.revision)}`}.`, back: null });
+  };
+
   const load = (template: Template): void => {
     const read = fromSpec(template.spec);
     if (!read.ok) {
@@ -203,8 +258,26 @@ export default function ComposePage() {
     };
   }, [store]);
 
+  // Ctrl/Cmd+S saves, Ctrl/Cmd+Shift+S saves a copy, from anywhere on the page (12.53, 12.55).
+  const saveKeys = useRef({ saveNow, copy: () => { setDialog('save-copy'); } });
+  useEffect(() => {
+    saveKeys.current = { saveNow, copy: () => { setDialog('save-copy'); } };
+  });
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent): void => {
+      if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== 's') return;
+      event.preventDefault();
+      if (event.shiftKey) saveKeys.current.copy();
+      else saveKeys.current.saveNow();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => {
+      window.removeEventListener('keydown', onKey);
+    };
+  }, []);
+
   const apply = useCallback((change: Edit, group?: string) => store.getState().edit(change, group), [store]);
-  const title = link === null ? 'an unsaved composition' : link.name;
+  const title = link === null ? 'an unsaved composition' : `${link.name}${link.revision === null ? '' : `, revision ${String(link.revision)}`}`;
   const entries = paletteEntries(published.capabilities);
   const errors = findings.errors.length;
   const warnings = findings.warnings.length;
@@ -233,6 +306,15 @@ export default function ComposePage() {
           {dirty ? ' · unsaved changes' : ''}
         </p>
         <div role="toolbar" aria-label="Canvas" className="ml-auto flex flex-wrap gap-2">
+          <button type="button" className={button} onClick={() => { setDialog('open'); }}>
+            Open…
+          </button>
+          <button type="button" className={button} disabled={empty || saving} onClick={saveNow} aria-keyshortcuts="Control+S">
+            {saving ? 'Saving…' : 'Save'}
+          </button>
+          <button type="button" className={button} disabled={empty || saving} onClick={() => { setDialog('save-copy'); }} aria-keyshortcuts="Control+Shift+S">
+            Save copy…
+          </button>
           <button type="button" className={button} onClick={() => { setGallery(true); }}>
             Templates…
           </button>
@@ -282,6 +364,22 @@ export default function ComposePage() {
             Dismiss
           </button>
         </div>
+      )}
+      {trouble === null ? null : (
+        <SaveTroublePanel
+          trouble={trouble.trouble}
+          name={trouble.name}
+          onKeepTheirs={open}
+          onKeepMine={(current) => {
+            save(trouble.name, { resourceVersion: current.resourceVersion });
+          }}
+          onTakeOver={() => {
+            save(trouble.name, { resourceVersion: link?.name === trouble.name ? (link.resourceVersion ?? null) : null, force: true });
+          }}
+          onDismiss={() => {
+            setTrouble(null);
+          }}
+        />
       )}
       {refusal === null ? null : (
         <p role="alert" className="text-red-800 dark:text-red-200">
@@ -384,6 +482,8 @@ export default function ComposePage() {
         </aside>
       </div>
       <RunDialog open={dialog === 'run'} token={token} api={api} namespace={namespace} spec={toSpec(doc)} savedAs={dirty ? null : link} expire={expire} onClose={() => { setDialog(null); }} />
+      <OpenDialog open={dialog === 'open'} token={token} api={api} namespace={namespace} dirty={dirty} expire={expire} onOpen={open} onClose={() => { setDialog(null); }} />
+      <NameDialog key={dialog ?? 'closed'} open={dialog === 'save-as' || dialog === 'save-copy'} title={dialog === 'save-copy' ? 'Save a copy as a new Composition' : 'Save as a new Composition'} initial={link === null ? '' : `${link.name}-copy`} onSave={(name) => { save(name); }} onClose={() => { setDialog(null); }} />
       <ImportDialog open={dialog === 'import'} namespace={namespace} onLoad={imported} onClose={() => { setDialog(null); }} />
       <ExportDialog open={dialog === 'export'} name={link?.name ?? null} namespace={link?.namespace ?? namespace} spec={toSpec(doc)} registry={registry} onClose={() => { setDialog(null); }} />
       <TemplatesDialog open={gallery} capabilities={published.capabilities} onLoad={load} onClose={() => { setGallery(false); }} />

@@ -32,3 +32,9 @@ export function peekArrival(): Arrival | null {
 export function clearArrival(): void {
   arrival = null;
 }
+
+/** Forgets the canvas and any arrival (signing out: the next person starts from an empty canvas). */
+export function forgetCanvas(): void {
+  canvas = null;
+  arrival = null;
+}
