@@ -194,7 +194,7 @@ export default function ComposePage() {
         store.getState().markSaved({ namespace: c.namespace || namespace, name: c.name, revision: c.revision, resourceVersion: c.resourceVersion }, c.spec);
         setTrouble(null);
         setDialog(null);
-        setBanner({ said: `${outcome.created ? 'Created' : 'Saved'} ${c.name}${c.revision === null ? '; the operator records its revision next.' : `, revision ${String(c.revision)}.`}`, back: null });
+        setBanner({ said: `${outcome.created ? 'Created' : 'Saved'} ${c.name}${c.revision === null ? '; the operator records its revision next.' : `, revision ${String(c.revision)}.`}`, back: null, undoable: false });
         return;
       }
       if (outcome.kind === 'refused' && outcome.problem.status === 401) {
@@ -220,7 +220,7 @@ export default function ComposePage() {
     setTab('composition');
     setTrouble(null);
     setLayoutEpoch((n) => n + 1);
-    setBanner({ said: `Opened ${c.name}${c.revision === null ? '' : `, revision ${String(c.revision)}`}.`, back: null });
+    setBanner({ said: `Opened ${c.name}${c.revision === null ? '' : `, revision ${String(c.revision)}`}.`, back: null, undoable: false });
   };
 
   const load = (template: Template): void => {
@@ -349,17 +349,19 @@ export default function ComposePage() {
               {banner.back.label}
             </a>
           )}
-          <button
-            type="button"
-            className={button}
-            onClick={() => {
-              store.getState().undo();
-              setBanner(null);
-              setLayoutEpoch((n) => n + 1);
-            }}
-          >
-            Undo
-          </button>
+          {banner.undoable === false ? null : (
+            <button
+              type="button"
+              className={button}
+              onClick={() => {
+                store.getState().undo();
+                setBanner(null);
+                setLayoutEpoch((n) => n + 1);
+              }}
+            >
+              Undo
+            </button>
+          )}
           <button type="button" className={button} onClick={() => { setBanner(null); }}>
             Dismiss
           </button>

@@ -15,6 +15,8 @@ export function canvasStore(): ReturnType<typeof createCanvasStore> {
 export interface Arrival {
   readonly said: string;
   readonly back: { readonly label: string; readonly href: string } | null;
+  /** Whether the banner offers Undo (a load does; a save or an open, which start afresh, do not). */
+  readonly undoable?: boolean;
 }
 
 let arrival: Arrival | null = null;
