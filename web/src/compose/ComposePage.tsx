@@ -181,6 +181,7 @@ export default function ComposePage() {
     if (namespace === '' || saving) return;
     const spec = toSpec(doc);
     setSaving(true);
+    setBanner(null);
     void saveComposition(
       token,
       namespace,

@@ -100,7 +100,7 @@ export function SaveTroublePanel({
       return (
         <section role="alert" aria-label="Not saved: changed in the cluster" className={frame}>
           <p>
-            Not saved: {name} changed in the cluster since the canvas read it ({trouble.message}). Keep theirs to load the cluster's version (your edits go, Undo cannot bring them
+            Not saved: {name} changed in the cluster since the canvas read it. Keep theirs to load the cluster's version (your edits go, Undo cannot bring them
             back), or keep yours to save over theirs on purpose.
           </p>
           <div className="flex flex-wrap gap-2">
