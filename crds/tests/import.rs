@@ -269,6 +269,23 @@ fn what_cannot_be_converted_is_refused_at_its_json_path() {
             vec![("invalid_type", "$")],
         ),
         (
+            "the same edge twice (1.35, 12.67)",
+            |s| {
+                let first = s["edges"][0].clone();
+                s["edges"].as_array_mut().unwrap().push(first);
+            },
+            vec![("duplicate_edge", "edges[3]")],
+        ),
+        (
+            "the same ends with another when is two edges",
+            |s| {
+                let mut other = s["edges"][0].clone();
+                other["when"] = json!("other");
+                s["edges"].as_array_mut().unwrap().push(other);
+            },
+            vec![],
+        ),
+        (
             "two problems at once",
             |s| {
                 s["nodes"][0]["id"] = json!("a b");

@@ -20,7 +20,12 @@ static OBJECT_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
 pub(super) struct Reader {
     /// Every problem found so far.
     pub(super) problems: Vec<ValidationIssue>,
+    /// The edges read so far, (from, to, when) → their index, to refuse one listed twice.
+    seen_edges: Vec<(EdgeKey, usize)>,
 }
+
+/// What makes two edges the same one: (from, to, when).
+type EdgeKey = (String, String, Option<String>);
 
 fn at(loc: &[PathSegment], key: impl Into<PathSegment>) -> Loc {
     let mut out = loc.to_vec();
@@ -207,8 +212,12 @@ impl Reader {
             .array(map, "edges", &root)
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| self.edge(e, &at(&edges_loc, i)))
+            .filter_map(|(i, e)| self.edge(e, &at(&edges_loc, i)).map(|edge| (i, edge)))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|(i, edge)| self.once(&edges_loc, i, edge))
             .collect();
+        self.seen_edges.clear();
         let spec = CompositionSpec {
             description: None,
             pattern: pattern?,
@@ -393,6 +402,34 @@ impl Reader {
             max_iterations,
             screen,
         })
+    }
+}
+
+impl Reader {
+    /// The edge, unless the seed already listed the same one (from, to, when): the runner would
+    /// take the first and never the second, so a seed that lists one twice is refused, naming
+    /// both places (`duplicate_edge`, as the validator does for a Composition, rule 1.35).
+    fn once(&mut self, edges_loc: &[PathSegment], index: usize, edge: Edge) -> Option<Edge> {
+        let key = (edge.from.clone(), edge.to.clone(), edge.when.clone());
+        if let Some((_, first)) = self.seen_edges.iter().find(|(k, _)| *k == key) {
+            let first = *first;
+            let when = edge
+                .when
+                .as_deref()
+                .map(|w| format!(" when {w:?}"))
+                .unwrap_or_default();
+            self.problem(
+                at(edges_loc, index),
+                crate::codes::DUPLICATE_EDGE,
+                format!(
+                    "the edge {:?} → {:?}{when} is already edges[{first}]; list each edge once",
+                    edge.from, edge.to
+                ),
+            );
+            return None;
+        }
+        self.seen_edges.push((key, index));
+        Some(edge)
     }
 }
 
