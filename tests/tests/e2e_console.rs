@@ -164,6 +164,7 @@ const QUESTION: &str = "a remote agent's question: answered or declined on its c
 const HISTORY: &str = "history, replay and compare";
 const DROP: &str = "a live run through a dropped stream, a sidecar down and a reload";
 const COMPOSE: &str = "compose: the canvas, its templates and validation";
+const LAYOUT: &str = "compose: layout, fitting and the palette rail";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -179,6 +180,7 @@ const GROUPS: &[&str] = &[
     HISTORY,
     DROP,
     COMPOSE,
+    LAYOUT,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -267,6 +269,17 @@ fn history_lists_finished_runs_replays_one_instantly_and_compares_two() -> Resul
 fn the_canvas_loads_validates_and_runs_every_template_builds_a_loop_by_keyboard_and_imports_and_exports()
 -> Result<()> {
     specs(Specs::Group(COMPOSE), "compose")
+}
+
+/// The canvas's layout (`web/e2e/canvas-layout.spec.ts`, rules 12.10, 12.13, 12.20–12.24,
+/// 12.69): left to right when wide, top to bottom when tall, one layout per spec; a dragged
+/// graph kept through a resize until Tidy; a graph loaded over another fitted to its own nodes,
+/// an oversized import at its first node, the fit kept on resizes until a zoom; the palette's
+/// rail; nothing gated until the schema answers.
+#[test]
+fn the_canvas_lays_out_by_its_shape_keeps_a_dragged_graph_through_resizes_and_fits_what_it_loads()
+-> Result<()> {
+    specs(Specs::Group(LAYOUT), "layout")
 }
 
 #[test]

@@ -1,6 +1,6 @@
 // The palette (rules 12.8–12.13): a list of node kinds to drag onto the canvas, or to add with
 // Enter (after the last node). A kind the server does not run is shown disabled with the
-// server's reason. Below 1280 px it is a rail of icons that keep their names for screen readers
+// server's reason. Below 1280 px it is a rail of icons that keep their names and blurbs for screen readers
 // and as tooltips.
 
 import type { DragEvent } from 'react';
@@ -34,16 +34,19 @@ export function Palette({ entries, rail, readOnly, pending, onAdd }: Props) {
         {entries.map((entry, index) => {
           const off = readOnly || entry.disabled !== null;
           const why = entry.disabled ?? (readOnly ? 'the canvas is read-only on a screen this narrow' : null);
-          const describedBy = why === null ? undefined : `palette-why-${index}`;
+          const whyId = `palette-why-${index}`;
+          const hintId = `palette-hint-${index}`;
+          // Named by the kind alone; described by why it is off (first), then its blurb.
+          const describedBy = why === null ? hintId : `${whyId} ${hintId}`;
           return (
             <li key={entry.label}>
               <button
                 type="button"
                 draggable={!off}
                 aria-disabled={off ? 'true' : undefined}
+                aria-label={entry.label}
                 aria-describedby={describedBy}
-                aria-label={rail ? entry.label : undefined}
-                title={rail ? `${entry.label}${why === null ? '' : ` (${why})`}` : undefined}
+                title={rail ? `${entry.label}: ${entry.hint}${why === null ? '' : ` (not available: ${why})`}` : undefined}
                 onDragStart={(event: DragEvent<HTMLButtonElement>) => {
                   if (off) {
                     event.preventDefault();
@@ -64,15 +67,16 @@ export function Palette({ entries, rail, readOnly, pending, onAdd }: Props) {
                 <span aria-hidden="true" className="inline-flex h-7 w-7 shrink-0 items-center justify-center rounded bg-slate-200 font-mono text-xs font-semibold dark:bg-slate-700">
                   {entry.icon}
                 </span>
-                {rail ? null : (
-                  <span className="flex min-w-0 flex-col">
-                    <span className="font-medium">{entry.label}</span>
-                    <span className={`text-xs ${muted}`}>{entry.hint}</span>
+                {/* On the rail the name and blurb stay, for screen readers (and the tooltip shows them). */}
+                <span className={rail ? 'sr-only' : 'flex min-w-0 flex-col'}>
+                  <span className="font-medium">{entry.label}</span>
+                  <span id={hintId} className={`text-xs ${muted}`}>
+                    {entry.hint}
                   </span>
-                )}
+                </span>
               </button>
               {why === null ? null : (
-                <p id={describedBy} className={rail ? 'sr-only' : `px-2 pt-0.5 text-xs ${muted}`}>
+                <p id={whyId} className={rail ? 'sr-only' : `px-2 pt-0.5 text-xs ${muted}`}>
                   Not available: {why}.
                 </p>
               )}
