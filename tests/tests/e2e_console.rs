@@ -17,8 +17,10 @@
 
 use anyhow::Result;
 use futures::future::LocalBoxFuture;
+use kube::api::{Patch, PatchParams, PostParams};
 use orrery_crds::RegistryEntry;
 use orrery_crds::run::RunPhase;
+use orrery_operator::registry::status::REPROBE_ANNOTATION;
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
 use orrery_tests::harness::{has_condition, wait_for};
@@ -26,7 +28,7 @@ use orrery_tests::manifests::{
     demo_tools_entry, demo_writer_entry, documents, draft_review_publish, scripted_model,
     writer_asks_which_version,
 };
-use orrery_tests::shared_studio::SharedStudio;
+use orrery_tests::shared_studio::{SharedInfo, SharedStudio};
 use orrery_tests::studio::{ChartStudioOptions, Studio, grant_composition_editor, token};
 use orrery_tests::testenv::{ALICE, BOB};
 use serde_json::{Value, json};
@@ -165,6 +167,7 @@ const HISTORY: &str = "history, replay and compare";
 const DROP: &str = "a live run through a dropped stream, a sidecar down and a reload";
 const COMPOSE: &str = "compose: the canvas, its templates and validation";
 const LAYOUT: &str = "compose: layout, fitting and the palette rail";
+const REGISTRY: &str = "compose: the registry, read-only, with a changed card";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -181,6 +184,7 @@ const GROUPS: &[&str] = &[
     DROP,
     COMPOSE,
     LAYOUT,
+    REGISTRY,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -281,6 +285,78 @@ fn the_canvas_lays_out_by_its_shape_keeps_a_dragged_graph_through_resizes_and_fi
 -> Result<()> {
     specs(Specs::Group(LAYOUT), "layout")
 }
+
+/// The registry tab (`web/e2e/registry.spec.ts`, rules 12.49–12.52): every entry read-only with
+/// its readiness, endpoint, pins, skills and tools; and `changing-writer`, a writer of a demo
+/// fleet of this test's own whose card changed after it was pinned (it now asks for a bearer
+/// token, as in `e2e_probe.rs`), shown `PinChanged` with the pinned and proposed digests and
+/// the `kubectl annotate` commands that accept them or probe again.
+#[test]
+fn the_registry_tab_shows_each_entry_read_only_and_a_changed_card_with_the_commands_to_accept_it()
+-> Result<()> {
+    STUDIO.with(|studio| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let fleet = runtime.block_on(change_a_card(studio))?;
+        let outcome = run_specs(&SpecEnv::of(studio)?, Specs::Group(REGISTRY), "registry");
+        runtime.block_on(fleet.shutdown())?;
+        outcome
+    })
+}
+
+/// Registers `changing-writer` on a fleet of its own, waits for its pins, then starts the fleet
+/// again on the same ports with a writer that asks for a bearer token (another card) and asks
+/// for a probe: the entry is `PinChanged`. Gives the fleet that now runs.
+async fn change_a_card(studio: &SharedInfo) -> Result<Fleet> {
+    let admin = studio.env.admin().await?;
+    let entries: kube::Api<RegistryEntry> = kube::Api::namespaced(admin, &studio.namespace);
+    let fleet = start_fleet(FleetConfig::ephemeral()).await?;
+    let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
+    let mut entry: Value = serde_json::from_str(&demo_writer_entry(&fleet.writer_card_url()))?;
+    entry["metadata"]["name"] = json!(CHANGING);
+    let entry: RegistryEntry = serde_json::from_value(entry)?;
+    entries.create(&PostParams::default(), &entry).await?;
+    let ready = Duration::from_secs(90);
+    wait_for(
+        &entries,
+        CHANGING,
+        "Ready",
+        ready,
+        has_condition("Ready", "True"),
+    )
+    .await?;
+    fleet.shutdown().await?;
+    let fleet = start_fleet(FleetConfig {
+        tools_port,
+        writer_port,
+        writer_bearer_token: Some("s3cret".into()),
+        ..FleetConfig::ephemeral()
+    })
+    .await?;
+    let reprobe = json!({"metadata": {"annotations": {REPROBE_ANNOTATION: "card-changed"}}});
+    entries
+        .patch(CHANGING, &PatchParams::default(), &Patch::Merge(&reprobe))
+        .await?;
+    wait_for(
+        &entries,
+        CHANGING,
+        "Ready=False (PinChanged)",
+        ready,
+        |e: Option<&RegistryEntry>| {
+            e.and_then(|e| e.status.as_ref()).is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.r#type == "Ready" && c.reason == "PinChanged")
+            })
+        },
+    )
+    .await?;
+    Ok(fleet)
+}
+
+/// The entry whose card changes ([`change_a_card`]); `web/e2e/registry.spec.ts` names it too.
+const CHANGING: &str = "changing-writer";
 
 #[test]
 fn every_other_console_spec_passes() -> Result<()> {

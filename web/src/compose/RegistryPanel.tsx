@@ -116,7 +116,7 @@ function Entry({ view }: { readonly view: EntryView }) {
         )}
         {view.pinChange === null ? null : (
           <section aria-label={`What changed at ${view.name}`} className="flex flex-col gap-1 rounded border border-amber-700 p-2 dark:border-amber-300">
-            <h4 className="font-semibold">The last probe found other pins than the pinned ones</h4>
+            <h3 className="font-semibold">The last probe found other pins than the pinned ones</h3>
             <ul className="list-disc pl-5">
               {view.pinChange.cardDigest === null ? null : (
                 <li>
