@@ -41,7 +41,7 @@ test.describe('compose: the registry, read-only, with a changed card', () => {
     await expect(writer.locator('summary')).toContainText('A2A agent');
     await expect(writer.locator('summary')).toContainText('Ready');
     await writer.locator('summary').click();
-    const writerDigest = writer.getByRole('definition').filter({ hasText: /pinned/ });
+    const writerDigest = writer.locator('dt:text-is("Card digest") + dd');
     await expect(writerDigest).toContainText(/[0-9a-f]{64}/);
     const skills = writer.getByRole('table', { name: 'Skills of the card' });
     await expect(skills.getByRole('row').filter({ hasText: 'draft' })).toHaveText(/^draft\s*yes\s*read-only$/);
@@ -65,10 +65,12 @@ test.describe('compose: the registry, read-only, with a changed card', () => {
     expect(pinned).toMatch(DIGEST);
     expect(proposed).toMatch(DIGEST);
     expect(proposed).not.toBe(pinned);
-    await expect(changed.getByRole('definition').filter({ hasText: /pinned/ })).toContainText(pinned ?? '');
+    await expect(changed.locator('dt:text-is("Card digest") + dd')).toContainText(pinned ?? '');
     const commands = await changed.locator('code[tabindex="0"]').allTextContents();
-    // Accepting names the digest of every pin the probe proposes (the card's among them).
-    const accept = new RegExp(`^kubectl annotate registryentry changing-writer -n ${namespace} studio\\.orrery\\.dev/accept-pins=[0-9a-f]{64} --overwrite$`);
+    // Accepting names the digest of every pin the probe proposes (the card's among them); the
+    // entry's condition names the same command.
+    await expect(changed.locator('dt:text-is("Condition") + dd')).toContainText('studio.orrery.dev/accept-pins=');
+    const accept = new RegExp(`^kubectl annotate registryentry changing-writer -n ${namespace} studio\\.orrery\\.dev/accept-pins=[0-9a-f]{16,64} --overwrite$`);
     expect(commands.filter((c) => accept.test(c)), 'the accept-pins command').toHaveLength(1);
     expect(commands).toContain(`kubectl annotate registryentry changing-writer -n ${namespace} studio.orrery.dev/reprobe="$(date +%s)" --overwrite`);
 
