@@ -14,6 +14,8 @@ export interface StoredComposition {
   readonly resourceVersion: string | null;
   /** The newest revision the operator recorded (`status.revision`), once it has. */
   readonly revision: number | null;
+  /** `metadata.generation`: the revision this spec is (or is about to be) recorded as, so right after a save too, when `status.revision` still names the one before. */
+  readonly generation: number | null;
   readonly created: string;
   readonly description: string;
   readonly spec: Readonly<Record<string, unknown>>;
@@ -32,6 +34,7 @@ export function parseStored(value: unknown): StoredComposition | null {
     name,
     resourceVersion: typeof meta['resourceVersion'] === 'string' ? meta['resourceVersion'] : null,
     revision: typeof revision === 'number' && Number.isInteger(revision) ? revision : null,
+    generation: typeof meta['generation'] === 'number' && Number.isInteger(meta['generation']) ? meta['generation'] : null,
     created: text(meta['creationTimestamp']),
     description: text(value['spec']['description']),
     spec: value['spec'],

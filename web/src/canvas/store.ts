@@ -18,6 +18,12 @@ export interface CompositionLink {
   readonly revision: number | null;
   /** The object's `resourceVersion` when read or saved: the next save sends it, so a change made meanwhile is a conflict, never overwritten. */
   readonly resourceVersion?: string | null;
+  /**
+   * Set when the canvas shows an older revision than the Composition's newest (opened from its
+   * revisions, 12.56): that newest revision (null when it is not recorded yet). A save then
+   * restores the older one as the newest, and the link it makes has no `newest`.
+   */
+  readonly newest?: number | null;
 }
 
 export interface CanvasSnapshot {

@@ -31,6 +31,9 @@ import { ExportDialog, ImportDialog } from './Manifests.tsx';
 import { RunDialog } from './RunDialog.tsx';
 import { NameDialog, OpenDialog, SaveTroublePanel, type SaveTrouble } from './SaveOpen.tsx';
 import { saveComposition, type StoredComposition } from '../api/compositions.ts';
+import type { Revision } from '../api/revisions.ts';
+import { linkTo, openedSaid, saveLabel, savedSaid } from './revision-state.ts';
+import { RevisionMark } from './Revisions.tsx';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
 
@@ -192,10 +195,10 @@ export default function ComposePage() {
       setSaving(false);
       if (outcome.kind === 'saved') {
         const c = outcome.composition;
-        store.getState().markSaved({ namespace: c.namespace || namespace, name: c.name, revision: c.revision, resourceVersion: c.resourceVersion }, c.spec);
+        store.getState().markSaved(linkTo(c, namespace), c.spec);
         setTrouble(null);
         setDialog(null);
-        setBanner({ said: `${outcome.created ? 'Created' : 'Saved'} ${c.name}${c.revision === null ? '; the operator records its revision next.' : `, revision ${String(c.revision)}.`}`, back: null, undoable: false });
+        setBanner({ said: savedSaid(c, outcome.created, link), back: null, undoable: false });
         return;
       }
       if (outcome.kind === 'refused' && outcome.problem.status === 401) {
@@ -210,8 +213,9 @@ export default function ComposePage() {
     if (link !== null && link.namespace === namespace) save(link.name, { resourceVersion: link.resourceVersion ?? null });
     else setDialog('save-as');
   };
-  const open = (c: StoredComposition): void => {
-    const problems = store.getState().replaceFromServer(c.spec, { namespace: c.namespace || namespace, name: c.name, revision: c.revision, resourceVersion: c.resourceVersion });
+  /** Puts `c` on the canvas, or its older revision `opened` (12.56: saving that restores it). */
+  const open = (c: StoredComposition, opened: Revision | null = null): void => {
+    const problems = store.getState().replaceFromServer(opened?.spec ?? c.spec, linkTo(c, namespace, opened));
     setDialog(null);
     if (problems !== null) {
       setRefusal(`${c.name} could not be put on the canvas: ${problems.map((p) => p.message).join('; ')}`);
@@ -221,7 +225,7 @@ export default function ComposePage() {
     setTab('composition');
     setTrouble(null);
     setLayoutEpoch((n) => n + 1);
-    setBanner({ said: `Opened ${c.name}${c.revision === null ? '' : `, revision ${String(c.revision)}`}.`, back: null, undoable: false });
+    setBanner({ said: openedSaid(c, opened), back: null, undoable: false });
   };
 
   const load = (template: Template): void => {
@@ -306,12 +310,13 @@ export default function ComposePage() {
           {title}
           {dirty ? ' · unsaved changes' : ''}
         </p>
+        <RevisionMark link={link} dirty={dirty} />
         <div role="toolbar" aria-label="Canvas" className="ml-auto flex flex-wrap gap-2">
           <button type="button" className={button} onClick={() => { setDialog('open'); }}>
             Open…
           </button>
           <button type="button" className={button} disabled={empty || saving} onClick={saveNow} aria-keyshortcuts="Control+S">
-            {saving ? 'Saving…' : 'Save'}
+            {saving ? 'Saving…' : saveLabel(link, dirty)}
           </button>
           <button type="button" className={button} disabled={empty || saving} onClick={() => { setDialog('save-copy'); }} aria-keyshortcuts="Control+Shift+S">
             Save copy…
@@ -484,7 +489,7 @@ export default function ComposePage() {
           />
         </aside>
       </div>
-      <RunDialog open={dialog === 'run'} token={token} api={api} namespace={namespace} spec={toSpec(doc)} savedAs={dirty ? null : link} expire={expire} onClose={() => { setDialog(null); }} />
+      <RunDialog open={dialog === 'run'} token={token} api={api} namespace={namespace} spec={toSpec(doc)} link={link} dirty={dirty} expire={expire} onClose={() => { setDialog(null); }} />
       <OpenDialog open={dialog === 'open'} token={token} api={api} namespace={namespace} dirty={dirty} expire={expire} onOpen={open} onClose={() => { setDialog(null); }} />
       <NameDialog key={dialog ?? 'closed'} open={dialog === 'save-as' || dialog === 'save-copy'} title={dialog === 'save-copy' ? 'Save a copy as a new Composition' : 'Save as a new Composition'} initial={link === null ? '' : `${link.name}-copy`} onSave={(name) => { save(name); }} onClose={() => { setDialog(null); }} />
       <ImportDialog open={dialog === 'import'} namespace={namespace} onLoad={imported} onClose={() => { setDialog(null); }} />

@@ -1,8 +1,9 @@
 // Run what is on the canvas (rules 12.31, 12.58): the input, capture on or off, then Start (or
-// Ctrl/Cmd+Enter). A saved Composition the canvas has not changed is run by reference (its name
-// and revision), so the run is filed under it; anything else runs inline, as the canvas holds it,
-// and the server validates it first (a 422's findings are listed, and marked on the canvas by
-// the next validation). The run opens on its live panel.
+// Ctrl/Cmd+Enter). A saved revision the canvas has not changed (the latest, or an older one
+// opened from the revisions) is run by reference, its name and that revision, so the run is
+// filed under it; anything else runs inline, as the canvas holds it, and the server validates it
+// first (a 422's findings are listed, and marked on the canvas by the next validation). The
+// dialog says which it will do (revision-state.ts `runPlan`). The run opens on its live panel.
 
 import { useId, useState } from 'react';
 import { startRun, type Finding, type StartRequest } from '../api/runs.ts';
@@ -12,6 +13,7 @@ import { locText } from '../canvas/findings.ts';
 import type { CompositionLink } from '../canvas/store.ts';
 import { input, muted, primaryButton } from '../ui/classes.ts';
 import { Dialog } from '../ui/Dialog.tsx';
+import { runPlan, type RunPlan } from './revision-state.ts';
 
 interface Props {
   readonly open: boolean;
@@ -19,30 +21,33 @@ interface Props {
   readonly api: ApiOptions;
   readonly namespace: string;
   readonly spec: Readonly<Record<string, unknown>>;
-  /** The Composition the canvas is linked to, when it has no unsaved changes. */
-  readonly savedAs: CompositionLink | null;
+  /** The Composition (and revision) the canvas is linked to, if any. */
+  readonly link: CompositionLink | null;
+  /** Whether the canvas has changes its link's revision does not. */
+  readonly dirty: boolean;
   readonly expire: (problem: Problem) => void;
   readonly onClose: () => void;
 }
 
-/** What starts the run: by reference when the canvas is a saved Composition unchanged (12.58), else inline. */
-export function startRequest(spec: Readonly<Record<string, unknown>>, savedAs: CompositionLink | null, text: string, capture: boolean): StartRequest {
+/** What starts the run: by reference (name and revision) when `plan` says so (12.58), else the canvas's spec inline. */
+export function startRequest(spec: Readonly<Record<string, unknown>>, plan: RunPlan, text: string, capture: boolean): StartRequest {
   const what: Pick<StartRequest, 'composition' | 'compositionRef'> =
-    savedAs === null ? { composition: spec } : { compositionRef: { name: savedAs.name, ...(savedAs.revision === null ? {} : { revision: savedAs.revision }) } };
+    plan.kind === 'inline' ? { composition: spec } : { compositionRef: { name: plan.name, ...(plan.revision === null ? {} : { revision: plan.revision }) } };
   return { ...what, input: text, ...(capture ? { captureContent: true } : {}) };
 }
 
-export function RunDialog({ open, token, api, namespace, spec, savedAs, expire, onClose }: Props) {
+export function RunDialog({ open, token, api, namespace, spec, link, dirty, expire, onClose }: Props) {
   const ids = useId();
   const [text, setText] = useState('');
   const [capture, setCapture] = useState(false);
   const [busy, setBusy] = useState(false);
   const [refused, setRefused] = useState<{ readonly message: string; readonly findings: readonly Finding[] } | null>(null);
+  const plan = runPlan(link, dirty, namespace);
   const start = (): void => {
     if (busy || namespace === '') return;
     setBusy(true);
     setRefused(null);
-    void startRun(token, namespace, startRequest(spec, savedAs, text, capture), api).then((result) => {
+    void startRun(token, namespace, startRequest(spec, plan, text, capture), api).then((result) => {
       setBusy(false);
       if (result.ok) {
         onClose();
@@ -53,9 +58,7 @@ export function RunDialog({ open, token, api, namespace, spec, savedAs, expire, 
   };
   return (
     <Dialog open={open} title="Run the canvas" onClose={onClose}>
-      <p className={muted}>
-        {savedAs === null ? 'Runs the composition as it is on the canvas (inline); the server checks it first.' : `Runs ${savedAs.name}${savedAs.revision === null ? '' : ` revision ${savedAs.revision}`} by reference, so the run is filed under it.`}
-      </p>
+      <p id={`${ids}-what`}>{plan.said}</p>
       {namespace === '' ? <p role="alert">Choose a namespace on the Runs page first: a run is started in a namespace.</p> : null}
       <form
         className="flex flex-col gap-2"
@@ -86,7 +89,7 @@ export function RunDialog({ open, token, api, namespace, spec, savedAs, expire, 
           Capture content (prompts and replies are stored with the trace)
         </label>
         <div>
-          <button type="submit" className={primaryButton} disabled={busy || namespace === ''}>
+          <button type="submit" className={primaryButton} disabled={busy || namespace === ''} aria-describedby={`${ids}-what`}>
             {busy ? 'Starting…' : 'Start the run'}
           </button>
           <span className={`ml-2 text-sm ${muted}`}>or Ctrl+Enter in the input</span>

@@ -1,16 +1,22 @@
 // Save and open (rules 12.53–12.56): the canvas written as a Composition with the person's own
 // rights (`PUT …/compositions/{name}`: validated, then server-side apply as `orrery-console`),
-// and a Composition opened from the cluster. A save sends the version the canvas was read from:
-// someone else's change in between is a conflict, shown with what to do (keep theirs, keep mine,
-// or take over the fields another manager owns, confirmed), never an overwrite.
+// and a Composition opened from the cluster: the list newest first by last change, filtered,
+// each one's revisions to open (an older one is restored by saving it) or compare (Revisions.tsx).
+// A save sends the version the canvas was read from: someone else's change in between is a
+// conflict, shown with what to do (keep theirs, keep mine, or take over the fields another
+// manager owns, confirmed), never an overwrite.
 
 import { useEffect, useId, useState } from 'react';
 import { listCompositions, type FieldConflict, type SaveOutcome, type StoredComposition } from '../api/compositions.ts';
 import type { ApiOptions, Problem } from '../api/http.ts';
+import { readLastChanges, type LastChanges, type Revision } from '../api/revisions.ts';
 import { locText } from '../canvas/findings.ts';
 import { button, dangerButton, input, muted, primaryButton } from '../ui/classes.ts';
 import { Dialog } from '../ui/Dialog.tsx';
 import { formatTime } from '../ui/format.ts';
+import { byLastChange, matchesFilter } from './open-list.ts';
+import { currentRevision } from './revision-state.ts';
+import { RevisionsPanel } from './Revisions.tsx';
 
 /** A Composition's name: a DNS subdomain (lowercase letters, digits, `-` and `.`, at most 253). */
 export function compositionNameProblem(name: string): string | null {
@@ -203,30 +209,45 @@ export function OpenDialog({
   readonly namespace: string;
   readonly dirty: boolean;
   readonly expire: (problem: Problem) => void;
-  readonly onOpen: (composition: StoredComposition) => void;
+  /** Opens the Composition as it is, or its revision `revision` (12.56). */
+  readonly onOpen: (composition: StoredComposition, revision: Revision | null) => void;
   readonly onClose: () => void;
 }) {
   const ids = useId();
   const [items, setItems] = useState<readonly StoredComposition[] | null>(null);
+  const [changes, setChanges] = useState<LastChanges | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const [filter, setFilter] = useState('');
   const [confirming, setConfirming] = useState<string | null>(null);
+  const [expanded, setExpanded] = useState<string | null>(null);
   useEffect(() => {
     if (!open || namespace === '') return undefined;
-    let alive = true;
-    void listCompositions(token, namespace, api).then((reply) => {
-      if (!alive) return;
-      if (reply.ok) {
-        setItems(reply.value);
-        setProblem(null);
-      } else if (reply.problem.status === 401) expire(reply.problem);
-      else setProblem(`The Compositions could not be listed (${reply.problem.status}): ${reply.problem.message}`);
+    const abort = new AbortController();
+    const stopped = (): boolean => abort.signal.aborted;
+    void listCompositions(token, namespace, api).then(async (reply) => {
+      if (stopped()) return;
+      if (!reply.ok) {
+        if (reply.problem.status === 401) expire(reply.problem);
+        else setProblem(`The Compositions could not be listed (${reply.problem.status}): ${reply.problem.message}`);
+        return;
+      }
+      setProblem(null);
+      // Newest first by the last change: when each one's current revision was recorded.
+      const read = await readLastChanges(token, namespace, reply.value, { ...api, signal: abort.signal });
+      if (stopped()) return;
+      if (read.problem?.status === 401) {
+        expire(read.problem);
+        return;
+      }
+      setItems(reply.value);
+      setChanges(read);
     });
     return () => {
-      alive = false;
+      abort.abort();
     };
   }, [open, token, namespace, api, expire]);
-  const shown = (items ?? []).filter((c) => c.name.includes(filter.trim()) || c.description.toLowerCase().includes(filter.trim().toLowerCase()));
+  const times = changes?.times ?? new Map<string, string>();
+  const shown = byLastChange(items ?? [], times).filter((c) => matchesFilter(c, filter));
   return (
     <Dialog open={open} title={`Open a Composition of ${namespace || 'a namespace'}`} onClose={onClose}>
       {namespace === '' ? <p role="alert">Choose a namespace on the Runs page first.</p> : null}
@@ -248,45 +269,86 @@ export function OpenDialog({
           {problem}
         </p>
       )}
-      {items === null && problem === null ? (
+      {items === null && problem === null && namespace !== '' ? (
         <p role="status" className={muted}>
           Listing…
         </p>
       ) : null}
+      {changes?.problem == null || changes.problem.status === 404 ? null : (
+        <p className={`text-sm ${muted}`}>
+          {changes.times.size === 0 ? 'The list is in the order the Compositions were made: when each last changed could not be read' : 'Some are placed by when they were made: when they last changed could not be read'} ({changes.problem.status}: {changes.problem.message}).
+        </p>
+      )}
       {items !== null && shown.length === 0 ? <p className={muted}>{items.length === 0 ? 'No Compositions you may read here.' : 'None matches the filter.'}</p> : null}
       <ul aria-label="Compositions, newest first" className="flex flex-col gap-1">
-        {shown.map((c) => (
-          <li key={c.name} className="flex flex-wrap items-center justify-between gap-2 rounded border border-slate-300 px-2 py-1 dark:border-slate-600">
-            <span className="flex min-w-0 flex-col">
-              <span>
-                <code className="font-mono font-semibold">{c.name}</code>
-                <span className={`text-sm ${muted}`}>
-                  {' '}
-                  {c.revision === null ? 'no revision yet' : `revision ${String(c.revision)}`}
-                  {c.created === '' ? '' : `, made ${formatTime(c.created)}`}
+        {shown.map((c) => {
+          const revision = currentRevision(c);
+          const changed = times.get(c.name);
+          const panel = `${ids}-revisions-${c.name}`;
+          return (
+            <li key={c.name} className="rounded border border-slate-300 px-2 py-1 dark:border-slate-600">
+              <div className="flex flex-wrap items-center justify-between gap-2">
+                <span className="flex min-w-0 flex-col">
+                  <span>
+                    <code className="font-mono font-semibold">{c.name}</code>
+                    <span className={`text-sm ${muted}`}>
+                      {' '}
+                      {revision === null ? 'no revision yet' : `revision ${revision}`}
+                      {changed === undefined ? '' : `, changed ${formatTime(changed)}`}
+                      {c.created === '' ? '' : `, made ${formatTime(c.created)}`}
+                    </span>
+                  </span>
+                  <span className="text-sm">{c.description}</span>
                 </span>
-              </span>
-              <span className="text-sm">{c.description}</span>
-            </span>
-            {dirty && confirming === c.name ? (
-              <button type="button" className={dangerButton} onClick={() => { onOpen(c); }}>
-                Discard my unsaved changes and open {c.name}
-              </button>
-            ) : (
-              <button
-                type="button"
-                className={button}
-                aria-label={`Open ${c.name}`}
-                onClick={() => {
-                  if (dirty) setConfirming(c.name);
-                  else onOpen(c);
-                }}
-              >
-                Open
-              </button>
-            )}
-          </li>
-        ))}
+                <span className="flex flex-wrap gap-2">
+                  <button
+                    type="button"
+                    className={`${button} aria-expanded:bg-slate-200 dark:aria-expanded:bg-slate-700`}
+                    aria-expanded={expanded === c.name}
+                    aria-controls={expanded === c.name ? panel : undefined}
+                    aria-label={`Revisions of ${c.name}`}
+                    onClick={() => {
+                      setExpanded((e) => (e === c.name ? null : c.name));
+                    }}
+                  >
+                    Revisions
+                  </button>
+                  {dirty && confirming === c.name ? (
+                    <button type="button" className={dangerButton} onClick={() => { onOpen(c, null); }}>
+                      Discard my unsaved changes and open {c.name}
+                    </button>
+                  ) : (
+                    <button
+                      type="button"
+                      className={button}
+                      aria-label={`Open ${c.name}`}
+                      onClick={() => {
+                        if (dirty) setConfirming(c.name);
+                        else onOpen(c, null);
+                      }}
+                    >
+                      Open
+                    </button>
+                  )}
+                </span>
+              </div>
+              {expanded === c.name ? (
+                <RevisionsPanel
+                  id={panel}
+                  token={token}
+                  api={api}
+                  namespace={namespace}
+                  composition={c}
+                  dirty={dirty}
+                  expire={expire}
+                  onOpen={(r) => {
+                    onOpen(c, r);
+                  }}
+                />
+              ) : null}
+            </li>
+          );
+        })}
       </ul>
     </Dialog>
   );
