@@ -168,6 +168,7 @@ const DROP: &str = "a live run through a dropped stream, a sidecar down and a re
 const COMPOSE: &str = "compose: the canvas, its templates and validation";
 const LAYOUT: &str = "compose: layout, fitting and the palette rail";
 const REGISTRY: &str = "compose: the registry, read-only, with a changed card";
+const REVISIONS: &str = "compose: open, revisions, restore and run by reference";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -185,6 +186,7 @@ const GROUPS: &[&str] = &[
     COMPOSE,
     LAYOUT,
     REGISTRY,
+    REVISIONS,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -284,6 +286,16 @@ fn the_canvas_loads_validates_and_runs_every_template_builds_a_loop_by_keyboard_
 fn the_canvas_lays_out_by_its_shape_keeps_a_dragged_graph_through_resizes_and_fits_what_it_loads()
 -> Result<()> {
     specs(Specs::Group(LAYOUT), "layout")
+}
+
+/// Open and revisions (`web/e2e/revisions.spec.ts`, rules 12.56 and 12.58): a Composition alice
+/// saved three times is listed first and filtered; its revisions listed newest first and two
+/// compared; the oldest opened, run by reference to it (the run filed under it) and restored as
+/// the newest.
+#[test]
+fn an_older_revision_is_listed_compared_run_by_reference_and_restored_as_the_newest() -> Result<()>
+{
+    specs(Specs::Group(REVISIONS), "revisions")
 }
 
 /// The registry tab (`web/e2e/registry.spec.ts`, rules 12.49–12.52): every entry read-only with

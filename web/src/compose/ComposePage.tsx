@@ -32,7 +32,7 @@ import { RunDialog } from './RunDialog.tsx';
 import { NameDialog, OpenDialog, SaveTroublePanel, type SaveTrouble } from './SaveOpen.tsx';
 import { saveComposition, type StoredComposition } from '../api/compositions.ts';
 import type { Revision } from '../api/revisions.ts';
-import { linkTo, openedSaid, saveLabel, savedSaid } from './revision-state.ts';
+import { linkTo, openedSaid, saveLabel, savedSaid, statusOnlyConflict } from './revision-state.ts';
 import { RevisionMark } from './Revisions.tsx';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
@@ -180,8 +180,8 @@ export default function ComposePage() {
    * is that Composition (a change meanwhile is a conflict), else as a new one; `force` takes over
    * fields another manager owns.
    */
-  const save = (name: string, options: { readonly resourceVersion?: string | null; readonly force?: boolean } = {}): void => {
-    if (namespace === '' || saving) return;
+  const save = (name: string, options: { readonly resourceVersion?: string | null; readonly force?: boolean; readonly again?: boolean } = {}): void => {
+    if (namespace === '' || (saving && options.again !== true)) return;
     const spec = toSpec(doc);
     setSaving(true);
     setBanner(null);
@@ -199,6 +199,13 @@ export default function ComposePage() {
         setTrouble(null);
         setDialog(null);
         setBanner({ said: savedSaid(c, outcome.created, link), back: null, undoable: false });
+        return;
+      }
+      // Only the operator's status write came between (the spec is the one the canvas was read
+      // at): saved again, once, on the new resourceVersion.
+      const again = outcome.kind === 'conflict' && options.again !== true && options.resourceVersion != null ? statusOnlyConflict(link, outcome.current) : null;
+      if (again !== null) {
+        save(name, { ...options, resourceVersion: again, again: true });
         return;
       }
       if (outcome.kind === 'refused' && outcome.problem.status === 401) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseStored, type StoredComposition } from '../api/compositions.ts';
 import type { Revision } from '../api/revisions.ts';
 import type { CompositionLink } from '../canvas/store.ts';
-import { currentRevision, linkTo, openedSaid, revisionNote, runPlan, saveLabel, savedSaid, showsOlderRevision } from './revision-state.ts';
+import { currentRevision, linkTo, openedSaid, revisionNote, runPlan, saveLabel, savedSaid, showsOlderRevision, statusOnlyConflict } from './revision-state.ts';
 
 const spec = { pattern: 'Pipeline', nodes: [{ id: 'a', kind: 'LLMAgent' }] };
 const stored = (generation: number | null, revision: number | null): StoredComposition => ({
@@ -103,5 +103,25 @@ describe('what a run of the canvas starts (12.58)', () => {
     ['saved in another namespace: inline', latest, false, 'team-b', { kind: 'inline', said: 'Runs the canvas as it is, inline: it is saved as release-notes in team-a, not in team-b.' }],
   ])('%s', (_, link, dirty, namespace, plan) => {
     expect(runPlan(link, dirty, namespace)).toEqual(plan);
+  });
+});
+
+describe('a conflict that is only the operator’s status write (12.54)', () => {
+  const now = (generation: number | null, resourceVersion: string | null, name = 'release-notes'): StoredComposition => ({ ...stored(generation, 5), name, resourceVersion });
+  it.each([
+    ['the same generation, a newer resourceVersion: save again on it', latest, now(5, '48300'), '48300'],
+    ['an older revision shown: its newest is the base', older, now(5, '48300'), '48300'],
+    ['a new generation is someone’s change: shown, never saved over', latest, now(6, '48300'), null],
+    ['an older revision shown, and the Composition changed since', older, now(6, '48300'), null],
+    ['no generation in the reply', latest, now(null, '48300'), null],
+    ['another Composition', latest, now(5, '48300', 'other'), null],
+    ['the same resourceVersion (nothing to retry with)', latest, now(5, '48213'), null],
+  ] as const)('%s', (_, link, current, expected) => {
+    expect(statusOnlyConflict(link, current)).toBe(expected);
+  });
+
+  it('is null without a link or a current object', () => {
+    expect(statusOnlyConflict(null, now(5, '1'))).toBeNull();
+    expect(statusOnlyConflict(latest, null)).toBeNull();
   });
 });

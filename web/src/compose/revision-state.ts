@@ -28,6 +28,22 @@ export function linkTo(c: StoredComposition, namespace: string, opened: Revision
   return { ...base, revision: opened.revision, newest: current };
 }
 
+/**
+ * The `resourceVersion` to save again with, when a 409 `conflict` only says that the object was
+ * written since the canvas read it without its spec changing: the operator writes the status
+ * right after every save (its validity, its revision), which gives the object a new
+ * `resourceVersion` but keeps its generation. When the Composition's generation is still the
+ * one the canvas was read at (its newest when an older revision is shown), the spec is the one
+ * the canvas started from and nobody's change would be overwritten. Null for any other conflict:
+ * a new generation is someone's change, shown to the person (12.54).
+ */
+export function statusOnlyConflict(link: CompositionLink | null, current: StoredComposition | null): string | null {
+  if (link === null || current?.name !== link.name || current.resourceVersion === null) return null;
+  const base = showsOlderRevision(link) ? link.newest : link.revision;
+  if (base === null || current.generation === null || current.generation !== base) return null;
+  return current.resourceVersion === link.resourceVersion ? null : current.resourceVersion;
+}
+
 /** Whether the canvas shows an older revision than its Composition's newest. */
 export function showsOlderRevision(link: CompositionLink | null): link is CompositionLink & { readonly newest: number | null } {
   return link?.newest !== undefined;
