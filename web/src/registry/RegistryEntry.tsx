@@ -34,7 +34,8 @@ function Command({ label, command }: { readonly label: string; readonly command:
   );
 }
 
-export function Entry({ view }: { readonly view: EntryView }) {
+/** `transport`: an MCP entry's transport, in words, shown beside its endpoint when given (12.51). */
+export function Entry({ view, transport = null }: { readonly view: EntryView; readonly transport?: string | null }) {
   return (
     <details className="rounded-md border border-slate-300 dark:border-slate-600" open={view.pinChange !== null}>
       <summary className={`flex cursor-pointer flex-wrap items-baseline gap-x-2 px-2 py-1.5 ${focusRing}`}>
@@ -48,6 +49,12 @@ export function Entry({ view }: { readonly view: EntryView }) {
         <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-1">
           <dt className={muted}>Endpoint</dt>
           <dd className="font-mono break-all">{view.endpoint ?? '—'}</dd>
+          {transport === null ? null : (
+            <>
+              <dt className={muted}>Transport</dt>
+              <dd>{transport}</dd>
+            </>
+          )}
           <dt className={muted}>Network</dt>
           <dd>{view.privateNetwork ? 'private (on the deployment’s allowlist)' : 'public'}</dd>
           {view.message === null ? null : (
