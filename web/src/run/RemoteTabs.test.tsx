@@ -40,7 +40,7 @@ describe('the A2A tab (12.47–12.50)', () => {
   const html = renderToStaticMarkup(<A2aTab calls={calls} entries={usedEntries(['a2a:demo-writer.draft', 'a2a:gone.x'], calls).a2a} registry={registry} namespace="team-a" live />);
 
   it('lists each call as a closed disclosure naming its node, remote and where it stands, marked acting from the entry’s effect', () => {
-    expect(html).toMatch(/<button type="button" aria-expanded="false" aria-controls="[^"]+"[^>]*>.*Call 1: writer → demo-writer\.draft, completed, 3\.00 s.*acting<\/strong><\/button>/);
+    expect(html).toMatch(/<button type="button" aria-expanded="false" aria-controls="[^"]+"[^>]*>.*Call 1: writer → demo-writer\.draft, completed, 3\.00 s.*<span class="sr-only">, <\/span>acting<\/strong><\/button>/);
     expect(html).toContain('submitted → completed');
     expect(html).toContain('Request: one text part, 17 bytes');
   });

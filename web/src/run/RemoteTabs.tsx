@@ -100,7 +100,9 @@ function CaptureNote({ captured }: { readonly captured: boolean }) {
 }
 
 const actingMark = (
-  <strong className="shrink-0 rounded border border-amber-700 px-1 text-xs text-amber-900 dark:border-amber-300 dark:text-amber-200">acting</strong>
+  <strong className="shrink-0 rounded border border-amber-700 px-1 text-xs text-amber-900 dark:border-amber-300 dark:text-amber-200">
+    <span className="sr-only">, </span>acting
+  </strong>
 );
 
 function A2aCallDetails({ call, index, acting }: { readonly call: A2aCall; readonly index: number; readonly acting: boolean }) {
@@ -131,13 +133,9 @@ function A2aCallDetails({ call, index, acting }: { readonly call: A2aCall; reado
         </Fact>
         <Fact term="Task states">{statesText(call)}</Fact>
         <Fact term="Reply">{replyText(call)}</Fact>
-        {call.verdict === null ? null : (
-          <Fact term="Tool call">
-            {call.verdict.status}
-            {call.verdict.error === null ? '' : `: ${call.verdict.error}`}
-          </Fact>
-        )}
-        {call.durationMs === null ? null : <Fact term="Took">{formatDuration(call.durationMs)}</Fact>}
+        {call.verdict === null ? null : <Fact term="Tool call">{call.verdict.status}</Fact>}
+        {call.verdict?.error == null ? null : <Fact term="Why">{call.verdict.error}</Fact>}
+        {call.durationMs === null || call.outcome === 'not-sent' ? null : <Fact term="Took">{formatDuration(call.durationMs)}</Fact>}
       </Facts>
       {call.sent.map((s) =>
         s.kind === 'request' ? (

@@ -63,7 +63,7 @@ describe('what the A2A tab says of a call (12.47)', () => {
     {
       name: 'not sent',
       call: () => callOf(toolCall('refused', { durationMs: 0, error: 'refused before it ran: budget maxRemoteCalls is spent' })),
-      summary: 'Call 1: writer → demo-writer.draft, not sent, 0 ms',
+      summary: 'Call 1: writer → demo-writer.draft, not sent',
       states: 'none: nothing was sent',
       reply: 'none: nothing was sent',
     },

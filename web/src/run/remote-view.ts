@@ -28,7 +28,7 @@ function bytes(n: number): string {
 
 /** The one line a call's button reads: its number, node, remote and where it stands. */
 export function a2aSummary(call: A2aCall, index: number): string {
-  const time = call.durationMs === null || call.outcome === 'in-flight' || call.outcome === 'asking' ? '' : `, ${formatDuration(call.durationMs)}`;
+  const time = call.durationMs === null || call.outcome === 'in-flight' || call.outcome === 'asking' || call.outcome === 'not-sent' ? '' : `, ${formatDuration(call.durationMs)}`;
   return `Call ${index + 1}: ${call.nodeId} → ${call.entry}.${call.skill}, ${a2aOutcomeText(call)}${time}`;
 }
 
