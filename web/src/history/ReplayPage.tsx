@@ -6,13 +6,16 @@
 //
 // Only a finished run is replayed: a live one links to its live page (rule 12.64, Follow).
 
-import { useEffect, useId, useState, useSyncExternalStore, type ReactNode } from 'react';
+import { useEffect, useId, useMemo, useState, useSyncExternalStore, type ReactNode } from 'react';
 import type { Problem } from '../api/http.ts';
 import { getRanSpec, getRun, isTerminal, type RanSpec, type Result, type Run } from '../api/runs.ts';
 import type { BudgetKey, TraceEvent } from '../api/trace.ts';
 import { href } from '../app/route.ts';
 import { useSession } from '../app/session.tsx';
+import { parseSpec } from '../graph/spec.ts';
 import { share, type RunModel } from '../run/model.ts';
+import { foldRemoteCalls, usedEntries } from '../run/remote-calls.ts';
+import { RemoteCallTabs } from '../run/RemoteTabs.tsx';
 import { PageHeading } from '../ui/PageHeading.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
 import { button, card, focusRing, link, muted, primaryButton } from '../ui/classes.ts';
@@ -246,6 +249,10 @@ export function ReplayView({ namespace, name, run, spec, events, complete, rende
   const current = model.events.at(-1) ?? null;
   const currentNode = current === null ? null : nodeOf(current);
   const ranSpec = spec.ok ? spec.value.spec : null;
+  const specTools = useMemo(() => parseSpec(ranSpec)?.nodes.flatMap((n) => n.tools) ?? [], [ranSpec]);
+  // The A2A and MCP calls up to where the replay stands (12.47–12.51).
+  const remote = foldRemoteCalls(model.events, run.captureContent);
+  const used = usedEntries(specTools, remote);
 
   return (
     <section className="flex flex-col gap-4">
@@ -272,6 +279,12 @@ export function ReplayView({ namespace, name, run, spec, events, complete, rende
               {renderGraph === undefined ? null : renderGraph({ model, version: view.version, spec: ranSpec })}
               <NodesTable model={model} currentNode={currentNode} />
               <RecentEvents events={model.events} />
+              <section className={card} aria-labelledby="replay-remote">
+                <h2 id="replay-remote" className="mb-2 text-base font-semibold">
+                  Remote calls
+                </h2>
+                <RemoteCallTabs calls={remote} used={used} namespace={namespace} live={!view.ended} />
+              </section>
             </div>
             <div className="flex flex-col gap-4">
               <CurrentEvent event={current} length={view.length} />

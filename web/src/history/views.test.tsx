@@ -1,3 +1,4 @@
+import type { ReactElement } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { parseRun, type Run } from '../api/runs.ts';
@@ -125,9 +126,12 @@ describe('the history page', () => {
 });
 
 describe('the replay page', () => {
+  const session: Session = { token: 't', me: { username: 'alice', groups: [], person: true, namespaces: ['team-a'] }, api: {}, namespace: 'team-a', setNamespace: () => undefined, signOut: () => undefined, expire: () => undefined };
+  const signedIn = (view: ReactElement) => renderToStaticMarkup(<SessionContext value={session}>{view}</SessionContext>);
+
   it('at the end shows the outcome, the totals, every node and a labelled slider', () => {
     const { events } = generatedRun(2000);
-    const html = renderToStaticMarkup(
+    const html = signedIn(
       <ReplayView namespace="team-a" name="loop-1" run={run('loop-1')} spec={{ ok: true, value: { name: 'critic-loop', revision: 3, digest: 'd', spec: { nodes: GENERATED_NODES } } }} events={events} complete initialPosition={events.length} />,
     );
     expect(html).toContain('Replay of loop-1');
@@ -145,7 +149,7 @@ describe('the replay page', () => {
   });
 
   it('at the start invites to play, and says the spec could not be read when it could not', () => {
-    const html = renderToStaticMarkup(
+    const html = signedIn(
       <ReplayView
         namespace="team-a"
         name="r"
@@ -162,7 +166,7 @@ describe('the replay page', () => {
   });
 
   it('puts the graph in its slot with the model and its version', () => {
-    const html = renderToStaticMarkup(
+    const html = signedIn(
       <ReplayView
         namespace="team-a"
         name="r"

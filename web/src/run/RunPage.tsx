@@ -25,11 +25,14 @@ import { PageHeading } from '../ui/PageHeading.tsx';
 import { ProblemAlert } from '../ui/Problem.tsx';
 import { BudgetHitCards, Budgets } from './Budgets.tsx';
 import { CapturedContent, NodeDetails, NodePicker } from './NodeDetails.tsx';
+import { foldRemoteCalls, usedEntries } from './remote-calls.ts';
+import { A2aTab, McpTab } from './RemoteTabs.tsx';
 import { feedStateLine, livePhase, PHASE_BADGE, PHASE_WORDS, type Tone } from './status.ts';
 import { OUTCOME_WORDS } from './summary.ts';
 import { Tabs } from './Tabs.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Totals } from './Totals.tsx';
+import { useRegistry } from './useRegistry.ts';
 import { useRunFeed, type FeedMode } from './useRunFeed.ts';
 
 const RunGraph = lazy(() => import('../graph/RunGraph.tsx'));
@@ -55,7 +58,7 @@ type Cancel =
   | { readonly step: 'sent' }
   | { readonly step: 'problem'; readonly problem: Problem };
 
-type Tab = 'timeline' | 'details' | 'content';
+type Tab = 'timeline' | 'details' | 'content' | 'a2a' | 'mcp';
 
 const TONE: Readonly<Record<Tone, string>> = {
   live: 'border-emerald-700 bg-emerald-50 text-emerald-950 dark:border-emerald-400 dark:bg-emerald-950 dark:text-emerald-50',
@@ -194,6 +197,13 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
       abort.abort();
     };
   }, [stopped, readRun]);
+
+  // The A2A and MCP tabs (12.47–12.51): the calls folded from the events so far (at most one
+  // fold a frame, as the page is drawn; a run has at most 2,000 events), the entries the run
+  // uses, and the registry, read the first time one of those tabs is shown.
+  const remote = foldRemoteCalls(model.events, run?.captureContent ?? false);
+  const used = usedEntries(specGraph?.nodes.flatMap((n) => n.tools) ?? [], remote);
+  const registry = useRegistry(namespace, tab === 'a2a' || tab === 'mcp');
 
   // The graph: the spec's; from the events when the spec cannot be read.
   const fallbackKey = eventGraphKey(model.nodes.values(), model.edgesTaken.keys(), model.loops.values());
@@ -417,6 +427,8 @@ export function RunPage({ namespace, name, waiting }: { readonly namespace: stri
                 </div>
               ),
             },
+            { id: 'a2a', label: `A2A (${remote.a2a.length})`, panel: <A2aTab calls={remote} entries={used.a2a} registry={registry} namespace={namespace} live={!ended} /> },
+            { id: 'mcp', label: `MCP (${remote.mcp.length})`, panel: <McpTab calls={remote} entries={used.mcp} registry={registry} namespace={namespace} live={!ended} /> },
           ]}
         />
         <aside className="flex flex-col gap-6" aria-label="Budgets and totals">
