@@ -212,9 +212,11 @@ export function NodeInspector({ node, ...common }: Common & { readonly node: Can
             )}
           </Field>
           <ModelField node={node} registry={registry} capabilities={capabilities} help={help('model')} problems={on(mine, 'model')} readOnly={readOnly} onChange={(model) => { set('model', { model }); }} />
-          {fields.tools ? (
+          {fields.tools || (node.tools ?? []).length > 0 ? (
             <ToolPicker
               nodeId={node.id}
+              takesTools={fields.tools}
+              kind={node.kind}
               tools={node.tools ?? []}
               choices={choices}
               registryProblem={registryProblem}

@@ -4,13 +4,16 @@
 // Add: acting skills marked, and what cannot be added shown but off, its reason as the button's
 // description, so a keyboard or screen reader user hears it too.
 
-import { useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { PlacedFinding } from '../canvas/findings.ts';
 import { button, input, muted } from '../ui/classes.ts';
 import { addRefusal, nodeTools, type PickableTool, type PickerEntry } from './tool-picker.ts';
 
 interface Props {
   readonly nodeId: string;
+  /** The node's kind calls tools (LLMAgent, Supervisor); else its tools (from an import) can only be removed. */
+  readonly takesTools: boolean;
+  readonly kind: string;
   readonly tools: readonly string[];
   /** The registry's tools, or null when it has not been read. */
   readonly choices: readonly PickerEntry[] | null;
@@ -30,9 +33,21 @@ function ActsBadge() {
   return <span className={badge}>acts</span>;
 }
 
-export function ToolPicker({ nodeId, tools, choices, registryProblem, help, problems, readOnly, onChange }: Props) {
+export function ToolPicker({ nodeId, takesTools, kind, tools, choices, registryProblem, help, problems, readOnly, onChange }: Props) {
   const ids = useId();
   const [filter, setFilter] = useState('');
+  // After a Remove the focus goes to the Remove button now at that place (or the one before), else the heading, never lost.
+  const section = useRef<HTMLElement>(null);
+  const refocus = useRef<number | null>(null);
+  useEffect(() => {
+    const at = refocus.current;
+    if (at === null) return;
+    refocus.current = null;
+    const removes = section.current?.querySelectorAll<HTMLButtonElement>('[data-remove-tool]') ?? [];
+    const next = removes[Math.min(at, removes.length - 1)];
+    if (next === undefined) section.current?.querySelector<HTMLElement>('h3')?.focus();
+    else next.focus();
+  });
   const listed = nodeTools(tools, choices ?? []);
   // The server's findings at a tool (`tools[k]`) are said at that tool, in its words, instead of the page's own flag; the rest below the list.
   const at = (i: number): readonly PlacedFinding[] => problems.filter((p) => p.target.kind === 'node' && p.target.path[1] === i);
@@ -45,12 +60,17 @@ export function ToolPicker({ nodeId, tools, choices, registryProblem, help, prob
     if (addRefusal(tool, tools) === null) onChange([...tools, tool.reference]);
   };
   return (
-    <section aria-labelledby={`${ids}-heading`} className="flex flex-col gap-2">
-      <h3 id={`${ids}-heading`} className="text-sm font-medium">
+    <section ref={section} aria-labelledby={`${ids}-heading`} className="flex flex-col gap-2">
+      <h3 id={`${ids}-heading`} tabIndex={-1} className="text-sm font-medium">
         Tools
       </h3>
       {help === null ? null : <p className={`text-xs ${muted}`}>{help}</p>}
       {tools.length === 0 ? <p className={`text-sm ${muted}`}>No tools yet{readOnly ? '.' : ': add them from the registry below.'}</p> : null}
+      {takesTools ? null : (
+        <p className={flagText}>
+          <span aria-hidden="true">✗ </span>A {kind} calls no tools (only LLMAgent and Supervisor nodes do): remove these.
+        </p>
+      )}
       <ul aria-label={`Tools of ${nodeId}`} className="flex flex-col gap-1">
         {listed.map((tool, i) => (
           <li key={`${tool.reference}-${i}`} className="flex flex-col gap-0.5 rounded border border-slate-300 px-2 py-1 dark:border-slate-600">
@@ -64,8 +84,10 @@ export function ToolPicker({ nodeId, tools, choices, registryProblem, help, prob
                   type="button"
                   className={`${button} !px-2 !py-0 text-sm`}
                   aria-label={`Remove ${tool.reference}`}
+                  data-remove-tool=""
                   onClick={() => {
                     onChange(tools.filter((_, j) => j !== i));
+                    refocus.current = i;
                   }}
                 >
                   Remove
@@ -98,7 +120,7 @@ export function ToolPicker({ nodeId, tools, choices, registryProblem, help, prob
           ))}
         </ul>
       )}
-      {readOnly ? null : (
+      {readOnly || !takesTools ? null : (
         <div className="flex flex-col gap-2">
           <h4 className="text-sm font-medium">Add from the registry</h4>
           {choices === null ? (
