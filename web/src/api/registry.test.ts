@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRegistry, remoteAgentTool } from './registry.ts';
+import { parseRegistry } from './registry.ts';
 
 const body = {
   items: [
@@ -21,10 +21,5 @@ describe('the registry as the console reads it', () => {
     ]);
     expect(items?.find((i) => i.name === 'writer')).toMatchObject({ skills: ['draft', 'edit'], effect: 'Acting', message: 'the card changed' });
     expect(parseRegistry({})).toBeNull();
-  });
-
-  it('gives a new remote agent the first A2A skill there is, else a placeholder the validator will point at', () => {
-    expect(remoteAgentTool(parseRegistry(body) ?? [])).toBe('a2a:writer.draft');
-    expect(remoteAgentTool([])).toBe('a2a:ENTRY.SKILL');
   });
 });

@@ -58,9 +58,3 @@ export async function listRegistry(token: string, namespace: string, options: Ap
   const items = parseRegistry(reply.body);
   return items === null ? { ok: false, problem: shapeProblem(reply.status, 'the registry') } : { ok: true, value: items };
 }
-
-/** The tool a new "Remote agent" node starts with: the first A2A entry's first skill, else a placeholder to fill in. */
-export function remoteAgentTool(items: readonly RegistryItem[]): string {
-  const entry = items.find((i) => i.kind === 'a2a' && i.skills.length > 0);
-  return entry === undefined ? 'a2a:ENTRY.SKILL' : `a2a:${entry.name}.${entry.skills[0] ?? ''}`;
-}

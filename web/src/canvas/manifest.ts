@@ -9,7 +9,8 @@
 // Import: a multi-document YAML text. Only Compositions load; every other kind is listed as
 // refused (a RegistryEntry with the `kubectl apply -f` to use instead: the registry is edited as
 // resources, not on the canvas, rule 12.52), a seed spec with the `orrery import` that converts
-// it. A YAML error, a document that is not an object, a Composition the canvas cannot hold or
+// it (a seed's JSON alone goes to the sidecar's import instead: api/import.ts). A YAML error, a
+// document that is not an object, a Composition the canvas cannot hold or
 // that lists an edge twice (12.67) is a problem at its document and line, and with any problem
 // nothing loads. Documents are read as kubectl reads them (YAML 1.1, dates left as text). The
 // `yaml` package parses and prints without eval, as the console's CSP requires.
@@ -235,7 +236,7 @@ export function importYaml(text: string, options: ImportOptions = {}): ImportRes
     if (typeof kind !== 'string') {
       if (Object.hasOwn(value, 'spec_version')) {
         const file = options.file ?? 'SPEC_JSON';
-        refused.push({ document, line: start, kind: 'seed spec', name, reason: 'a seed spec: convert it to a Composition manifest first, then import that', command: `orrery import ${quote(file)} > composition.yaml` });
+        refused.push({ document, line: start, kind: 'seed spec', name, reason: 'a seed spec among other documents: import its JSON here on its own (the server converts it), or convert it to a Composition manifest first', command: `orrery import ${quote(file)} > composition.yaml` });
       } else {
         problem(start, 'no kind: not a Kubernetes manifest');
       }

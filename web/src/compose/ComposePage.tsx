@@ -8,7 +8,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { useStore } from 'zustand';
 import { fetchSchema } from '../api/schema.ts';
-import { listRegistry, remoteAgentTool, type RegistryItem } from '../api/registry.ts';
+import { listRegistry, type RegistryItem } from '../api/registry.ts';
 import { isRecord } from '../api/http.ts';
 import { useSession } from '../app/session.tsx';
 import { fromSpec, toSpec, type CanvasDocument } from '../canvas/document.ts';
@@ -24,7 +24,8 @@ import type { Selection } from './EditGraph.tsx';
 import { CompositionInspector, EdgeInspector, NodeInspector } from './Inspector.tsx';
 import { Palette } from './Palette.tsx';
 import { RegistryPanel } from './RegistryPanel.tsx';
-import { paletteEntries, type PaletteItem } from './palette.ts';
+import { paletteEntries, remoteAgentOffer, type PaletteItem } from './palette.ts';
+import { toolChoices } from './tool-picker.ts';
 import { TEMPLATES, type Template } from './templates.ts';
 import { TemplatesDialog } from './TemplatesDialog.tsx';
 import { ExportDialog, ImportDialog } from './Manifests.tsx';
@@ -106,6 +107,7 @@ export default function ComposePage() {
   const published = usePublished(token);
   const [registry, setRegistry] = useState<readonly RegistryItem[]>([]);
   const [registryProblem, setRegistryProblem] = useState<string | null>(null);
+  const [registryRead, setRegistryRead] = useState(false);
   const [selection, setSelection] = useState<Selection>(null);
   const [tab, setTab] = useState<'selection' | 'composition' | 'registry'>('composition');
   const [layoutEpoch, setLayoutEpoch] = useState(0);
@@ -130,6 +132,7 @@ export default function ComposePage() {
       if (!alive) return;
       if (reply.ok) {
         setRegistry(reply.value);
+        setRegistryRead(true);
         setRegistryProblem(null);
       } else if (reply.problem.status === 401) expire(reply.problem);
       else setRegistryProblem(`The registry could not be read (${reply.problem.status}): ${reply.problem.message}`);
@@ -156,7 +159,7 @@ export default function ComposePage() {
   const add = (item: PaletteItem): void => {
     const added: { key: string | null } = { key: null };
     store.getState().edit((d) => {
-      const made = item.add === 'kind' ? addNode(d, item.kind) : addNode(d, 'LLMAgent', { tools: [remoteAgentTool(registry)], instruction: 'Ask the remote agent and pass on its answer.' });
+      const made = item.add === 'kind' ? addNode(d, item.kind) : addNode(d, 'LLMAgent', { tools: [item.tool], instruction: 'Ask the remote agent and pass on its answer.' });
       added.key = made.node.key;
       return made.doc;
     });
@@ -290,7 +293,7 @@ export default function ComposePage() {
 
   const apply = useCallback((change: Edit, group?: string) => store.getState().edit(change, group), [store]);
   const title = link === null ? 'an unsaved composition' : `${link.name}${link.revision === null ? '' : `, revision ${String(link.revision)}`}`;
-  const entries = paletteEntries(published.capabilities);
+  const entries = paletteEntries(published.capabilities, remoteAgentOffer(registryRead ? toolChoices(registry, published.capabilities) : null, registryProblem));
   const errors = findings.errors.length;
   const warnings = findings.warnings.length;
   const verdictLine = empty
@@ -307,7 +310,7 @@ export default function ComposePage() {
               ? `Valid${warnings === 0 ? '' : `, with ${warnings} ${warnings === 1 ? 'warning' : 'warnings'}`}.`
               : `${errors} ${errors === 1 ? 'problem' : 'problems'}${warnings === 0 ? '' : ` and ${warnings} ${warnings === 1 ? 'warning' : 'warnings'}`}: see the Composition tab.`;
 
-  const common = { doc, findings, capabilities: published.capabilities, schema: published.schema, readOnly, apply, onSelect: select };
+  const common = { doc, findings, capabilities: published.capabilities, schema: published.schema, registry: registryRead ? registry : null, registryProblem, readOnly, apply, onSelect: select };
 
   return (
     <section className="flex flex-col gap-3" aria-labelledby="compose-heading">

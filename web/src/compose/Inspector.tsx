@@ -10,11 +10,15 @@ import type { CanvasDocument, CanvasEdge, CanvasNode } from '../canvas/document.
 import { connect, removeEdge, removeNode, renameNode, routeLabels, setBudgets, setComposition, setEdgeFields, setNodeFields, swapRoutes } from '../canvas/edit.ts';
 import { findingsOnEdge, findingsOnNode, locText, type PlacedFinding, type PlacedFindings } from '../canvas/findings.ts';
 import type { Edit } from '../canvas/store.ts';
+import type { RegistryItem } from '../api/registry.ts';
 import type { EditError } from '../canvas/edit.ts';
 import { button, dangerButton, input, muted } from '../ui/classes.ts';
 import type { Capabilities } from './capabilities.ts';
 import type { Selection } from './EditGraph.tsx';
 import { fieldHelp } from './help.ts';
+import { modelChoice, modelFlag } from './model-choice.ts';
+import { ToolPicker } from './ToolPicker.tsx';
+import { toolChoices } from './tool-picker.ts';
 
 type Apply = (change: Edit, group?: string) => EditError | null;
 
@@ -24,22 +28,64 @@ interface Common {
   readonly capabilities: Capabilities | null;
   /** The published JSON Schema of `Composition.spec`, for help. */
   readonly schema: Readonly<Record<string, unknown>> | null;
+  /** The namespace's registry, or null until it has been read. */
+  readonly registry: readonly RegistryItem[] | null;
+  /** Why the registry could not be read, if it could not. */
+  readonly registryProblem: string | null;
   readonly readOnly: boolean;
   readonly apply: Apply;
   readonly onSelect: (selection: Selection) => void;
 }
 
-/** Which node fields a kind takes (composition.rs: instruction, model and tools for the model's nodes; a prompt for an approval; children for a supervisor). */
-export function fieldsOf(kind: string): { readonly model: boolean; readonly labels: boolean; readonly prompt: boolean; readonly children: boolean } {
+/** Which node fields a kind takes (composition.rs: instruction and model for the nodes that call a model; tools for LLMAgent and Supervisor only, validate/kinds.rs; a prompt for an approval; children for a supervisor). */
+export function fieldsOf(kind: string): { readonly model: boolean; readonly tools: boolean; readonly labels: boolean; readonly prompt: boolean; readonly children: boolean } {
   const modelled = kind === 'LLMAgent' || kind === 'Router' || kind === 'Supervisor';
-  return { model: modelled, labels: kind === 'LLMAgent' || kind === 'Router', prompt: kind === 'HumanApproval', children: kind === 'Supervisor' };
+  return { model: modelled, tools: kind === 'LLMAgent' || kind === 'Supervisor', labels: kind === 'LLMAgent' || kind === 'Router', prompt: kind === 'HumanApproval', children: kind === 'Supervisor' };
 }
 
-/** Why a model is flagged (rule 12.18): not among the deployment's allowed models. */
-export function modelFlag(model: string | null, capabilities: Capabilities | null): string | null {
-  const allowed = capabilities?.allowedModels ?? null;
-  if (model === null || allowed === null || allowed.includes(model)) return null;
-  return `${model} is not among this server's models (${allowed.join(', ') || 'none'}): the server will refuse it`;
+/**
+ * The model field (12.18): the models this deployment lets a node name, and what a node without
+ * one runs; a model outside them (from an import, a template) stays shown, flagged in the
+ * server's words. Until anything is known of the models, a text field.
+ */
+function ModelField({ node, registry, capabilities, help, problems, readOnly, onChange }: { readonly node: CanvasNode; readonly registry: readonly RegistryItem[] | null; readonly capabilities: Capabilities | null; readonly help: string | null; readonly problems: readonly PlacedFinding[]; readonly readOnly: boolean; readonly onChange: (model: string) => void }) {
+  const { usable, fallback } = modelChoice(registry, capabilities);
+  // The server's finding on the field, once it has one, says it in its own words: the page's flag is for until then.
+  const flag = problems.length > 0 ? null : modelFlag(node.id, node.model, registry, capabilities);
+  const current = node.model ?? '';
+  const emptyLabel =
+    fallback === null ? (usable === null || capabilities === null ? 'The deployment’s default' : 'Choose a model') : fallback === capabilities?.defaultModel ? `The deployment’s default (${fallback})` : `The only model here (${fallback})`;
+  return (
+    <Field label="Model" help={help} problems={problems}>
+      {(id, describedBy) => {
+        const flagId = `${id}-flag`;
+        const described = [describedBy, flag === null ? undefined : flagId].filter((x) => x !== undefined).join(' ') || undefined;
+        return (
+          <>
+            {usable === null ? (
+              <input id={id} className={`${input} font-mono`} value={current} readOnly={readOnly} aria-describedby={described} aria-invalid={flag === null ? undefined : true} placeholder="the deployment’s default" onChange={(e) => { onChange(e.target.value); }} />
+            ) : (
+              <select id={id} className={`${input} font-mono`} value={current} disabled={readOnly} aria-describedby={described} aria-invalid={flag === null ? undefined : true} onChange={(e) => { onChange(e.target.value); }}>
+                <option value="">{emptyLabel}</option>
+                {usable.map((m) => (
+                  <option key={m} value={m}>
+                    {m}
+                  </option>
+                ))}
+                {current === '' || usable.includes(current) ? null : <option value={current}>{current} (not usable here)</option>}
+              </select>
+            )}
+            {flag === null ? null : (
+              <p id={flagId} className="text-sm text-amber-900 dark:text-amber-100">
+                <span aria-hidden="true">! </span>
+                The server will refuse this: {flag}.
+              </p>
+            )}
+          </>
+        );
+      }}
+    </Field>
+  );
 }
 
 function Field({ label, help, children, problems }: { readonly label: string; readonly help: string | null; readonly children: (id: string, describedBy: string | undefined) => ReactNode; readonly problems?: readonly PlacedFinding[] }) {
@@ -99,12 +145,11 @@ function on(findings: PlacedFindings, field: string): PlacedFinding[] {
 }
 
 export function NodeInspector({ node, ...common }: Common & { readonly node: CanvasNode }) {
-  const { doc, findings, capabilities, schema, readOnly, apply, onSelect } = common;
+  const { doc, findings, capabilities, schema, registry, registryProblem, readOnly, apply, onSelect } = common;
   const [idDraft, setIdDraft] = useState<{ readonly key: string; readonly text: string } | null>(null);
   const [idError, setIdError] = useState<string | null>(null);
   const [target, setTarget] = useState('');
   const [connectError, setConnectError] = useState<string | null>(null);
-  const [toolDraft, setToolDraft] = useState('');
   const mine = findingsOnNode(findings, node.key);
   const fields = fieldsOf(node.kind);
   const help = (field: string): string | null => fieldHelp(schema, ['nodes', field]);
@@ -120,7 +165,7 @@ export function NodeInspector({ node, ...common }: Common & { readonly node: Can
   };
   const others = doc.nodes.filter((n) => n.key !== node.key);
   const routed = doc.edges.filter((e) => e.from === node.id && e.when !== null);
-  const flag = modelFlag(node.model, capabilities);
+  const choices = registry === null ? null : toolChoices(registry, capabilities);
   return (
     <div className="flex flex-col gap-3">
       <h2 className="text-base font-semibold">
@@ -166,64 +211,21 @@ export function NodeInspector({ node, ...common }: Common & { readonly node: Can
               <textarea id={id} rows={4} className={input} value={node.instruction ?? ''} readOnly={readOnly} aria-describedby={describedBy} onChange={(e) => { set('instruction', { instruction: e.target.value }); }} />
             )}
           </Field>
-          <Field label="Model" help={help('model')} problems={on(mine, 'model')}>
-            {(id, describedBy) => (
-              <>
-                <input
-                  id={id}
-                  list={`${id}-models`}
-                  className={`${input} font-mono`}
-                  value={node.model ?? ''}
-                  readOnly={readOnly}
-                  aria-describedby={describedBy}
-                  aria-invalid={flag === null ? undefined : true}
-                  placeholder={capabilities?.defaultModel ?? 'the deployment’s default'}
-                  onChange={(e) => { set('model', { model: e.target.value }); }}
-                />
-                <datalist id={`${id}-models`}>
-                  {(capabilities?.allowedModels ?? []).map((m) => (
-                    <option key={m} value={m} />
-                  ))}
-                </datalist>
-                {flag === null ? null : <p className="text-sm text-amber-900 dark:text-amber-100">! {flag}.</p>}
-              </>
-            )}
-          </Field>
-          <Field label="Tools" help={help('tools')} problems={on(mine, 'tools')}>
-            {(id, describedBy) => (
-              <div className="flex flex-col gap-1">
-                <ul aria-label={`Tools of ${node.id}`} className="flex flex-col gap-1">
-                  {(node.tools ?? []).map((tool, i) => (
-                    <li key={`${tool}-${i}`} className="flex items-center justify-between gap-2 rounded border border-slate-300 px-2 py-0.5 dark:border-slate-600">
-                      <code className="truncate font-mono text-sm">{tool}</code>
-                      {readOnly ? null : (
-                        <button type="button" className={`${button} !px-2 !py-0 text-sm`} aria-label={`Remove ${tool}`} onClick={() => { set('tools', { tools: (node.tools ?? []).filter((_, j) => j !== i) }); }}>
-                          Remove
-                        </button>
-                      )}
-                    </li>
-                  ))}
-                </ul>
-                {readOnly ? null : (
-                  <form
-                    className="flex gap-1"
-                    onSubmit={(e) => {
-                      e.preventDefault();
-                      const tool = toolDraft.trim();
-                      if (tool === '') return;
-                      set('tools', { tools: [...(node.tools ?? []), tool] });
-                      setToolDraft('');
-                    }}
-                  >
-                    <input id={id} className={`${input} min-w-0 flex-1 font-mono text-sm`} placeholder="mcp:entry.tool or a2a:entry.skill" value={toolDraft} aria-describedby={describedBy} onChange={(e) => { setToolDraft(e.target.value); }} />
-                    <button type="submit" className={button}>
-                      Add tool
-                    </button>
-                  </form>
-                )}
-              </div>
-            )}
-          </Field>
+          <ModelField node={node} registry={registry} capabilities={capabilities} help={help('model')} problems={on(mine, 'model')} readOnly={readOnly} onChange={(model) => { set('model', { model }); }} />
+          {fields.tools || (node.tools ?? []).length > 0 ? (
+            <ToolPicker
+              nodeId={node.id}
+              takesTools={fields.tools}
+              kind={node.kind}
+              tools={node.tools ?? []}
+              choices={choices}
+              registryProblem={registryProblem}
+              help={help('tools')}
+              problems={on(mine, 'tools')}
+              readOnly={readOnly}
+              onChange={(tools) => { apply((d) => setNodeFields(d, node.key, { tools })); }}
+            />
+          ) : null}
         </>
       ) : null}
       {fields.labels ? (

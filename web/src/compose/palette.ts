@@ -1,14 +1,34 @@
 // The palette (rules 12.8–12.13): one entry a node kind the schema lists, in its order, plus
-// "Remote agent" (an LLMAgent with one `a2a:` tool, 12.12). A kind the server does not run is
-// shown disabled with the server's reason (12.9); until the schema answers every kind is offered
-// and the server's refusal decides (12.10).
+// "Remote agent" (an LLMAgent with one `a2a:` tool, 12.12, 2.5), the tool a skill of the
+// registry the node may call (tool-picker.ts: read-only first, acting only where the deployment
+// allows it); another can be picked in the inspector. A kind the server does not run is shown
+// disabled with the server's reason (12.9); until the schema answers every kind is offered and
+// the server's refusal decides (12.10).
 
 import type { NodeKind } from '../canvas/document.ts';
 import { NODE_KINDS } from '../canvas/document.ts';
 import type { Capabilities } from './capabilities.ts';
+import { remoteAgentSkill, type PickerEntry } from './tool-picker.ts';
 
-/** What an entry adds: a node of a kind, or a remote agent. */
-export type PaletteItem = { readonly add: 'kind'; readonly kind: string } | { readonly add: 'remote-agent' };
+/** What an entry adds: a node of a kind, or a remote agent calling `tool` (`a2a:<entry>.<skill>`). */
+export type PaletteItem = { readonly add: 'kind'; readonly kind: string } | { readonly add: 'remote-agent'; readonly tool: string };
+
+/** The skill a new remote agent calls, or why there is none. */
+export type RemoteAgentOffer = { readonly tool: string; readonly acting: boolean } | { readonly refused: string };
+
+/**
+ * What "Remote agent" adds (12.12): the first skill of the registry a node may call, or why there
+ * is none. `choices` null: the registry has not been read (`problem` says why, when it failed).
+ */
+export function remoteAgentOffer(choices: readonly PickerEntry[] | null, problem: string | null = null): RemoteAgentOffer {
+  if (choices === null) return { refused: problem === null ? 'the registry is still being read' : `the registry could not be read (${problem})` };
+  const skill = remoteAgentSkill(choices);
+  if (skill !== null) return { tool: skill.reference, acting: skill.acting };
+  const remotes = choices.filter((e) => e.source === 'a2a');
+  if (remotes.length === 0) return { refused: "this namespace's registry has no remote agent you may read: ask the platform team to register one (a RegistryEntry with spec.a2a)" };
+  const reasons = [...new Set(remotes.flatMap((e) => e.tools.map((t) => t.refused)).filter((r) => r !== null))];
+  return { refused: `no remote agent in the registry can be called here${reasons.length === 0 ? ': none lists a skill in spec.a2a.skills' : `: ${reasons.join('; ')}`}` };
+}
 
 export interface PaletteEntry {
   readonly item: PaletteItem;
@@ -49,7 +69,7 @@ function isKnownKind(kind: string): kind is NodeKind {
 }
 
 /** The palette for `capabilities` (null: not known yet, nothing gated). */
-export function paletteEntries(capabilities: Capabilities | null): PaletteEntry[] {
+export function paletteEntries(capabilities: Capabilities | null, remote: RemoteAgentOffer): PaletteEntry[] {
   const kinds = capabilities?.nodeKinds ?? NODE_KINDS.map((name) => ({ name, supported: true, note: null }));
   const entries: PaletteEntry[] = kinds.map((k) => {
     const known = isKnownKind(k.name) ? k.name : null;
@@ -63,12 +83,13 @@ export function paletteEntries(capabilities: Capabilities | null): PaletteEntry[
   });
   const agent = kinds.find((k) => k.name === 'LLMAgent');
   const at = entries.findIndex((e) => e.item.add === 'kind' && e.item.kind === 'LLMAgent');
+  const tool = 'tool' in remote ? remote.tool : null;
   entries.splice(at < 0 ? entries.length : at + 1, 0, {
-    item: { add: 'remote-agent' },
+    item: { add: 'remote-agent', tool: tool ?? '' },
     label: 'Remote agent',
-    hint: 'An LLM agent calling one remote A2A agent (an a2a: tool).',
+    hint: tool === null ? 'An LLM agent calling one remote A2A agent (an a2a: tool).' : `An LLM agent calling ${tool}${'acting' in remote && remote.acting ? ', which acts' : ''}; pick another in the inspector.`,
     icon: 'A2',
-    disabled: agent === undefined || agent.supported ? null : (agent.note ?? 'this server does not run LLMAgent'),
+    disabled: agent !== undefined && !agent.supported ? (agent.note ?? 'this server does not run LLMAgent') : 'refused' in remote ? remote.refused : null,
   });
   return entries;
 }
@@ -77,11 +98,11 @@ export function paletteEntries(capabilities: Capabilities | null): PaletteEntry[
 export const PALETTE_MIME = 'application/x-orrery-palette';
 
 export function itemToData(item: PaletteItem): string {
-  return item.add === 'kind' ? `kind:${item.kind}` : 'remote-agent';
+  return item.add === 'kind' ? `kind:${item.kind}` : `remote-agent:${item.tool}`;
 }
 
 export function itemFromData(data: string): PaletteItem | null {
-  if (data === 'remote-agent') return { add: 'remote-agent' };
+  if (/^remote-agent:a2a:\S+$/.test(data)) return { add: 'remote-agent', tool: data.slice('remote-agent:'.length) };
   if (data.startsWith('kind:') && data.length > 5) return { add: 'kind', kind: data.slice(5) };
   return null;
 }
