@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import type { CompositionChange, FieldManager } from '../api/composition-watch.ts';
+import type { StoredComposition } from '../api/compositions.ts';
+import type { Problem } from '../api/http.ts';
+import type { SseEnd } from '../api/sse.ts';
+import type { CompositionLink } from '../canvas/store.ts';
+import { changerOf, changerText, decide, diffLines, keptNote, nextNote, reloadedNote, shownNote, watchLine, type CanvasView, type Decision, type HeldNote } from './follow.ts';
+
+// Issue 24, "Two-way": the canvas follows the cluster without unsaved edits, offers the change
+// with them, and keeps a deleted Composition to create it again (the save rules 12.53 and 12.54:
+// a change made elsewhere is never overwritten unseen).
+
+const MINE = { pattern: 'Pipeline', nodes: [{ id: 'writer', kind: 'LLMAgent', instruction: 'mine' }] };
+const BASE = { pattern: 'Pipeline', nodes: [{ id: 'writer', kind: 'LLMAgent', instruction: 'base' }] };
+const THEIRS = { pattern: 'Pipeline', nodes: [{ id: 'writer', kind: 'LLMAgent', instruction: 'theirs' }, { id: 'publish', kind: 'LLMAgent' }] };
+const LINK: CompositionLink = { namespace: 'team-a', name: 'notes', revision: 3, resourceVersion: '100' };
+const KUBECTL: FieldManager = { manager: 'kubectl-client-side-apply', operation: 'Update', time: '2026-12-02T10:15:00Z' };
+const CONSOLE: FieldManager = { manager: 'orrery-console', operation: 'Apply', time: '2026-12-02T09:00:00Z' };
+const OPERATOR: FieldManager = { manager: 'orrery-operator', operation: 'Apply', time: '2026-12-02T10:15:01Z' };
+
+function stored(spec: Record<string, unknown>, version: string, revision: number | null = 4, name = 'notes'): StoredComposition {
+  return { namespace: 'team-a', name, resourceVersion: version, revision, created: '', description: '', spec };
+}
+
+function changed(spec: Record<string, unknown>, version: string, managers: FieldManager[] = [CONSOLE, KUBECTL, OPERATOR], name = 'notes'): CompositionChange {
+  return { kind: 'changed', via: 'MODIFIED', resourceVersion: version, composition: stored(spec, version, 4, name), managers };
+}
+
+const DELETED: CompositionChange = { kind: 'deleted', via: 'DELETED', resourceVersion: '130', managers: [KUBECTL, OPERATOR], deletedAt: null };
+
+const clean: CanvasView = { link: LINK, dirty: false, spec: BASE, baseline: BASE };
+const dirty: CanvasView = { link: LINK, dirty: true, spec: MINE, baseline: BASE };
+const NEXT: CompositionLink = { namespace: 'team-a', name: 'notes', revision: 4, resourceVersion: '120' };
+const BY = { manager: 'kubectl-client-side-apply', time: '2026-12-02T10:15:00Z' };
+
+describe('what the canvas does about a change in the cluster', () => {
+  it.each<[string, CompositionChange, CanvasView, Decision]>([
+    ['its own version (its save, or the version it opened) changes nothing', changed(MINE, '100'), dirty, { kind: 'current' }],
+    ['its own version, clean, changes nothing', changed(BASE, '100'), clean, { kind: 'current' }],
+    ['another Composition is none of its business', changed(THEIRS, '120', [], 'other'), clean, { kind: 'ignore' }],
+    ['nothing is followed while unlinked', changed(THEIRS, '120'), { ...clean, link: null }, { kind: 'ignore' }],
+    ['a new version of the spec it was read from (the operator recording the revision) only moves the link, clean', changed(BASE, '120'), clean, { kind: 'version', link: NEXT, baseline: BASE }],
+    ['…and with unsaved edits, without a banner', changed(BASE, '120'), dirty, { kind: 'version', link: NEXT, baseline: BASE }],
+    ['a spec that is what the canvas says already (its save’s frame before the reply) links it quietly', changed(MINE, '120'), dirty, { kind: 'caught-up', link: NEXT, spec: MINE }],
+    ['a clean canvas follows, naming who changed it', changed(THEIRS, '120'), clean, { kind: 'follow', link: NEXT, spec: THEIRS, by: BY }],
+    [
+      'with unsaved edits, the change is offered with what it changes from the canvas',
+      changed(THEIRS, '120'),
+      dirty,
+      { kind: 'offer', link: NEXT, spec: THEIRS, by: BY, lines: ['node publish added', 'node writer: instruction: "mine" → "theirs"'] },
+    ],
+    ['a deletion is shown, with who changed it last', DELETED, dirty, { kind: 'deleted', lastBy: BY, at: null }],
+    ['a deletion of a canvas already without a version changes nothing', DELETED, { ...dirty, link: { ...LINK, resourceVersion: null }, baseline: null }, { kind: 'ignore' }],
+    [
+      'a deleted Composition created again elsewhere is offered to the canvas that kept it',
+      changed(THEIRS, '140'),
+      { link: { ...LINK, revision: null, resourceVersion: null }, dirty: true, spec: MINE, baseline: null },
+      { kind: 'offer', link: { ...NEXT, resourceVersion: '140' }, spec: THEIRS, by: BY, lines: ['node publish added', 'node writer: instruction: "mine" → "theirs"'] },
+    ],
+  ])('%s', (_what, change, view, decision) => {
+    expect(decide(change, view)).toEqual(decision);
+  });
+
+  it('takes a RESET’s object like any change, and a RESET without it as a deletion', () => {
+    expect(decide({ ...changed(THEIRS, '120'), via: 'RESET' }, clean).kind).toBe('follow');
+    expect(decide({ kind: 'deleted', via: 'RESET', resourceVersion: '150', managers: [], deletedAt: null }, clean)).toEqual({ kind: 'deleted', lastBy: null, at: null });
+  });
+});
+
+describe('who changed it', () => {
+  it.each<[string, FieldManager[], string | null]>([
+    ['the newest manager by time', [CONSOLE, KUBECTL], 'kubectl-client-side-apply'],
+    ['never the operator, which writes the status after every change', [KUBECTL, OPERATOR], 'kubectl-client-side-apply'],
+    ['the console when it changed last (another person, or another tab)', [KUBECTL, { ...CONSOLE, time: '2026-12-02T11:00:00Z' }], 'orrery-console'],
+    ['another manager before the console at the same second', [{ ...CONSOLE, time: KUBECTL.time }, KUBECTL], 'kubectl-client-side-apply'],
+    ['one with a time before one without', [{ manager: 'flux', operation: 'Apply', time: null }, KUBECTL], 'kubectl-client-side-apply'],
+    ['nobody when only the operator is listed', [OPERATOR], null],
+  ])('is %s', (_what, managers, who) => {
+    expect(changerOf(managers)?.manager ?? null).toBe(who);
+  });
+
+  it.each([
+    [BY, 'kubectl-client-side-apply at 2026-12-02 10:15:00 UTC'],
+    [{ manager: 'orrery-console', time: null }, 'another console session (orrery-console)'],
+    [null, 'someone'],
+  ])('is named in plain words: %j', (by, text) => {
+    expect(changerText(by)).toBe(text);
+  });
+});
+
+describe('the diff a banner lists', () => {
+  it('says what theirs changes from the canvas', () => {
+    expect(diffLines(MINE, THEIRS)).toEqual(['node publish added', 'node writer: instruction: "mine" → "theirs"']);
+  });
+
+  it('lists at most its limit, then counts the rest', () => {
+    const many = { nodes: Array.from({ length: 15 }, (_, i) => ({ id: `n${String(i)}`, kind: 'LLMAgent' })) };
+    expect(diffLines({ nodes: [] }, many, 12)).toEqual([...Array.from({ length: 12 }, (_, i) => `node n${String(i)} added`), '…and 3 more changes.']);
+    expect(diffLines({ nodes: [] }, { nodes: many.nodes.slice(0, 13) }, 12).at(-1)).toBe('…and 1 more change.');
+  });
+
+  it('says so when the two differ in nothing the canvas shows', () => {
+    expect(diffLines(BASE, BASE)).toEqual(['Nothing that the canvas shows: the two differ only in how the spec is written.']);
+  });
+});
+
+describe('what the page shows about following', () => {
+  const held = (note: HeldNote['note'], basedOn: string | null = '100'): HeldNote => ({ namespace: 'team-a', name: 'notes', basedOn, note });
+  const offer = { kind: 'offer' as const, by: BY, lines: ['x'], link: NEXT, spec: THEIRS };
+
+  it('a follow says who changed it, shown while the canvas is at that version', () => {
+    const note = nextNote(null, decide(changed(THEIRS, '120'), clean), NEXT);
+    expect(note).toEqual(held({ kind: 'updated', text: 'notes was changed in the cluster by kubectl-client-side-apply at 2026-12-02 10:15:00 UTC; the canvas shows it now (Undo brings back what it had).' }, '120'));
+    expect(shownNote(note, NEXT)).toEqual(note?.note);
+    // a save moves the canvas on, and the line goes
+    expect(shownNote(note, { ...NEXT, resourceVersion: '125' })).toBeNull();
+  });
+
+  it('the operator’s revision frame after a follow keeps the line, at the new version', () => {
+    const note = nextNote(null, decide(changed(THEIRS, '120'), clean), NEXT);
+    const after = { ...NEXT, resourceVersion: '121', revision: 5 };
+    const kept = nextNote(note, { kind: 'version', link: after, baseline: THEIRS }, after);
+    expect(shownNote(kept, after)?.kind).toBe('updated');
+  });
+
+  it('an offer stays until the canvas moves on, and goes when the cluster is back at the canvas’s version', () => {
+    const note = nextNote(null, decide(changed(THEIRS, '120'), dirty), LINK);
+    expect(shownNote(note, LINK)).toEqual({ ...offer, lines: ['node publish added', 'node writer: instruction: "mine" → "theirs"'] });
+    expect(nextNote(note, { kind: 'current' }, LINK)).toBeNull();
+    expect(nextNote(note, { kind: 'version', link: NEXT, baseline: BASE }, NEXT)).toBeNull();
+    expect(nextNote(note, { kind: 'caught-up', link: NEXT, spec: MINE }, NEXT)).toBeNull();
+    expect(nextNote(note, { kind: 'ignore' }, LINK)).toBe(note);
+    // a save, a Keep theirs or an open moves the link on: the offer is no longer shown
+    expect(shownNote(note, NEXT)).toBeNull();
+    expect(shownNote(note, { ...LINK, name: 'other' })).toBeNull();
+    expect(shownNote(note, null)).toBeNull();
+  });
+
+  it('a newer change replaces an offer', () => {
+    const first = nextNote(null, decide(changed(THEIRS, '120'), dirty), LINK);
+    const second = nextNote(first, decide(changed({ ...THEIRS, pattern: 'Router' }, '121'), dirty), LINK);
+    expect(shownNote(second, LINK)).toMatchObject({ kind: 'offer', link: { resourceVersion: '121' } });
+  });
+
+  it('a deletion is said until a save creates it again', () => {
+    const gone = { ...LINK, revision: null, resourceVersion: null };
+    const note = nextNote(null, { kind: 'deleted', lastBy: BY, at: '2026-12-02T10:20:00Z' }, gone);
+    expect(shownNote(note, gone)).toEqual({
+      kind: 'deleted',
+      text: 'notes was deleted from the cluster at 2026-12-02 10:20:00 UTC. It was last changed by kubectl-client-side-apply at 2026-12-02 10:15:00 UTC; the cluster does not record who deletes. The canvas keeps it: Save creates it again under the same name.',
+    });
+    expect(shownNote(note, { ...gone, resourceVersion: '200' })).toBeNull();
+    expect(nextNote(null, { kind: 'deleted', lastBy: null, at: null }, gone)?.note).toEqual({ kind: 'deleted', text: 'notes was deleted from the cluster. The canvas keeps it: Save creates it again under the same name.' });
+  });
+
+  it('nothing is held once the canvas is unlinked', () => {
+    expect(nextNote(held(offer), { kind: 'ignore' }, null)).toBeNull();
+  });
+
+  it('Reload theirs and Keep mine each say what happened, at their version', () => {
+    expect(reloadedNote(offer)).toEqual(held({ kind: 'updated', text: 'Reloaded notes as kubectl-client-side-apply at 2026-12-02 10:15:00 UTC left it (Undo brings your edits back).' }, '120'));
+    expect(keptNote(offer)).toEqual(held({ kind: 'updated', text: 'Kept your canvas. Your next save of notes replaces the version kubectl-client-side-apply at 2026-12-02 10:15:00 UTC made.' }, '120'));
+  });
+});
+
+describe('why following stopped', () => {
+  const problem = (status: number, message: string, retryAfterSeconds: number | null = null): Problem => ({ status, code: 'x', message, loc: [], retryAfterSeconds });
+  const stopped = (end: SseEnd) => watchLine({ state: 'stopped', end }, 'notes')?.text ?? null;
+
+  it.each<[string, SseEnd, string | null]>([
+    [
+      '403: the Role lacks watch, naming the rule and the example Role',
+      { reason: 'forbidden', problem: problem(403, 'cannot watch resource "compositions"') },
+      'Not following changes to notes: your Role does not let you watch Compositions in this namespace. Ask for "compositions watch" (the example Role examples/rbac/studio-user-role.yaml grants it), then Retry. The cluster said: cannot watch resource "compositions"',
+    ],
+    [
+      '429: too many streams',
+      { reason: 'too-many-streams', problem: problem(429, 'four', 5), explanation: '' },
+      'Not following changes to notes: you already have as many live streams open as one person may (four, unless the install says otherwise), such as runs followed in other tabs. Close one, then Retry. The sidecar suggests waiting 5 s.',
+    ],
+    ['given up', { reason: 'gave-up', problem: problem(503, 'the apiserver cannot be reached') }, 'Not following changes to notes: after several tries, the apiserver cannot be reached. Retry once the sidecar can be reached.'],
+    ['refused', { reason: 'refused', problem: problem(400, 'Last-Event-ID is not a resourceVersion') }, 'Not following changes to notes (400): Last-Event-ID is not a resourceVersion'],
+    ['closed: nothing to say', { reason: 'closed' }, null],
+    ['401: the session ends instead', { reason: 'unauthenticated', problem: problem(401, 'expired') }, null],
+  ])('%s', (_what, end, text) => {
+    expect(stopped(end)).toBe(text);
+  });
+
+  it('says nothing while it follows or reconnects', () => {
+    expect(watchLine(null, 'notes')).toBeNull();
+    expect(watchLine({ state: 'open' }, 'notes')).toBeNull();
+    expect(watchLine({ state: 'waiting', attempt: 2, delayMs: 1000, problem: problem(0, 'reset') }, 'notes')).toBeNull();
+  });
+});
