@@ -33,6 +33,7 @@ import { NameDialog, OpenDialog, SaveTroublePanel, type SaveTrouble } from './Sa
 import { saveComposition, type StoredComposition } from '../api/compositions.ts';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
+import { Following, useFollow } from './Following.tsx';
 
 const EditGraph = lazy(() => import('./EditGraph.tsx'));
 
@@ -110,6 +111,8 @@ export default function ComposePage() {
   const [dialog, setDialog] = useState<'import' | 'export' | 'run' | 'open' | 'save-as' | 'save-copy' | null>(null);
   const [saving, setSaving] = useState(false);
   const [trouble, setTrouble] = useState<{ readonly name: string; readonly trouble: SaveTrouble } | null>(null);
+  // The linked Composition followed in the cluster: changed elsewhere, taken or offered.
+  const follow = useFollow({ store, token, api, expire, saving });
   // What History's Show put on the canvas (12.60), said once with Undo, as a load is.
   const [banner, setBanner] = useState<Arrival | null>(peekArrival);
   useEffect(() => {
@@ -342,6 +345,7 @@ export default function ComposePage() {
       <p role="status" className={`text-sm ${errors > 0 ? 'text-red-800 dark:text-red-200' : muted}`}>
         {verdictLine}
       </p>
+      <Following follow={follow} />
       {banner === null ? null : (
         <div role="status" className="flex flex-wrap items-center gap-3 rounded-md border border-sky-700 bg-sky-50 px-3 py-2 text-sky-950 dark:border-sky-300 dark:bg-sky-950 dark:text-sky-50">
           <span>{banner.said}</span>

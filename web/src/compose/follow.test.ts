@@ -3,8 +3,26 @@ import type { CompositionChange, FieldManager } from '../api/composition-watch.t
 import type { StoredComposition } from '../api/compositions.ts';
 import type { Problem } from '../api/http.ts';
 import type { SseEnd } from '../api/sse.ts';
-import type { CompositionLink } from '../canvas/store.ts';
-import { changerOf, changerText, decide, diffLines, keptNote, nextNote, reloadedNote, shownNote, watchLine, type CanvasView, type Decision, type HeldNote } from './follow.ts';
+import { nodeById, toSpec } from '../canvas/document.ts';
+import { setNodeFields } from '../canvas/edit.ts';
+import { createCanvasStore, type CompositionLink } from '../canvas/store.ts';
+import {
+  changerOf,
+  changerText,
+  decide,
+  diffLines,
+  keepMine,
+  keptNote,
+  nextNote,
+  reloadedNote,
+  reloadTheirs,
+  shownNote,
+  takeChange,
+  watchLine,
+  type CanvasView,
+  type Decision,
+  type HeldNote,
+} from './follow.ts';
 
 // Issue 24, "Two-way": the canvas follows the cluster without unsaved edits, offers the change
 // with them, and keeps a deleted Composition to create it again (the save rules 12.53 and 12.54:
@@ -22,7 +40,7 @@ function stored(spec: Record<string, unknown>, version: string, revision: number
   return { namespace: 'team-a', name, resourceVersion: version, revision, created: '', description: '', spec };
 }
 
-function changed(spec: Record<string, unknown>, version: string, managers: FieldManager[] = [CONSOLE, KUBECTL, OPERATOR], name = 'notes'): CompositionChange {
+function changed(spec: Record<string, unknown>, version: string, managers: FieldManager[] = [CONSOLE, KUBECTL, OPERATOR], name = 'notes'): Extract<CompositionChange, { kind: 'changed' }> {
   return { kind: 'changed', via: 'MODIFIED', resourceVersion: version, composition: stored(spec, version, 4, name), managers };
 }
 
@@ -190,5 +208,100 @@ describe('why following stopped', () => {
     expect(watchLine(null, 'notes')).toBeNull();
     expect(watchLine({ state: 'open' }, 'notes')).toBeNull();
     expect(watchLine({ state: 'waiting', attempt: 2, delayMs: 1000, problem: problem(0, 'reset') }, 'notes')).toBeNull();
+  });
+});
+
+describe('the canvas following its Composition', () => {
+  function opened() {
+    const store = createCanvasStore();
+    expect(store.getState().replaceFromServer(BASE, LINK)).toBeNull();
+    let held: HeldNote | null = null;
+    const take = (change: CompositionChange): void => {
+      held = takeChange(store, change)(held);
+    };
+    const shown = () => shownNote(held, store.getState().link);
+    const edit = (): void => {
+      const key = nodeById(store.getState().doc, 'writer')?.key ?? '';
+      store.getState().edit((d) => setNodeFields(d, key, { instruction: 'mine' }));
+    };
+    const set = (next: HeldNote | null): void => {
+      held = next;
+    };
+    return { store, take, shown, edit, set };
+  }
+
+  it('without unsaved edits takes the new spec, linked to its version, and says who changed it; the operator’s revision frame moves it on quietly', () => {
+    const c = opened();
+    c.take(changed(THEIRS, '120'));
+    expect(toSpec(c.store.getState().doc)).toEqual(THEIRS);
+    expect(c.store.getState()).toMatchObject({ link: NEXT, dirty: false, canUndo: true });
+    expect(c.shown()).toMatchObject({ kind: 'updated', text: expect.stringContaining('by kubectl-client-side-apply at 2026-12-02 10:15:00 UTC') as unknown });
+    c.take({ ...changed(THEIRS, '121'), composition: stored(THEIRS, '121', 5) });
+    expect(c.store.getState().link).toEqual({ ...NEXT, resourceVersion: '121', revision: 5 });
+    expect(c.shown()?.kind).toBe('updated');
+  });
+
+  it('leaves the canvas alone on its own save’s frame, and on one that came before the save’s reply', () => {
+    const c = opened();
+    c.edit();
+    const mine = toSpec(c.store.getState().doc);
+    c.take(changed(mine, '110'));
+    // the frame came first: linked to it, clean, nothing said
+    expect(c.store.getState()).toMatchObject({ link: { resourceVersion: '110' }, dirty: false });
+    expect(c.shown()).toBeNull();
+    // then the reply: the same version again
+    c.store.getState().markSaved({ ...LINK, resourceVersion: '110', revision: 4 }, mine);
+    c.take(changed(mine, '110'));
+    expect(toSpec(c.store.getState().doc)).toEqual(mine);
+    expect(c.shown()).toBeNull();
+  });
+
+  it('with unsaved edits leaves the canvas as it is and offers theirs; Reload theirs takes it, undoably', () => {
+    const c = opened();
+    c.edit();
+    c.take(changed(THEIRS, '120'));
+    expect(nodeById(c.store.getState().doc, 'writer')?.instruction).toBe('mine');
+    expect(c.store.getState().link).toEqual(LINK);
+    const offer = c.shown();
+    expect(offer).toMatchObject({ kind: 'offer', by: BY, lines: ['node publish added', 'node writer: instruction: "mine" → "theirs"'] });
+    if (offer?.kind !== 'offer') throw new Error('no offer');
+    c.set(reloadTheirs(c.store, offer));
+    expect(toSpec(c.store.getState().doc)).toEqual(THEIRS);
+    expect(c.store.getState()).toMatchObject({ link: NEXT, dirty: false });
+    expect(c.shown()).toMatchObject({ kind: 'updated', text: expect.stringContaining('Undo brings your edits back') as unknown });
+    c.store.getState().undo();
+    expect(nodeById(c.store.getState().doc, 'writer')?.instruction).toBe('mine');
+    expect(c.store.getState()).toMatchObject({ link: NEXT, dirty: true });
+  });
+
+  it('Keep mine keeps the canvas and moves its link to their version: the next save goes over theirs, not as a stale conflict', () => {
+    const c = opened();
+    c.edit();
+    c.take(changed(THEIRS, '120'));
+    const offer = c.shown();
+    if (offer?.kind !== 'offer') throw new Error('no offer');
+    c.set(keepMine(c.store, offer));
+    expect(nodeById(c.store.getState().doc, 'writer')?.instruction).toBe('mine');
+    // what Save sends (ComposePage's saveNow): this version
+    expect(c.store.getState()).toMatchObject({ link: NEXT, dirty: true });
+    expect(c.shown()).toMatchObject({ kind: 'updated', text: expect.stringContaining('Your next save of notes replaces') as unknown });
+    // the operator's revision of theirs brings no new banner
+    c.take({ ...changed(THEIRS, '121'), composition: stored(THEIRS, '121', 5) });
+    expect(c.store.getState().link).toMatchObject({ resourceVersion: '121', revision: 5 });
+    expect(c.shown()?.kind).toBe('updated');
+  });
+
+  it('a deletion keeps the canvas and its name with no version, so Save creates it again; the save ends the banner', () => {
+    const c = opened();
+    c.take(DELETED);
+    expect(toSpec(c.store.getState().doc)).toEqual(BASE);
+    expect(c.store.getState()).toMatchObject({ link: { namespace: 'team-a', name: 'notes', revision: null, resourceVersion: null }, dirty: true });
+    expect(c.shown()).toMatchObject({ kind: 'deleted', text: expect.stringContaining('Save creates it again under the same name') as unknown });
+    // the save's reply (a create)
+    c.store.getState().markSaved({ ...LINK, resourceVersion: '200', revision: 1 }, BASE);
+    expect(c.shown()).toBeNull();
+    // and its frame
+    c.take({ ...changed(BASE, '200'), via: 'ADDED' });
+    expect(c.store.getState()).toMatchObject({ dirty: false, link: { resourceVersion: '200' } });
   });
 });

@@ -24,10 +24,10 @@
 import type { CompositionChange, FieldManager } from '../api/composition-watch.ts';
 import type { Problem } from '../api/http.ts';
 import type { SseStatus } from '../api/sse.ts';
-import type { SpecObject } from '../canvas/document.ts';
-import { sameSpec } from '../canvas/document.ts';
+import type { StoreApi } from 'zustand/vanilla';
+import { sameSpec, toSpec, type SpecObject, type SpecProblem } from '../canvas/document.ts';
 import { describeDiff, diffSpecs } from '../canvas/diff.ts';
-import type { CompositionLink } from '../canvas/store.ts';
+import { linkKey, type CanvasState, type CompositionLink } from '../canvas/store.ts';
 import { formatTime } from '../ui/format.ts';
 
 /** The field manager the console saves as (the sidecar's server-side apply). */
@@ -185,6 +185,66 @@ export function shownNote(held: HeldNote | null, link: CompositionLink | null): 
   if (held === null || link === null) return null;
   if (held.namespace !== link.namespace || held.name !== link.name || held.basedOn !== (link.resourceVersion ?? null)) return null;
   return held.note;
+}
+
+/** The note when the canvas cannot hold the spec the cluster has (it keeps what it has). */
+export function unreadableNote(link: CompositionLink, by: Changer | null, problems: readonly SpecProblem[]): HeldNote {
+  return {
+    namespace: link.namespace,
+    name: link.name,
+    basedOn: link.resourceVersion ?? null,
+    note: { kind: 'updated', text: `${link.name} was changed in the cluster by ${changerText(by)}, but the canvas cannot show that spec (${problems.map((p) => p.message).join('; ')}); it keeps what it has.` },
+  };
+}
+
+/** The canvas as `decide` sees it. */
+export function viewOf(state: CanvasState): CanvasView {
+  const baseline = state.link === null ? null : (state.saved[linkKey(state.link)] ?? null);
+  return { link: state.link, dirty: state.dirty, spec: toSpec(state.doc), baseline };
+}
+
+/**
+ * Decides a change and applies it to the canvas at once; gives what the note becomes (a
+ * function of the note held, for React's state setter, which must not have effects of its own).
+ */
+export function takeChange(store: StoreApi<CanvasState>, change: CompositionChange): (held: HeldNote | null) => HeldNote | null {
+  const state = store.getState();
+  const decision = decide(change, viewOf(state));
+  switch (decision.kind) {
+    case 'version':
+      state.markSaved(decision.link, decision.baseline);
+      break;
+    case 'caught-up':
+      state.markSaved(decision.link, decision.spec);
+      break;
+    case 'follow': {
+      const problems = state.takeFromServer(decision.spec, decision.link);
+      const link = state.link;
+      if (problems !== null && link !== null) return () => unreadableNote(link, decision.by, problems);
+      break;
+    }
+    case 'deleted':
+      state.markDeleted();
+      break;
+    case 'ignore':
+    case 'current':
+    case 'offer':
+      break;
+  }
+  const after = store.getState().link;
+  return (held) => nextNote(held, decision, after);
+}
+
+/** Reload theirs: the offered version on the canvas as one undoable step. */
+export function reloadTheirs(store: StoreApi<CanvasState>, offer: Extract<FollowNote, { kind: 'offer' }>): HeldNote {
+  const problems = store.getState().takeFromServer(offer.spec, offer.link);
+  return problems === null ? reloadedNote(offer) : unreadableNote(offer.link, offer.by, problems);
+}
+
+/** Keep mine: the canvas stays; its link moves to their version, so the next save goes over it (see the top of this file). */
+export function keepMine(store: StoreApi<CanvasState>, offer: Extract<FollowNote, { kind: 'offer' }>): HeldNote {
+  store.getState().markSaved(offer.link, offer.spec);
+  return keptNote(offer);
 }
 
 /** The note after the person chose Reload theirs: the canvas now at their version. */
