@@ -111,13 +111,13 @@ export default function ComposePage() {
   const [dialog, setDialog] = useState<'import' | 'export' | 'run' | 'open' | 'save-as' | 'save-copy' | null>(null);
   const [saving, setSaving] = useState(false);
   const [trouble, setTrouble] = useState<{ readonly name: string; readonly trouble: SaveTrouble } | null>(null);
-  // The linked Composition followed in the cluster: changed elsewhere, taken or offered.
-  const follow = useFollow({ store, token, api, expire, saving });
   // What History's Show put on the canvas (12.60), said once with Undo, as a load is.
   const [banner, setBanner] = useState<Arrival | null>(peekArrival);
   useEffect(() => {
     clearArrival();
   }, []);
+  // The linked Composition followed in the cluster: changed elsewhere, taken or offered.
+  const follow = useFollow({ store, token, api, expire, saving, onNews: () => { setBanner(null); } });
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
   const rail = useMedia('(max-width: 1279px)');

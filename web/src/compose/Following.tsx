@@ -13,7 +13,7 @@ import type { ApiOptions, Problem } from '../api/http.ts';
 import type { SseStatus } from '../api/sse.ts';
 import type { CanvasState } from '../canvas/store.ts';
 import { button, muted } from '../ui/classes.ts';
-import { changerText, keepMine, reloadTheirs, shownNote, takeChange, watchLine, type FollowNote, type HeldNote } from './follow.ts';
+import { changerText, isNews, keepMine, reloadTheirs, shownNote, takeChange, watchLine, type FollowNote, type HeldNote } from './follow.ts';
 
 export interface Follow {
   /** The linked Composition's name, when there is one. */
@@ -37,9 +37,11 @@ export interface FollowOptions {
   readonly expire: (problem: Pick<Problem, 'message'>) => void;
   /** A save is on its way. */
   readonly saving: boolean;
+  /** Something changed in the cluster that the page shows (its own older news is out of date). */
+  readonly onNews?: () => void;
 }
 
-export function useFollow({ store, token, api, expire, saving }: FollowOptions): Follow {
+export function useFollow({ store, token, api, expire, saving, onNews }: FollowOptions): Follow {
   const link = useStore(store, (s: CanvasState) => s.link);
   const namespace = link?.namespace ?? null;
   const name = link?.name ?? null;
@@ -48,10 +50,16 @@ export function useFollow({ store, token, api, expire, saving }: FollowOptions):
   const [status, setStatus] = useState<{ readonly watch: string; readonly status: SseStatus } | null>(null);
   const savingNow = useRef(saving);
   const waiting = useRef<CompositionChange | null>(null);
+  const news = useRef(onNews);
+  useEffect(() => {
+    news.current = onNews;
+  });
 
   const handle = useCallback(
     (change: CompositionChange) => {
-      setHeld(takeChange(store, change));
+      const taken = takeChange(store, change);
+      setHeld(taken.note);
+      if (isNews(taken.decision)) news.current?.();
     },
     [store],
   );

@@ -19,6 +19,7 @@ import {
   shownNote,
   takeChange,
   watchLine,
+  isNews,
   type CanvasView,
   type Decision,
   type HeldNote,
@@ -57,8 +58,8 @@ describe('what the canvas does about a change in the cluster', () => {
     ['its own version, clean, changes nothing', changed(BASE, '100'), clean, { kind: 'current' }],
     ['another Composition is none of its business', changed(THEIRS, '120', [], 'other'), clean, { kind: 'ignore' }],
     ['nothing is followed while unlinked', changed(THEIRS, '120'), { ...clean, link: null }, { kind: 'ignore' }],
-    ['a new version of the spec it was read from (the operator recording the revision) only moves the link, clean', changed(BASE, '120'), clean, { kind: 'version', link: NEXT, baseline: BASE }],
-    ['…and with unsaved edits, without a banner', changed(BASE, '120'), dirty, { kind: 'version', link: NEXT, baseline: BASE }],
+    ['a new version of the spec it was read from (the operator recording the revision) only moves the link, clean', changed(BASE, '120'), clean, { kind: 'version', link: NEXT, baseline: BASE, from: '100' }],
+    ['…and with unsaved edits, without a banner', changed(BASE, '120'), dirty, { kind: 'version', link: NEXT, baseline: BASE, from: '100' }],
     ['a spec that is what the canvas says already (its save’s frame before the reply) links it quietly', changed(MINE, '120'), dirty, { kind: 'caught-up', link: NEXT, spec: MINE }],
     ['a clean canvas follows, naming who changed it', changed(THEIRS, '120'), clean, { kind: 'follow', link: NEXT, spec: THEIRS, by: BY }],
     [
@@ -77,6 +78,28 @@ describe('what the canvas does about a change in the cluster', () => {
     ],
   ])('%s', (_what, change, view, decision) => {
     expect(decide(change, view)).toEqual(decision);
+  });
+
+  it.each<[Decision['kind'], boolean]>([
+    ['ignore', false],
+    ['current', false],
+    ['version', false],
+    ['caught-up', false],
+    ['follow', true],
+    ['offer', true],
+    ['deleted', true],
+  ])('%s brings news to say: %s', (kind, news) => {
+    const decisions: Decision[] = [
+      { kind: 'ignore' },
+      { kind: 'current' },
+      { kind: 'version', link: NEXT, baseline: BASE, from: '100' },
+      { kind: 'caught-up', link: NEXT, spec: MINE },
+      { kind: 'follow', link: NEXT, spec: THEIRS, by: null },
+      { kind: 'offer', link: NEXT, spec: THEIRS, by: null, lines: [] },
+      { kind: 'deleted', lastBy: null, at: null },
+    ];
+    const decision = decisions.find((d) => d.kind === kind);
+    expect(decision === undefined ? null : isNews(decision)).toBe(news);
   });
 
   it('takes a RESET’s object like any change, and a RESET without it as a deletion', () => {
@@ -103,6 +126,10 @@ describe('who changed it', () => {
     [null, 'someone'],
   ])('is named in plain words: %j', (by, text) => {
     expect(changerText(by)).toBe(text);
+  });
+
+  it('is named as it is before a deletion (the last change may be this canvas’s own save)', () => {
+    expect(changerText({ manager: 'orrery-console', time: null }, true)).toBe('orrery-console');
   });
 });
 
@@ -137,15 +164,17 @@ describe('what the page shows about following', () => {
   it('the operator’s revision frame after a follow keeps the line, at the new version', () => {
     const note = nextNote(null, decide(changed(THEIRS, '120'), clean), NEXT);
     const after = { ...NEXT, resourceVersion: '121', revision: 5 };
-    const kept = nextNote(note, { kind: 'version', link: after, baseline: THEIRS }, after);
+    const kept = nextNote(note, { kind: 'version', link: after, baseline: THEIRS, from: '120' }, after);
     expect(shownNote(kept, after)?.kind).toBe('updated');
+    // a note no longer shown (the canvas moved on meanwhile) stays hidden
+    expect(nextNote(note, { kind: 'version', link: after, baseline: THEIRS, from: '119' }, after)).toBeNull();
   });
 
   it('an offer stays until the canvas moves on, and goes when the cluster is back at the canvas’s version', () => {
     const note = nextNote(null, decide(changed(THEIRS, '120'), dirty), LINK);
     expect(shownNote(note, LINK)).toEqual({ ...offer, lines: ['node publish added', 'node writer: instruction: "mine" → "theirs"'] });
     expect(nextNote(note, { kind: 'current' }, LINK)).toBeNull();
-    expect(nextNote(note, { kind: 'version', link: NEXT, baseline: BASE }, NEXT)).toBeNull();
+    expect(nextNote(note, { kind: 'version', link: NEXT, baseline: BASE, from: '100' }, NEXT)).toBeNull();
     expect(nextNote(note, { kind: 'caught-up', link: NEXT, spec: MINE }, NEXT)).toBeNull();
     expect(nextNote(note, { kind: 'ignore' }, LINK)).toBe(note);
     // a save, a Keep theirs or an open moves the link on: the offer is no longer shown
@@ -217,7 +246,7 @@ describe('the canvas following its Composition', () => {
     expect(store.getState().replaceFromServer(BASE, LINK)).toBeNull();
     let held: HeldNote | null = null;
     const take = (change: CompositionChange): void => {
-      held = takeChange(store, change)(held);
+      held = takeChange(store, change).note(held);
     };
     const shown = () => shownNote(held, store.getState().link);
     const edit = (): void => {
@@ -300,8 +329,11 @@ describe('the canvas following its Composition', () => {
     // the save's reply (a create)
     c.store.getState().markSaved({ ...LINK, resourceVersion: '200', revision: 1 }, BASE);
     expect(c.shown()).toBeNull();
-    // and its frame
+    // and its frame, then the operator's revision: the banner stays gone
     c.take({ ...changed(BASE, '200'), via: 'ADDED' });
     expect(c.store.getState()).toMatchObject({ dirty: false, link: { resourceVersion: '200' } });
+    c.take({ ...changed(BASE, '201'), composition: stored(BASE, '201', 1) });
+    expect(c.store.getState().link).toMatchObject({ resourceVersion: '201', revision: 1 });
+    expect(c.shown()).toBeNull();
   });
 });

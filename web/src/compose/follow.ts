@@ -60,8 +60,8 @@ export type Decision =
   | { readonly kind: 'ignore' }
   /** The version the canvas has: nothing changes, a pending offer is over. */
   | { readonly kind: 'current' }
-  /** A new version with the spec the canvas was read from: the link moves to it, nothing else. */
-  | { readonly kind: 'version'; readonly link: CompositionLink; readonly baseline: SpecObject }
+  /** A new version with the spec the canvas was read from: the link moves to it from version `from`, nothing else. */
+  | { readonly kind: 'version'; readonly link: CompositionLink; readonly baseline: SpecObject; readonly from: string | null }
   /** The cluster now says what the canvas says: linked to it, clean. */
   | { readonly kind: 'caught-up'; readonly link: CompositionLink; readonly spec: SpecObject }
   /** No unsaved edits: the canvas takes it. */
@@ -98,10 +98,14 @@ export function changerOf(managers: readonly FieldManager[]): Changer | null {
   return best === null ? null : { manager: best.manager, time: best.time };
 }
 
-/** "kubectl-patch at 2026-12-02 10:15:00 UTC", "another console session (orrery-console)", "someone". */
-export function changerText(by: Changer | null): string {
+/**
+ * "kubectl-patch at 2026-12-02 10:15:00 UTC", "another console session (orrery-console)",
+ * "someone". `plain`: the manager's name as it is (for who changed it last before a deletion,
+ * which may well be this canvas's own save).
+ */
+export function changerText(by: Changer | null, plain = false): string {
   if (by === null) return 'someone';
-  const who = by.manager === CONSOLE_MANAGER ? `another console session (${CONSOLE_MANAGER})` : by.manager;
+  const who = by.manager === CONSOLE_MANAGER && !plain ? `another console session (${CONSOLE_MANAGER})` : by.manager;
   return by.time === null ? who : `${who} at ${formatTime(by.time)}`;
 }
 
@@ -129,7 +133,7 @@ export function decide(change: CompositionChange, view: CanvasView): Decision {
   const theirVersion = change.resourceVersion ?? c.resourceVersion;
   if (theirVersion !== null && theirVersion === version) return { kind: 'current' };
   const next: CompositionLink = { namespace: link.namespace, name: link.name, revision: c.revision, resourceVersion: theirVersion };
-  if (view.baseline !== null && sameSpec(c.spec, view.baseline)) return { kind: 'version', link: next, baseline: view.baseline };
+  if (view.baseline !== null && sameSpec(c.spec, view.baseline)) return { kind: 'version', link: next, baseline: view.baseline, from: version };
   if (sameSpec(c.spec, view.spec)) return { kind: 'caught-up', link: next, spec: c.spec };
   const by = changerOf(change.managers);
   if (!view.dirty) return { kind: 'follow', link: next, spec: c.spec, by };
@@ -164,8 +168,9 @@ export function nextNote(held: HeldNote | null, decision: Decision, after: Compo
     case 'current':
       return held?.note.kind === 'offer' ? null : held;
     case 'version':
-      // The same spec at a newer version: an offer is over, any other note stays with the version.
-      return held === null || held.note.kind === 'offer' ? null : hold(held.note);
+      // The same spec at a newer version: an offer is over; a note shown at the version before
+      // (who changed it) moves on with the version; one no longer shown stays hidden.
+      return held === null || held.note.kind === 'offer' || held.basedOn !== decision.from ? null : hold(held.note);
     case 'caught-up':
       return null;
     case 'follow':
@@ -174,7 +179,7 @@ export function nextNote(held: HeldNote | null, decision: Decision, after: Compo
       return hold({ kind: 'offer', by: decision.by, lines: decision.lines, link: decision.link, spec: decision.spec });
     case 'deleted': {
       const when = decision.at === null ? '' : ` at ${formatTime(decision.at)}`;
-      const last = decision.lastBy === null ? '' : ` It was last changed by ${changerText(decision.lastBy)}; the cluster does not record who deletes.`;
+      const last = decision.lastBy === null ? '' : ` It was last changed by ${changerText(decision.lastBy, true)}; the cluster does not record who deletes.`;
       return hold({ kind: 'deleted', text: `${after.name} was deleted from the cluster${when}.${last} The canvas keeps it: Save creates it again under the same name.` });
     }
   }
@@ -203,11 +208,19 @@ export function viewOf(state: CanvasState): CanvasView {
   return { link: state.link, dirty: state.dirty, spec: toSpec(state.doc), baseline };
 }
 
-/**
- * Decides a change and applies it to the canvas at once; gives what the note becomes (a
- * function of the note held, for React's state setter, which must not have effects of its own).
- */
-export function takeChange(store: StoreApi<CanvasState>, change: CompositionChange): (held: HeldNote | null) => HeldNote | null {
+/** A decision taken, and what the note becomes (a function of the note held, for React's state setter, which must not have effects of its own). */
+export interface Taken {
+  readonly decision: Decision;
+  readonly note: (held: HeldNote | null) => HeldNote | null;
+}
+
+/** Whether a decision brings something to say (the page's older news, an open or a save, is then out of date). */
+export function isNews(decision: Decision): boolean {
+  return decision.kind === 'follow' || decision.kind === 'offer' || decision.kind === 'deleted';
+}
+
+/** Decides a change and applies it to the canvas at once. */
+export function takeChange(store: StoreApi<CanvasState>, change: CompositionChange): Taken {
   const state = store.getState();
   const decision = decide(change, viewOf(state));
   switch (decision.kind) {
@@ -220,7 +233,7 @@ export function takeChange(store: StoreApi<CanvasState>, change: CompositionChan
     case 'follow': {
       const problems = state.takeFromServer(decision.spec, decision.link);
       const link = state.link;
-      if (problems !== null && link !== null) return () => unreadableNote(link, decision.by, problems);
+      if (problems !== null && link !== null) return { decision, note: () => unreadableNote(link, decision.by, problems) };
       break;
     }
     case 'deleted':
@@ -232,7 +245,7 @@ export function takeChange(store: StoreApi<CanvasState>, change: CompositionChan
       break;
   }
   const after = store.getState().link;
-  return (held) => nextNote(held, decision, after);
+  return { decision, note: (held) => nextNote(held, decision, after) };
 }
 
 /** Reload theirs: the offered version on the canvas as one undoable step. */
