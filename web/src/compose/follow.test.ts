@@ -320,6 +320,14 @@ describe('the canvas following its Composition', () => {
     expect(c.shown()?.kind).toBe('updated');
   });
 
+  it('keeps the canvas, saying why, when it cannot hold the spec the cluster has', () => {
+    const c = opened();
+    c.take(changed({ nodes: 'x' }, '120'));
+    expect(toSpec(c.store.getState().doc)).toEqual(BASE);
+    expect(c.store.getState().link).toEqual(LINK);
+    expect(c.shown()).toEqual({ kind: 'updated', text: 'notes was changed in the cluster by kubectl-client-side-apply at 2026-12-02 10:15:00 UTC, but the canvas cannot show that spec (nodes is not a list); it keeps what it has.' });
+  });
+
   it('a deletion keeps the canvas and its name with no version, so Save creates it again; the save ends the banner', () => {
     const c = opened();
     c.take(DELETED);
