@@ -17,17 +17,15 @@
 //   another 4xx or a reply that is not an event stream; on 429 it stops and explains the
 //   limit of open streams per person;
 // - stops when `run.end` arrives (`ended`), and when its owner closes it (`closed`).
-// The server's `retry:` field is not used: the delays above are the console's.
+// The server's `retry:` field is not used: the delays above are the console's. The connection,
+// the backoff and the refusals are sse.ts's, shared with the Composition watch.
 
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { apiPath, authorized, globalFetch, networkProblem, problemOf, type Fetch, type Problem } from './http.ts';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { apiPath, type Fetch, type Problem } from './http.ts';
+import { followSse, type SseEnd, type SseStatus } from './sse.ts';
 import { parseTraceEvent, type TraceEvent } from './trace.ts';
 
-/** The waits before each reconnection, in milliseconds. */
-export const BACKOFF_MS: readonly number[] = [500, 1000, 2000, 4000, 8000];
-
-/** The most a frame may hold before the connection is treated as broken. */
-const MAX_FRAME_CHARS = 8 * 1024 * 1024;
+export { BACKOFF_MS, tooManyStreamsExplanation } from './sse.ts';
 
 /** Why a stream stopped for good. */
 export type StreamEnd =
@@ -84,193 +82,49 @@ export interface RunEventsStream {
   readonly done: Promise<StreamEnd>;
 }
 
-/** What 429 means here, in the console's words. */
-export function tooManyStreamsExplanation(problem: Problem): string {
-  const wait = problem.retryAfterSeconds === null ? '' : ` The sidecar suggests trying again in ${problem.retryAfterSeconds} s.`;
-  return (
-    'You already have as many live event streams open as one person may (four, unless the ' +
-    'install says otherwise): other tabs or views following runs. Close one of them, then ' +
-    `reconnect.${wait} (The sidecar said: ${problem.message})`
-  );
-}
-
 function rethrowLater(error: unknown): void {
   queueMicrotask(() => {
     throw error;
   });
 }
 
-class Drop extends Error {
-  constructor(readonly problem: Problem) {
-    super(problem.message);
-  }
-}
-
 /** Opens the live stream of a run's events. */
 export function streamRunEvents(options: RunEventsOptions): RunEventsStream {
-  const call = options.fetch ?? globalFetch();
-  const url = `${options.base ?? ''}${apiPath('runs', options.namespace, options.name, 'events')}`;
   let lastSeq = options.after ?? 0;
-  let stopped = false;
-  let controller: AbortController | null = null;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let wake: (() => void) | null = null;
-  /** New events the current connection delivered. */
-  let delivered = 0;
-  let finish: (end: StreamEnd) => void = () => undefined;
-  const done = new Promise<StreamEnd>((resolve) => {
-    finish = resolve;
+  const withSeq = (end: SseEnd): StreamEnd => ({ ...end, lastSeq });
+  const onFrame = (frame: EventSourceMessage): 'new' | 'old' | 'end' => {
+    const parsed = parseTraceEvent(frame.data);
+    if ('error' in parsed) {
+      options.onSkipped?.({ id: frame.id, event: frame.event, reason: parsed.error });
+      return 'old';
+    }
+    const event = parsed.event;
+    if (event.seq <= lastSeq) return 'old'; // delivered already (a replay after a resume)
+    lastSeq = event.seq;
+    try {
+      options.onEvent(event);
+    } catch (error) {
+      // The owner's failure is the owner's, never taken for a dropped connection.
+      (options.onHandlerError ?? rethrowLater)(error);
+    }
+    return event.type === 'run.end' ? 'end' : 'new';
+  };
+  const onStatus = (status: SseStatus): void => {
+    options.onStatus?.(status.state === 'stopped' ? { state: 'stopped', end: withSeq(status.end) } : { ...status, lastSeq });
+  };
+  const stream = followSse({
+    url: `${options.base ?? ''}${apiPath('runs', options.namespace, options.name, 'events')}`,
+    token: options.token,
+    resumeId: () => (lastSeq > 0 ? String(lastSeq) : null),
+    onFrame,
+    endedEarly: 'the stream ended before the run did',
+    onStatus,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
-
-  // Read through a function: `stop` may run (from `close`, or a callback) across any await.
-  const isStopped = (): boolean => stopped;
-  const status = (s: StreamStatus): void => {
-    if (!isStopped() || s.state === 'stopped') options.onStatus?.(s);
-  };
-  const stop = (end: StreamEnd): void => {
-    if (stopped) return;
-    stopped = true;
-    if (timer !== null) clearTimeout(timer);
-    timer = null;
-    wake?.();
-    controller?.abort();
-    controller = null;
-    status({ state: 'stopped', end });
-    finish(end);
-  };
-
-  // One connection: resolves true when `run.end` was delivered, false when it ended without;
-  // throws Drop for what is worth a reconnection, and stops the stream for what is not.
-  const connect = async (): Promise<boolean> => {
-    const abort = new AbortController();
-    controller = abort;
-    const headers = authorized(typeof options.token === 'string' ? options.token : options.token(), {
-      Accept: 'text/event-stream',
-    });
-    if (lastSeq > 0) headers.set('Last-Event-ID', String(lastSeq));
-    status({ state: 'connecting', lastSeq });
-    let response: Response;
-    try {
-      response = await call(url, { method: 'GET', headers, signal: abort.signal, credentials: 'omit', cache: 'no-store' });
-    } catch (error) {
-      throw new Drop(networkProblem(error));
-    }
-    if (isStopped()) return false;
-    if (!response.ok) {
-      const problem = await problemOf(response);
-      if (response.status >= 500 || response.status === 408) throw new Drop(problem);
-      if (response.status === 401) stop({ reason: 'unauthenticated', lastSeq, problem });
-      else if (response.status === 403) stop({ reason: 'forbidden', lastSeq, problem });
-      else if (response.status === 429) stop({ reason: 'too-many-streams', lastSeq, problem, explanation: tooManyStreamsExplanation(problem) });
-      else stop({ reason: 'refused', lastSeq, problem });
-      return false;
-    }
-    const type = response.headers.get('Content-Type') ?? '';
-    if (!type.startsWith('text/event-stream') || response.body === null) {
-      stop({
-        reason: 'refused',
-        lastSeq,
-        problem: { status: response.status, code: 'reply', message: `the sidecar answered with ${type || 'no content type'}, not an event stream`, loc: [], retryAfterSeconds: null },
-      });
-      return false;
-    }
-    status({ state: 'open', lastSeq });
-
-    const frames: { ended: boolean; broken: string | null } = { ended: false, broken: null };
-    const parser = createParser({
-      maxBufferSize: MAX_FRAME_CHARS,
-      onEvent: (frame: EventSourceMessage) => {
-        if (isStopped() || frames.ended) return;
-        const parsed = parseTraceEvent(frame.data);
-        if ('error' in parsed) {
-          options.onSkipped?.({ id: frame.id, event: frame.event, reason: parsed.error });
-          return;
-        }
-        const event = parsed.event;
-        if (event.seq <= lastSeq) return; // delivered already (a replay after a resume)
-        lastSeq = event.seq;
-        delivered += 1;
-        if (event.type === 'run.end') frames.ended = true;
-        try {
-          options.onEvent(event);
-        } catch (error) {
-          // The owner's failure is the owner's, never taken for a dropped connection.
-          (options.onHandlerError ?? rethrowLater)(error);
-        }
-      },
-      onError: (error) => {
-        if (error.type === 'max-buffer-size-exceeded') frames.broken = error.message;
-      },
-    });
-    // Decoded here rather than through a TextDecoderStream, whose queue an error would empty:
-    // every byte read is parsed before the next read.
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    try {
-      for (;;) {
-        const { done: eof, value } = await reader.read();
-        if (eof) break;
-        parser.feed(decoder.decode(value, { stream: true }));
-        if (frames.broken !== null) {
-          throw new Drop({ status: 200, code: 'reply', message: `a frame over the limit: ${frames.broken}`, loc: [], retryAfterSeconds: null });
-        }
-        if (frames.ended || isStopped()) break;
-      }
-    } catch (error) {
-      if (error instanceof Drop) throw error;
-      if (isStopped()) return false;
-      throw new Drop(networkProblem(error));
-    } finally {
-      abort.abort();
-      reader.releaseLock();
-    }
-    // A frame cut off by the end of the stream is never delivered: the next connection
-    // resumes after the last whole one.
-    return frames.ended;
-  };
-
-  const run = async (): Promise<void> => {
-    let failures = 0;
-    for (;;) {
-      let problem: Problem;
-      delivered = 0;
-      try {
-        const ended = await connect();
-        if (isStopped()) return;
-        if (ended) {
-          stop({ reason: 'ended', lastSeq });
-          return;
-        }
-        problem = { status: 200, code: 'ended', message: 'the stream ended before the run did', loc: [], retryAfterSeconds: null };
-      } catch (error) {
-        if (isStopped()) return;
-        problem = error instanceof Drop ? error.problem : networkProblem(error);
-      }
-      if (delivered > 0) failures = 0;
-      const delayMs = BACKOFF_MS[failures];
-      if (delayMs === undefined) {
-        stop({ reason: 'gave-up', lastSeq, problem });
-        return;
-      }
-      failures += 1;
-      status({ state: 'waiting', lastSeq, attempt: failures, delayMs, problem });
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        timer = setTimeout(() => {
-          timer = null;
-          resolve();
-        }, delayMs);
-      });
-      wake = null;
-      if (isStopped()) return;
-    }
-  };
-
-  void run();
   return {
     close: () => {
-      stop({ reason: 'closed', lastSeq });
+      stream.close();
     },
-    done,
+    done: stream.done.then(withSeq),
   };
 }

@@ -1,14 +1,16 @@
 // The canvas's state: the document with undo and redo (history.ts), the Composition it is linked
 // to (the one Save writes a new revision of), and whether it has changes that Composition's last
 // saved spec does not. A template, an import or a run's spec loads unlinked and undoably
-// (rules 12.25, 12.57: Undo restores the canvas and its link); following the cluster replaces
-// the document and forgets the history. A zustand store without React, so tests drive it as is
+// (rules 12.25, 12.57: Undo restores the canvas and its link); opening a Composition replaces
+// the document and forgets the history; a change made to it elsewhere, once taken, is one
+// undoable step (compose/follow.ts decides when). A zustand store without React, so tests drive it as is
 // and a page reads it with `useStore`.
 
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import { emptyDocument, fromSpec, sameSpec, toSpec, type CanvasDocument, type SpecObject, type SpecProblem } from './document.ts';
 import type { EditError, EditResult } from './edit.ts';
 import { canRedo, canUndo, historyOf, mapHistory, record, redo, undo, type History } from './history.ts';
+import { keepKeys } from './rekey.ts';
 
 /** The Composition in the cluster that the canvas saves to. */
 export interface CompositionLink {
@@ -54,6 +56,17 @@ export interface CanvasState {
   replaceFromServer(spec: unknown, link: CompositionLink): readonly SpecProblem[] | null;
   /** Save wrote `spec` as `link`: the canvas is linked to it (so are the steps of the same Composition) and clean. */
   markSaved(link: CompositionLink, spec: SpecObject): void;
+  /**
+   * The cluster's newer spec of the linked Composition on the canvas, as one undoable step: the
+   * nodes and edges it shares with the canvas keep their keys (so their positions and the
+   * selection stay); the canvas, and every step of that Composition, linked to `link`.
+   */
+  takeFromServer(spec: unknown, link: CompositionLink): readonly SpecProblem[] | null;
+  /**
+   * The linked Composition was deleted from the cluster: the canvas keeps its content and its
+   * name, with no version and no revision (so Save creates it again), and has unsaved changes.
+   */
+  markDeleted(): void;
 }
 
 export function linkKey(link: CompositionLink): string {
@@ -121,6 +134,29 @@ export function createCanvasStore(options: CanvasStoreOptions = {}): StoreApi<Ca
       const was = history.present.link;
       const relinked = mapHistory(history, (step) => (sameComposition(step.link, was) ? { ...step, link } : step));
       set(derive(relinked, { ...saved, [linkKey(link)]: spec }));
+    },
+
+    takeFromServer(spec, link) {
+      const read = fromSpec(spec);
+      if (!read.ok) return read.problems;
+      const { history, saved } = get();
+      const was = history.present.link;
+      const relinked = mapHistory(history, (step) => (sameComposition(step.link, was) ? { ...step, link } : step));
+      const doc = keepKeys(history.present.doc, read.doc);
+      const next = sameSpec(toSpec(doc), toSpec(history.present.doc))
+        ? relinked
+        : record(relinked, { doc, link }, options.cap === undefined ? {} : { cap: options.cap });
+      set(derive(next, { ...saved, [linkKey(link)]: toSpec(read.doc) }));
+      return null;
+    },
+
+    markDeleted() {
+      const { history, saved } = get();
+      const was = history.present.link;
+      if (was === null) return;
+      const gone: CompositionLink = { namespace: was.namespace, name: was.name, revision: null, resourceVersion: null };
+      const relinked = mapHistory(history, (step) => (sameComposition(step.link, was) ? { ...step, link: gone } : step));
+      set(derive(relinked, Object.fromEntries(Object.entries(saved).filter(([key]) => key !== linkKey(was)))));
     },
   }));
 }

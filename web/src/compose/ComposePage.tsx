@@ -37,6 +37,7 @@ import { linkTo, openedSaid, saveLabel, savedSaid, statusOnlyConflict } from './
 import { RevisionMark } from './Revisions.tsx';
 import type { LoadedComposition } from '../canvas/manifest.ts';
 import { lastVerdict, useValidation } from './validation.ts';
+import { Following, useFollow } from './Following.tsx';
 
 const EditGraph = lazy(() => import('./EditGraph.tsx'));
 
@@ -120,6 +121,8 @@ export default function ComposePage() {
   useEffect(() => {
     clearArrival();
   }, []);
+  // The linked Composition followed in the cluster: changed elsewhere, taken or offered.
+  const follow = useFollow({ store, token, api, expire, saving, onNews: () => { setBanner(null); } });
   const [refusal, setRefusal] = useState<string | null>(null);
   const narrow = useMedia('(max-width: 767px)');
   const rail = useMedia('(max-width: 1279px)');
@@ -357,6 +360,7 @@ export default function ComposePage() {
       <p role="status" className={`text-sm ${errors > 0 ? 'text-red-800 dark:text-red-200' : muted}`}>
         {verdictLine}
       </p>
+      <Following follow={follow} />
       {banner === null ? null : (
         <div role="status" className="flex flex-wrap items-center gap-3 rounded-md border border-sky-700 bg-sky-50 px-3 py-2 text-sky-950 dark:border-sky-300 dark:bg-sky-950 dark:text-sky-50">
           <span>{banner.said}</span>
