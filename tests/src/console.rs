@@ -157,6 +157,10 @@ pub struct SpecEnv {
     /// `ORRERY_CONSOLE_RESTART_FILE`: where a spec asks for the sidecar to be killed or started
     /// again (`crate::spec_sidecar`); unset when the sidecar is not the test's to restart.
     pub restart_file: Option<PathBuf>,
+    /// `ORRERY_KUBECTL` and `ORRERY_KUBECONFIG`: a kubectl and the control plane's kubeconfig
+    /// (its contexts are the users: `admin`, `alice`, …), for a spec that changes the cluster as
+    /// a person at a terminal would (`kubectl patch`); unset where the specs may not.
+    pub kubectl: Option<(PathBuf, PathBuf)>,
 }
 
 impl std::fmt::Debug for SpecEnv {
@@ -178,6 +182,7 @@ impl SpecEnv {
             bob: token(studio.env, BOB)?,
             finished: Some(FINISHED_RUNS.map(str::to_owned)),
             restart_file: None,
+            kubectl: Some((studio.env.kubectl_exe(), studio.env.kubeconfig.clone())),
         })
     }
 
@@ -198,6 +203,14 @@ impl SpecEnv {
             (
                 "ORRERY_CONSOLE_RESTART_FILE",
                 self.restart_file.as_ref().map(Into::into),
+            ),
+            (
+                "ORRERY_KUBECTL",
+                self.kubectl.as_ref().map(|(exe, _)| exe.into()),
+            ),
+            (
+                "ORRERY_KUBECONFIG",
+                self.kubectl.as_ref().map(|(_, config)| config.into()),
             ),
         ]
     }

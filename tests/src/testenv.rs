@@ -239,18 +239,21 @@ impl TestEnv {
     /// `kubectl --kubeconfig <kubeconfig> --context <user>`: the built kubectl v1.36.3 when
     /// known, else `kubectl` from `PATH`.
     pub fn kubectl(&self, user: &str) -> Command {
-        let exe = self
-            .bin
-            .as_ref()
-            .map(|b| b.join("kubectl"))
-            .filter(|p| p.exists())
-            .unwrap_or_else(|| PathBuf::from("kubectl"));
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new(self.kubectl_exe());
         cmd.arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--context")
             .arg(user);
         cmd
+    }
+
+    /// The kubectl [`TestEnv::kubectl`] runs: the built one when known, else `kubectl`.
+    pub fn kubectl_exe(&self) -> PathBuf {
+        self.bin
+            .as_ref()
+            .map(|b| b.join("kubectl"))
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("kubectl"))
     }
 
     /// A value from `<dir>/env`, e.g. `TESTENV_CA_FILE`, `TESTENV_ALICE_TOKEN`.

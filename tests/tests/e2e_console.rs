@@ -64,7 +64,19 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
                 "scripted",
                 json!({"draft": [{"reply": "Release notes for: {{input}}"}],
                 "publish": [{"reply": "Changelog: {{input}}"}],
-                "writer": writer_asks_which_version()}),
+                "writer": writer_asks_which_version(),
+                // The run tabs' calls (web/e2e/remote-tabs.spec.ts): one to demo-tools, one to
+                // demo-writer that needs no answer.
+                "research": [
+                    {"toolCalls": [{"name": "mcp_demo_tools_search_articles",
+                                    "arguments": {"query": "{{input}}", "limit": 2}}]},
+                    {"reply": "Notes from the articles:\n{{tool_results}}"}
+                ],
+                "drafter": [
+                    {"toolCalls": [{"name": "a2a_demo_writer_draft",
+                                    "arguments": {"request": "# Version 2.4\n- Search is faster."}}]},
+                    {"reply": "{{tool_results.reply}}"}
+                ]}),
             ),
             demo_writer_entry(&fleet.writer_card_url()),
             // The templates' MCP tools (rule 12.6: every template validates here).
@@ -169,6 +181,8 @@ const COMPOSE: &str = "compose: the canvas, its templates and validation";
 const LAYOUT: &str = "compose: layout, fitting and the palette rail";
 const REGISTRY: &str = "compose: the registry, read-only, with a changed card";
 const REVISIONS: &str = "compose: open, revisions, restore and run by reference";
+const FOLLOW: &str = "compose: the canvas follows the cluster";
+const REMOTE_TABS: &str = "run: the A2A and MCP tabs";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -187,6 +201,8 @@ const GROUPS: &[&str] = &[
     LAYOUT,
     REGISTRY,
     REVISIONS,
+    FOLLOW,
+    REMOTE_TABS,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -296,6 +312,25 @@ fn the_canvas_lays_out_by_its_shape_keeps_a_dragged_graph_through_resizes_and_fi
 fn an_older_revision_is_listed_compared_run_by_reference_and_restored_as_the_newest() -> Result<()>
 {
     specs(Specs::Group(REVISIONS), "revisions")
+}
+
+/// Two-way (`web/e2e/follow.spec.ts`, issue 24; rules 12.53, 12.54): a `kubectl patch` of the
+/// Composition open on alice's canvas reaches it; with unsaved edits a banner offers theirs or
+/// hers, and her save after Keep mine is a field conflict with kubectl-patch that she takes
+/// over; a `kubectl delete` is shown and Save creates it again.
+#[test]
+fn the_canvas_follows_kubectl_changes_offers_theirs_or_mine_over_unsaved_edits_and_recreates_a_deleted_one()
+-> Result<()> {
+    specs(Specs::Group(FOLLOW), "follow")
+}
+
+/// The run's A2A and MCP tabs (`web/e2e/remote-tabs.spec.ts`, rules 12.47–12.51): a run whose
+/// `research` searches demo-tools and whose `drafter` asks demo-writer for a draft, with content
+/// captured: each call with what was sent, the task's states and the reply, and the entries the
+/// run uses, live and in replay.
+#[test]
+fn the_run_shows_each_remote_and_mcp_call_with_its_request_states_and_reply() -> Result<()> {
+    specs(Specs::Group(REMOTE_TABS), "remote-tabs")
 }
 
 /// The registry tab (`web/e2e/registry.spec.ts`, rules 12.49–12.52): every entry read-only with
@@ -433,6 +468,7 @@ async fn a_run_followed_through_a_sidecar_restart_lists_every_event_once_and_a_r
                 bob: token(studio.env, BOB)?,
                 finished: None,
                 restart_file: None,
+                kubectl: None,
             };
             let served =
                 run_specs_restarting(&env, Specs::Group(DROP), "drop", &mut sidecar).await?;

@@ -20,6 +20,9 @@
 //   ORRERY_TOKEN_BOB            bob's bearer token (the same Role, another person)
 //   ORRERY_CONSOLE_FINISHED_A   two finished runs of alice's, of one Composition (history.spec.ts;
 //   ORRERY_CONSOLE_FINISHED_B   unset on a Studio without them)
+//   ORRERY_KUBECTL, ORRERY_KUBECONFIG  a kubectl and the control plane's kubeconfig (contexts named
+//                               for the users: admin, alice, …), for specs that change the cluster
+//                               as a person at a terminal would (unset: those specs are skipped)
 //   ORRERY_CONSOLE_RESTART_FILE where a spec asks for the sidecar to be killed or started again
 //                               (drop.spec.ts; set only for a sidecar the test may kill): it
 //                               writes {"id", "action": "kill" | "start"} elsewhere and renames

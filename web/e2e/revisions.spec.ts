@@ -108,8 +108,8 @@ test.describe('compose: open, revisions, restore and run by reference', () => {
     await expect(run).toContainText(`Runs ${name} revision 1 as saved, by reference, so the run is filed under it.`);
     await run.getByLabel('Input').fill('version 1');
     await run.getByRole('button', { name: 'Start the run' }).click();
-    await expect(page).toHaveURL(/\/runs\/[^/]+\/[^/]+$/);
-    const runName = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1) ?? '');
+    await expect(page).toHaveURL(/#\/runs\/[^/]+\/[^/]+$/);
+    const runName = decodeURIComponent(new URL(page.url()).hash.split('/').at(-1) ?? '');
     await expect
       .poll(async () => field((await api(alice.token, runPath(namespace, runName))).body, 'spec', 'compositionRef'), { timeout: 30_000 })
       .toEqual({ name, revision: 1 });

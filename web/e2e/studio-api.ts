@@ -99,3 +99,22 @@ export async function tabTo(page: Page, target: Locator, max = 120): Promise<voi
   }
   throw new Error(`${String(target)} never took the focus after ${max} presses of Tab`);
 }
+
+/** Whether the environment gives a kubectl and a kubeconfig (`ORRERY_KUBECTL`, `ORRERY_KUBECONFIG`). */
+export function hasKubectl(): boolean {
+  return (process.env['ORRERY_KUBECTL'] ?? '') !== '' && (process.env['ORRERY_KUBECONFIG'] ?? '') !== '';
+}
+
+/** Runs kubectl as `user` (a context of the control plane's kubeconfig), as a person at a terminal would; gives its output. */
+export async function kubectl(user: string, ...args: string[]): Promise<string> {
+  const exe = process.env['ORRERY_KUBECTL'] ?? '';
+  const config = process.env['ORRERY_KUBECONFIG'] ?? '';
+  if (exe === '' || config === '') throw new Error('ORRERY_KUBECTL and ORRERY_KUBECONFIG are not set: run the specs through tests/tests/e2e_console.rs');
+  const { execFile } = await import('node:child_process');
+  return new Promise((resolve, reject) => {
+    execFile(exe, ['--kubeconfig', config, '--context', user, ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error === null) resolve(stdout);
+      else reject(new Error(`kubectl ${args.join(' ')}: ${error.message}\n${stderr}`));
+    });
+  });
+}
