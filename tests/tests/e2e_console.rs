@@ -79,6 +79,9 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
                 ]}),
             ),
             demo_writer_entry(&fleet.writer_card_url()),
+            // The same writer registered as acting: shown, marked, never Ready and not addable
+            // to a node here, where the chart keeps acting remotes off (12.17, 12.50).
+            acting_writer_entry(&fleet.writer_card_url())?,
             // The templates' MCP tools (rule 12.6: every template validates here).
             demo_tools_entry(&fleet.tools_url())?,
             composition("human-review", draft_review_publish()),
@@ -150,6 +153,14 @@ fn install() -> LocalBoxFuture<'static, Result<Studio>> {
     })
 }
 
+/// `acting-writer`: demo-writer's card registered again with `effect: Acting`.
+fn acting_writer_entry(card_url: &str) -> Result<String> {
+    let mut entry: Value = serde_json::from_str(&demo_writer_entry(card_url))?;
+    entry["metadata"]["name"] = json!("acting-writer");
+    entry["spec"]["a2a"]["effect"] = json!("Acting");
+    Ok(entry.to_string())
+}
+
 /// A Composition manifest.
 fn composition(name: &str, spec: Value) -> String {
     json!({
@@ -183,6 +194,7 @@ const REGISTRY: &str = "compose: the registry, read-only, with a changed card";
 const REVISIONS: &str = "compose: open, revisions, restore and run by reference";
 const FOLLOW: &str = "compose: the canvas follows the cluster";
 const REMOTE_TABS: &str = "run: the A2A and MCP tabs";
+const INSPECTOR: &str = "compose: tools from the registry, the model list and seed import";
 const GROUPS: &[&str] = &[
     POLICY,
     BAD_TOKEN,
@@ -203,6 +215,7 @@ const GROUPS: &[&str] = &[
     REVISIONS,
     FOLLOW,
     REMOTE_TABS,
+    INSPECTOR,
 ];
 
 /// Runs `specs` against the shared Studio; `name` names the run's results directory.
@@ -331,6 +344,16 @@ fn the_canvas_follows_kubectl_changes_offers_theirs_or_mine_over_unsaved_edits_a
 #[test]
 fn the_run_shows_each_remote_and_mcp_call_with_its_request_states_and_reply() -> Result<()> {
     specs(Specs::Group(REMOTE_TABS), "remote-tabs")
+}
+
+/// The inspector and the seed import (`web/e2e/inspector.spec.ts`, rules 12.12, 12.17, 12.18,
+/// 12.67): Remote agent calls a registry skill; a read-only tool added and removed, an acting one
+/// refused with why; the model from the deployment's; the release-notes seed converted by the
+/// sidecar and loaded with Undo, a bad seed's every problem listed first.
+#[test]
+fn tools_come_from_the_registry_models_from_the_deployment_and_a_seed_imports_through_the_sidecar()
+-> Result<()> {
+    specs(Specs::Group(INSPECTOR), "inspector")
 }
 
 /// The registry tab (`web/e2e/registry.spec.ts`, rules 12.49–12.52): every entry read-only with

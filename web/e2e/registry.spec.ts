@@ -46,6 +46,14 @@ test.describe('compose: the registry, read-only, with a changed card', () => {
     const skills = writer.getByRole('table', { name: 'Skills of the card' });
     await expect(skills.getByRole('row').filter({ hasText: 'draft' })).toHaveText(/^draft\s*yes\s*read-only$/);
 
+    // acting-writer, the same card registered `effect: Acting`: its skill is marked acting (12.50),
+    // and the entry is refused here, where acting remotes are off.
+    const acting = entry(page, 'acting-writer');
+    await expect(acting.locator('summary')).toContainText('Not ready');
+    await acting.locator('summary').click();
+    await expect(acting.getByRole('table', { name: 'Skills of the card' }).getByRole('row').filter({ hasText: 'draft' })).toHaveText(/^draft\s*yes\s*acting$/);
+    await expect(acting.locator('dt:text-is("Condition") + dd')).toContainText('acting remotes');
+
     // demo-tools: an MCP server with its tools classified.
     const tools = entry(page, 'demo-tools');
     await expect(tools.locator('summary')).toContainText('MCP server');
