@@ -103,6 +103,21 @@ describe('the tools a node may pick from the registry (12.17)', () => {
     expect(remoteAgentSkill(onlyWriter(off))).toBeNull();
     expect(remoteAgentSkill([])).toBeNull();
   });
+
+  it('gives a new remote agent a ready entry’s skill before one a run would refuse now (12.12)', () => {
+    const skill = (entry: string, acting = false) => ({ reference: `a2a:${entry}.draft`, source: 'a2a' as const, entry, name: 'draft', modelName: `a2a_${entry}_draft`, acting, refused: null });
+    const entry = (name: string, ready: boolean, acting = false): PickerEntry => ({
+      name,
+      source: 'a2a',
+      state: ready ? { state: 'ready' } : { state: 'not-ready', reason: 'PinChanged', message: null },
+      stateNote: null,
+      refused: null,
+      tools: [skill(name, acting)],
+    });
+    expect(remoteAgentSkill([entry('changed', false), entry('steady', true)])?.entry).toBe('steady');
+    expect(remoteAgentSkill([entry('changed', false), entry('acts', true, true)])?.entry).toBe('acts');
+    expect(remoteAgentSkill([entry('changed', false)])?.entry).toBe('changed');
+  });
 });
 
 describe("a node's tools against the registry (12.17)", () => {

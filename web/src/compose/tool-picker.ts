@@ -175,10 +175,16 @@ export function toolChoices(items: readonly RegistryItem[], capabilities: Capabi
   return out;
 }
 
-/** The first skill a new "Remote agent" (12.12, 2.5) may call: an addable `a2a:` skill, read-only ones first, else null. */
+/**
+ * The first skill a new "Remote agent" (12.12, 2.5) may call: an addable `a2a:` skill of a ready
+ * entry before one of an entry a run would refuse or wait for now, read-only before acting within
+ * each; else null.
+ */
 export function remoteAgentSkill(choices: readonly PickerEntry[]): PickableTool | null {
-  const skills = choices.flatMap((e) => (e.source === 'a2a' ? e.tools : [])).filter((t) => t.refused === null);
-  return skills.find((t) => !t.acting) ?? skills[0] ?? null;
+  const rank = (entry: PickerEntry, tool: PickableTool): number => (entry.state.state === 'ready' ? 0 : 2) + (tool.acting ? 1 : 0);
+  const skills = choices.flatMap((e) => (e.source === 'a2a' ? e.tools.filter((t) => t.refused === null).map((t) => ({ rank: rank(e, t), tool: t })) : []));
+  // A stable sort: within a rank, the registry's order.
+  return skills.sort((a, b) => a.rank - b.rank)[0]?.tool ?? null;
 }
 
 /** One of a node's tools as the inspector lists it. */
