@@ -87,6 +87,29 @@ async fn a_call_to_demo_writer_returns_its_reply_as_json_with_the_task_states_in
         result["reply"].as_str(),
         "the reply event carries the reply as the model saw it"
     );
+    // Rule 12.47: the request names the method it went by (demo-writer's card streams); the
+    // inbound events name none.
+    let methods: Vec<(Direction, Option<String>)> = t
+        .of("a2a.message")
+        .into_iter()
+        .filter_map(|e| match e {
+            EventBody::A2aMessage {
+                direction, method, ..
+            } => Some((direction, method)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        methods.first(),
+        Some(&(Direction::Outbound, Some("SendStreamingMessage".to_owned())))
+    );
+    assert!(
+        methods
+            .iter()
+            .skip(1)
+            .all(|(d, m)| *d == Direction::Inbound && m.is_none()),
+        "{methods:?}"
+    );
     tool.close().await;
     fleet.shutdown().await.unwrap();
 }

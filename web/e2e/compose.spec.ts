@@ -14,7 +14,7 @@
 
 import { type Page } from '@playwright/test';
 import { expect, readConsoleEnv, test } from './fixtures.ts';
-import { api, runPath, signIn, tabTo } from './studio-api.ts';
+import { api, field, runPath, signIn, tabTo } from './studio-api.ts';
 
 async function openCompose(page: Page): Promise<void> {
   await signIn(page, readConsoleEnv().alice.token);
@@ -247,7 +247,7 @@ test.describe('compose: the canvas, its templates and validation', () => {
       await expect(verdict(page)).toHaveText(/^Valid/, { timeout: 15_000 });
       await page.getByRole('button', { name: 'Run…' }).click();
       const dialog = page.getByRole('dialog', { name: 'Run the canvas' });
-      await expect(dialog).toContainText('Runs the composition as it is on the canvas (inline)');
+      await expect(dialog).toContainText('Runs the canvas as it is (not saved as a Composition), inline');
       await dialog.getByLabel('Input').fill(`Release notes for ${name}`);
       await page.keyboard.press('ControlOrMeta+Enter');
       // The run's own page: its live graph.
@@ -286,14 +286,18 @@ test.describe('compose: the canvas, its templates and validation', () => {
     expect(stored.status).toBe(200);
     expect((stored.body as { spec: { nodes: { id: string }[] } }).spec.nodes.map((n) => n.id)).toEqual(['research', 'writer', 'critic']);
 
-    // Someone else (a script with alice's token) changes it in the cluster meanwhile.
-    const theirs = structuredClone(stored.body) as { metadata: { resourceVersion: string }; spec: { description: string } };
+    // alice edits on the canvas; meanwhile someone else (a script with alice's token, reading the
+    // Composition once the operator has recorded it) changes it in the cluster.
+    await page.getByRole('tab', { name: /^Composition/ }).click();
+    await page.getByRole('complementary', { name: 'Inspector' }).getByLabel('Description', { exact: true }).fill('Changed on the canvas.');
+    await expect.poll(async () => field((await api(alice.token, path)).body, 'status', 'revision'), { timeout: 30_000 }).toBe(1);
+    const theirs = structuredClone((await api(alice.token, path)).body) as { metadata: { resourceVersion: string }; spec: { description: string } };
     theirs.spec.description = 'Changed by a script.';
     const put = await api(alice.token, path, { method: 'PUT', body: { spec: theirs.spec, resourceVersion: theirs.metadata.resourceVersion } });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    // alice edits on the canvas and saves: a conflict, never an overwrite (12.54).
-    await page.getByRole('tab', { name: /^Composition/ }).click();
-    await page.getByRole('complementary', { name: 'Inspector' }).getByLabel('Description', { exact: true }).fill('Changed on the canvas.');
+    // The canvas follows the cluster: with her edit unsaved, a banner says so and her edit stays.
+    await expect(page.getByRole('alert', { name: 'Changed in the cluster' })).toBeVisible({ timeout: 15_000 });
+    // She saves anyway: a conflict, never an overwrite (12.54).
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     const conflict = page.getByRole('alert', { name: 'Not saved: changed in the cluster' });
     await expect(conflict).toBeVisible({ timeout: 15_000 });

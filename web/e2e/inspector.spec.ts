@@ -25,7 +25,10 @@ async function openCompose(page: Page): Promise<void> {
 }
 
 test.describe('compose: tools from the registry, the model list and seed import', () => {
-  test('Remote agent calls a registry skill; tools are picked from the registry, acting ones refused with why; the model is one of the deployment’s (12.12, 12.17, 12.18)', async ({ page, axe }) => {
+  test('Remote agent calls a registry skill; tools are picked from the registry, acting ones refused with why; the model is one of the deployment’s (12.12, 12.17, 12.18)', async ({ page, pageProblems, axe }) => {
+    // Until a pattern is chosen the spec is not one the server can read: a 422, shown as a
+    // finding (and logged by Chromium as a failed load).
+    pageProblems.allowConsoleError(/status of 422 .*\/validate\)$/);
     await openCompose(page);
     const palette = page.getByRole('region', { name: 'Add a node' });
     const remote = palette.getByRole('button', { name: 'Remote agent', exact: true });

@@ -42,7 +42,7 @@ test.describe('run: the A2A and MCP tabs', () => {
     await call.click();
     await expect(call).toHaveAttribute('aria-expanded', 'true');
     const a2a = calls.locator('dd');
-    await expect(a2a.filter({ hasText: /^Request: one text part, \d+ bytes/ })).toHaveCount(1);
+    await expect(a2a.filter({ hasText: /^Request by SendStreamingMessage: one text part, \d+ bytes/ })).toHaveCount(1);
     await expect(a2a.filter({ hasText: /completed$/ }).first()).toBeVisible();
     await expect(page.getByLabel('Request of call 1')).toContainText('# Version 2.4');
     await expect(page.getByLabel('Reply of call 1')).not.toBeEmpty();

@@ -78,7 +78,7 @@ test.describe('compose: open, revisions, restore and run by reference', () => {
     // (Other specs save Compositions at the same time: what is checked is that this one, changed
     // a moment ago, comes before the ones the Studio was installed with.)
     await expect(list.locator(':scope > li').filter({ hasText: name })).toHaveCount(1);
-    const order = await list.locator(':scope > li > code').allTextContents();
+    const order = await list.locator(':scope > li').evaluateAll((items) => items.map((li) => li.querySelector('code')?.textContent ?? ''));
     expect(order.indexOf(name), order.join(', ')).toBeGreaterThanOrEqual(0);
     expect(order.indexOf(name), order.join(', ')).toBeLessThan(order.indexOf('human-review'));
     await dialog.getByLabel('Filter by name or description').fill(name);

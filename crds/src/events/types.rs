@@ -353,6 +353,10 @@ pub enum EventBody {
         call_id: String,
         /// Outbound (request) or inbound (reply).
         direction: Direction,
+        /// Outbound: the JSON-RPC method the message went by, `SendMessage`, or
+        /// `SendStreamingMessage` when the remote's card says it streams (rule 12.47).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
         /// The remote task's state (`submitted`, `working`, `completed`, `input-required`…).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task_state: Option<String>,

@@ -168,6 +168,8 @@ export interface A2aMessage extends Base {
   readonly callId: string;
   readonly direction: Direction;
   readonly size: number;
+  /** Outbound: the JSON-RPC method it went by (`SendMessage` or `SendStreamingMessage`). */
+  readonly method?: string | null;
   readonly taskState?: string | null;
   readonly text?: string | null;
 }

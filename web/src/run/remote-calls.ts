@@ -20,8 +20,9 @@
 //   Then the engine's `tool.call` (reference `a2a:<entry>.<skill>`) says how the call ended and
 //   how long it took. A call refused or blocked before anything was sent (a budget spent, an
 //   acting call the owner did not confirm, a card refused) has that `tool.call` and no
-//   `a2a.message`; a cancelled call has no reply. The JSON-RPC method (SendMessage, or
-//   SendStreamingMessage when the card streams) is not in the events, so it is not shown.
+//   `a2a.message`; a cancelled call has no reply. An outbound message names the JSON-RPC
+//   method it went by (`method`: SendMessage, or SendStreamingMessage when the card streams);
+//   events recorded before runners said so have none, and none is shown.
 // - Telling the reply from a state change: the reply carries `text` when capture is on, and
 //   otherwise a `size` over 0, no `taskState`, or the state the call already stands at (a state
 //   change never repeats one). A reply that fits none of these (capture off, nothing came back,
@@ -63,6 +64,8 @@ export interface A2aSent {
   readonly ts: string;
   /** Bytes of its one text part. */
   readonly size: number;
+  /** The JSON-RPC method it went by, when the event says (12.47). */
+  readonly method: string | null;
   readonly content: Content;
 }
 
@@ -246,6 +249,7 @@ export function foldRemoteCalls(events: readonly TraceEvent[], capturedHint = fa
         const state = str(raw['taskState']);
         const text = raw['text'];
         const direction = raw['direction'];
+        const method = str(raw['method']);
         if (direction !== 'outbound' && direction !== 'inbound') break;
         const same = a2a.filter((c) => isOpen(c) && c.nodeId === nodeId && c.entry === entry && c.skill === skill);
         if (direction === 'outbound') {
@@ -253,10 +257,10 @@ export function foldRemoteCalls(events: readonly TraceEvent[], capturedHint = fa
           const asking = due > 0 ? pair(same.filter((c) => lastState(c) === 'input-required'), callId, false) : undefined;
           if (asking !== undefined) {
             answersDue.set(nodeId, due - 1);
-            asking.sent.push({ kind: 'answer', seq: event.seq, ts: event.ts, size, content: contentOf(captured, text, size) });
+            asking.sent.push({ kind: 'answer', seq: event.seq, ts: event.ts, size, method, content: contentOf(captured, text, size) });
             asking.lastTs = event.ts;
           } else {
-            a2a.push({ key: `a2a-${event.seq}`, nodeId, entry, skill, callId, sent: [{ kind: 'request', seq: event.seq, ts: event.ts, size, content: contentOf(captured, text, size) }], states: [], reply: null, verdict: null, startTs: event.ts, lastTs: event.ts });
+            a2a.push({ key: `a2a-${event.seq}`, nodeId, entry, skill, callId, sent: [{ kind: 'request', seq: event.seq, ts: event.ts, size, method, content: contentOf(captured, text, size) }], states: [], reply: null, verdict: null, startTs: event.ts, lastTs: event.ts });
           }
           break;
         }

@@ -80,6 +80,15 @@ describe('what the A2A tab says of a call (12.47)', () => {
     expect(a2aOutcomeText(c)).toBe('waiting for a person to answer the agent’s question');
   });
 
+  it('names the JSON-RPC method a message went by when the event says it (12.47)', () => {
+    const c = callOf(a2a('outbound', { size: 5, method: 'SendStreamingMessage' }), a2a('inbound', { taskState: 'completed', size: 2 }));
+    expect(c.sent.map(sentText)).toEqual(['Request by SendStreamingMessage: one text part, 5 bytes']);
+    const plain = callOf(a2a('outbound', { size: 5, method: 'SendMessage' }));
+    expect(plain.sent.map(sentText)).toEqual(['Request by SendMessage: one text part, 5 bytes']);
+    const odd = callOf(a2a('outbound', { size: 5, method: 7 }));
+    expect(odd.sent.map(sentText)).toEqual(['Request: one text part, 5 bytes']);
+  });
+
   it.each([
     { content: { kind: 'text', text: 'x' } as const, want: null },
     { content: { kind: 'empty' } as const, want: 'Empty.' },

@@ -32,9 +32,10 @@ export function a2aSummary(call: A2aCall, index: number): string {
   return `Call ${index + 1}: ${call.nodeId} → ${call.entry}.${call.skill}, ${a2aOutcomeText(call)}${time}`;
 }
 
-/** A message sent to the remote: always one text part (rule 6.4). */
+/** A message sent to the remote: always one text part (rule 6.4), by its JSON-RPC method when the event names it (12.47). */
 export function sentText(sent: A2aSent): string {
-  return `${sent.kind === 'request' ? 'Request' : 'A person’s answer to its question'}: one text part, ${bytes(sent.size)}`;
+  const by = sent.method === null ? '' : ` by ${sent.method}`;
+  return `${sent.kind === 'request' ? 'Request' : 'A person’s answer to its question'}${by}: one text part, ${bytes(sent.size)}`;
 }
 
 /** The task's states in order, or why there are none. */

@@ -154,13 +154,19 @@ impl A2aAgent {
         direction: Direction,
         state: Option<TaskState>,
         text: Option<&str>,
+        card: Option<&TrustedCard>,
     ) {
+        // An outbound message goes by the method the card calls for (as `Rpc::exchange` sends it).
+        let method = card
+            .filter(|_| direction == Direction::Outbound)
+            .map(|c| c.send_method().to_owned());
         ctx.trace.emit(EventBody::A2aMessage {
             node_id: ctx.node_id.clone(),
             entry: self.endpoint.entry.clone(),
             skill: skill.to_owned(),
             call_id: ctx.call_id.clone(),
             direction,
+            method,
             task_state: state.map(|s| state_name(s).to_owned()),
             size: text.map_or(0, str::len),
             text: text.and_then(|t| ctx.trace.content(t)),
@@ -212,7 +218,14 @@ impl A2aAgent {
         {
             return Ok(blocked);
         }
-        self.emit(ctx, skill, Direction::Outbound, None, Some(&request));
+        self.emit(
+            ctx,
+            skill,
+            Direction::Outbound,
+            None,
+            Some(&request),
+            Some(&card),
+        );
         let mut guard = TaskGuard {
             task: Mutex::new(None),
             done: false,
@@ -237,6 +250,7 @@ impl A2aAgent {
             Direction::Inbound,
             state,
             Some(&finish.reply_text),
+            None,
         );
         let json = finish.result.to_json();
         if json.len() > MAX_OUTPUT_BYTES {
@@ -294,7 +308,7 @@ impl A2aAgent {
                 let state = task.status.state;
                 if last_state != Some(state) {
                     last_state = Some(state);
-                    self.emit(ctx, skill, Direction::Inbound, Some(state), None);
+                    self.emit(ctx, skill, Direction::Inbound, Some(state), None, None);
                 }
             };
             let exchange = tokio::select! {
@@ -340,7 +354,14 @@ impl A2aAgent {
                 Err(why) => return Ok(self.input_required(&task, &why.to_string())),
             };
             answered += 1;
-            self.emit(ctx, skill, Direction::Outbound, None, Some(&answer));
+            self.emit(
+                ctx,
+                skill,
+                Direction::Outbound,
+                None,
+                Some(&answer),
+                Some(card),
+            );
             message = user_message(&answer, Some(&task));
             previous = Some(task);
         }

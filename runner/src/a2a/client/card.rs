@@ -29,6 +29,18 @@ pub struct TrustedCard {
     pub streaming: bool,
 }
 
+impl TrustedCard {
+    /// The JSON-RPC method a message goes by: `SendStreamingMessage` when the agent streams,
+    /// else `SendMessage`.
+    pub fn send_method(&self) -> &'static str {
+        if self.streaming {
+            "SendStreamingMessage"
+        } else {
+            "SendMessage"
+        }
+    }
+}
+
 fn refused(entry: &str, why: impl std::fmt::Display) -> CallError {
     CallError::new(
         ErrorType::CardRefused,
