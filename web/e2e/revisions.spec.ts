@@ -7,6 +7,7 @@
 // - An older revision opens on the canvas, linked; a run of it, unchanged, is started by
 //   reference to that revision and filed under it (12.58).
 // - Save reads Restore for it, and restoring makes it the newest revision (12.56).
+// - A template loaded over it is unlinked; Undo restores the canvas and its link (12.57).
 
 import { type Page } from '@playwright/test';
 import { expect, readConsoleEnv, test } from './fixtures.ts';
@@ -139,5 +140,15 @@ test.describe('compose: open, revisions, restore and run by reference', () => {
     await expect(page.getByText(`Saved ${name}, revision 5.`)).toBeVisible();
     await expect(page.getByText(/Not saved/)).toHaveCount(0);
     expect(field((await api(alice.token, compositionPath(namespace, name))).body, 'spec', 'description')).toBe('Restored, then described.');
+
+    // A template loads unlinked, so Save could not overwrite this Composition with it; Undo
+    // restores the canvas and its link (12.57).
+    await expect(page.getByText(`${name}, revision 5`, { exact: true })).toBeVisible();
+    await page.getByRole('button', { name: 'Templates…' }).click();
+    await page.getByRole('dialog', { name: 'Pattern gallery' }).getByRole('button', { name: 'Load pipeline' }).click();
+    await expect(page.getByText(`${name}, revision 5`, { exact: true })).toHaveCount(0);
+    await page.getByRole('status').filter({ hasText: 'Loaded the template pipeline.' }).getByRole('button', { name: 'Undo' }).click();
+    await expect(page.getByText(`${name}, revision 5`, { exact: true })).toBeVisible();
+    await expect(inspector.getByLabel('Description')).toHaveValue('Restored, then described.');
   });
 });
