@@ -138,6 +138,26 @@ pub fn documents(docs: &[String]) -> String {
     docs.join("\n---\n")
 }
 
+/// Stops `fleet` and starts it again on the same ports with a `demo-writer` that asks for
+/// `token` as a bearer token and says so on its card: another card, as a remote agent changed
+/// after it was pinned (a probe then finds `PinChanged`).
+pub async fn restart_fleet_with_another_card(
+    fleet: orrery_runner::demo::Fleet,
+    token: &str,
+) -> anyhow::Result<orrery_runner::demo::Fleet> {
+    let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
+    fleet.shutdown().await?;
+    Ok(
+        orrery_runner::demo::start_fleet(orrery_runner::demo::FleetConfig {
+            tools_port,
+            writer_port,
+            writer_bearer_token: Some(token.to_owned()),
+            ..orrery_runner::demo::FleetConfig::ephemeral()
+        })
+        .await?,
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {

@@ -25,8 +25,8 @@ use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::console::{FINISHED_RUNS, SpecEnv, Specs, check_served, run_specs};
 use orrery_tests::harness::{has_condition, wait_for};
 use orrery_tests::manifests::{
-    demo_tools_entry, demo_writer_entry, documents, draft_review_publish, scripted_model,
-    writer_asks_which_version,
+    demo_tools_entry, demo_writer_entry, documents, draft_review_publish,
+    restart_fleet_with_another_card, scripted_model, writer_asks_which_version,
 };
 use orrery_tests::shared_studio::{SharedInfo, SharedStudio};
 use orrery_tests::studio::{ChartStudioOptions, Studio, grant_composition_editor, token};
@@ -382,7 +382,6 @@ async fn change_a_card(studio: &SharedInfo) -> Result<Fleet> {
     let admin = studio.env.admin().await?;
     let entries: kube::Api<RegistryEntry> = kube::Api::namespaced(admin, &studio.namespace);
     let fleet = start_fleet(FleetConfig::ephemeral()).await?;
-    let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
     let mut entry: Value = serde_json::from_str(&demo_writer_entry(&fleet.writer_card_url()))?;
     entry["metadata"]["name"] = json!(CHANGING);
     let entry: RegistryEntry = serde_json::from_value(entry)?;
@@ -396,14 +395,7 @@ async fn change_a_card(studio: &SharedInfo) -> Result<Fleet> {
         has_condition("Ready", "True"),
     )
     .await?;
-    fleet.shutdown().await?;
-    let fleet = start_fleet(FleetConfig {
-        tools_port,
-        writer_port,
-        writer_bearer_token: Some("s3cret".into()),
-        ..FleetConfig::ephemeral()
-    })
-    .await?;
+    let fleet = restart_fleet_with_another_card(fleet, "s3cret").await?;
     let reprobe = json!({"metadata": {"annotations": {REPROBE_ANNOTATION: "card-changed"}}});
     entries
         .patch(CHANGING, &PatchParams::default(), &Patch::Merge(&reprobe))

@@ -38,6 +38,7 @@ use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::harness::{
     TestNamespace, apply_yaml, ensure_crds, eventually, wait_for, wait_succeeded, workspace_root,
 };
+use orrery_tests::manifests::restart_fleet_with_another_card;
 use orrery_tests::operator_identity::operator_client;
 use orrery_tests::studio::{ChartStudioOptions, Studio};
 use orrery_tests::testenv;
@@ -162,7 +163,6 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     let registry: Api<RegistryEntry> = ns.api(client);
     let pods: Api<Pod> = ns.api(client);
     let (seen, recorder) = record_pods(pods.clone());
-    let (tools_port, writer_port) = (fleet.tools_addr().port(), fleet.writer_addr().port());
     for entry in entries(&fleet)? {
         registry.create(&PostParams::default(), &entry).await?;
     }
@@ -313,14 +313,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
 
     // The writer comes back with another card (it now asks for a bearer token); a person asks
     // for a probe now rather than waiting for the interval's: PinChanged.
-    fleet.shutdown().await?;
-    let fleet = start_fleet(FleetConfig {
-        tools_port,
-        writer_port,
-        writer_bearer_token: Some("s3cret".into()),
-        ..FleetConfig::ephemeral()
-    })
-    .await?;
+    let fleet = restart_fleet_with_another_card(fleet, "s3cret").await?;
     reprobe(&registry, "demo-writer", "after-the-change").await?;
     let changed = wait_for(
         &registry,
