@@ -1,0 +1,502 @@
+//! `kubectl orrery`: Orrery Studio's runs from the terminal, as yourself (issue 25).
+//!
+//! A binary of its own rather than the `orrery` CLI under a second name: the `orrery` binary is
+//! also the runner pods' image, which carries no Kubernetes client, and this one is nothing but
+//! one. It reads the kubeconfig exactly as kubectl does (`--kubeconfig`, `KUBECONFIG`, `--context`,
+//! the context's namespace or `-n`), so the cluster sees the person: RBAC and the chart's
+//! admission policies decide as for a hand-written `kubectl create` or `kubectl patch`, and every
+//! refusal is printed as the apiserver words it.
+//!
+//! Here: `runs` (a table of the namespace's runs, or every namespace's with `-A`), `start` (a
+//! StudioRun of a Composition, owned by the caller, whose name comes from a SelfSubjectReview),
+//! and `cancel`. Following a run's trace and deciding approvals need the sidecar (the text under
+//! review never reaches etcd) and come next.
+
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, ResourceExt};
+use orrery_crds::StudioRun;
+use orrery_crds::run::{Approvers, CompositionRef, StudioRunSpec};
+
+/// What went wrong, in words a person can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The kubeconfig could not be read or has no such context.
+    #[error("cannot use the kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// The client could not be built from it.
+    #[error("cannot reach the cluster with this kubeconfig: {0}")]
+    Client(#[source] kube::Error),
+    /// The apiserver refused, in its words.
+    #[error("{what}: the cluster refused ({code} {reason}): {message}")]
+    Refused {
+        /// What was asked.
+        what: String,
+        /// HTTP status.
+        code: u16,
+        /// The apiserver's reason (`Forbidden`, `Invalid`, `NotFound`…).
+        reason: String,
+        /// Its message (an admission policy's says what to do).
+        message: String,
+    },
+    /// The request did not reach an answer.
+    #[error("{what}: {source}")]
+    Failed {
+        /// What was asked.
+        what: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The cluster did not say who the caller is.
+    #[error(
+        "the cluster did not say who you are (SelfSubjectReview gave no user name); a run's owner must be the user creating it"
+    )]
+    NoUser,
+    /// Bad input on the command line.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl PluginError {
+    fn of(what: impl Into<String>, error: kube::Error) -> PluginError {
+        let what = what.into();
+        match error {
+            kube::Error::Api(status) => PluginError::Refused {
+                what,
+                code: status.code,
+                reason: status.reason.clone(),
+                message: status.message.clone(),
+            },
+            source => PluginError::Failed { what, source },
+        }
+    }
+}
+
+/// Where to connect: kubectl's own flags.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    /// `--kubeconfig`; else `KUBECONFIG` or `~/.kube/config`.
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// `--context`; else the kubeconfig's current context.
+    pub context: Option<String>,
+    /// `-n`; else the context's namespace, else `default`.
+    pub namespace: Option<String>,
+}
+
+/// A client for `target`, and the namespace to use.
+pub async fn connect(target: &Target) -> Result<(Client, String), PluginError> {
+    let options = KubeConfigOptions {
+        context: target.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match &target.kubeconfig {
+        Some(path) => {
+            Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
+        }
+        None => Config::from_kubeconfig(&options).await?,
+    };
+    let namespace = target
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = Client::try_from(config).map_err(PluginError::Client)?;
+    Ok((client, namespace))
+}
+
+/// The caller's user name, as the apiserver authenticates them (a SelfSubjectReview).
+pub async fn whoami(client: &Client) -> Result<String, PluginError> {
+    let reviews: Api<SelfSubjectReview> = Api::all(client.clone());
+    let review = reviews
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .map_err(|e| PluginError::of("asking the cluster who you are", e))?;
+    review
+        .status
+        .and_then(|s| s.user_info)
+        .and_then(|u| u.username)
+        .filter(|u| !u.is_empty())
+        .ok_or(PluginError::NoUser)
+}
+
+/// What `start` creates.
+#[derive(Debug, Clone, Default)]
+pub struct StartRequest {
+    /// The Composition's name.
+    pub composition: String,
+    /// A revision of it, else its current one.
+    pub revision: Option<i64>,
+    /// The run's input.
+    pub input: String,
+    /// Approvers besides the owner.
+    pub approvers: Vec<String>,
+    /// Record prompts and replies in the trace.
+    pub capture_content: bool,
+}
+
+/// The StudioRun `start` creates for `owner` (named after the Composition, `generateName`).
+pub fn run_for(request: &StartRequest, owner: &str) -> StudioRun {
+    let mut run = StudioRun::new(
+        "",
+        StudioRunSpec {
+            composition_ref: Some(CompositionRef {
+                name: request.composition.clone(),
+                revision: request.revision,
+            }),
+            input: request.input.clone(),
+            owner: owner.to_owned(),
+            approvers: (!request.approvers.is_empty()).then(|| Approvers {
+                users: request.approvers.clone(),
+                groups: Vec::new(),
+            }),
+            budgets: None,
+            capture_content: request.capture_content,
+            composition: None,
+            cancel: false,
+        },
+    );
+    run.metadata = ObjectMeta {
+        generate_name: Some(format!("{}-", request.composition)),
+        ..ObjectMeta::default()
+    };
+    run
+}
+
+/// Starts a run as the caller; gives its name.
+pub async fn start(
+    client: &Client,
+    namespace: &str,
+    request: &StartRequest,
+) -> Result<String, PluginError> {
+    if request.composition.is_empty() {
+        return Err(PluginError::Usage(
+            "name the Composition to run: kubectl orrery start COMPOSITION --input TEXT".into(),
+        ));
+    }
+    let owner = whoami(client).await?;
+    let runs: Api<StudioRun> = Api::namespaced(client.clone(), namespace);
+    let created = runs
+        .create(&PostParams::default(), &run_for(request, &owner))
+        .await
+        .map_err(|e| {
+            PluginError::of(
+                format!("starting {} in {namespace}", request.composition),
+                e,
+            )
+        })?;
+    Ok(created.name_any())
+}
+
+/// Asks the operator to cancel a run (`spec.cancel: true`).
+pub async fn cancel(client: &Client, namespace: &str, run: &str) -> Result<(), PluginError> {
+    let runs: Api<StudioRun> = Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({"spec": {"cancel": true}});
+    runs.patch(run, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| PluginError::of(format!("cancelling {run} in {namespace}"), e))?;
+    Ok(())
+}
+
+/// The runs of `namespace`, or of every namespace the caller may list (`None`).
+pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<StudioRun>, PluginError> {
+    let runs: Api<StudioRun> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut items = runs
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| {
+            PluginError::of(
+                match namespace {
+                    Some(ns) => format!("listing the runs of {ns}"),
+                    None => "listing the runs of every namespace".to_owned(),
+                },
+                e,
+            )
+        })?
+        .items;
+    items.sort_by(|a, b| {
+        (a.namespace(), a.creation_timestamp().map(|t| t.0))
+            .cmp(&(b.namespace(), b.creation_timestamp().map(|t| t.0)))
+            .reverse()
+    });
+    Ok(items)
+}
+
+/// One row of `runs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The namespace (shown with `-A`).
+    pub namespace: String,
+    /// The run's name.
+    pub name: String,
+    /// Its phase, `Pending` until the operator says.
+    pub phase: String,
+    /// `name@revision`, `name` before it is resolved, or `(inline)`.
+    pub composition: String,
+    /// Its owner.
+    pub owner: String,
+    /// Tokens spent, once known.
+    pub tokens: String,
+    /// Approvals waiting for a person.
+    pub approvals: usize,
+    /// Since it was created, as kubectl writes ages.
+    pub age: String,
+}
+
+/// `run` as a row of `runs`, its age taken at `now`.
+pub fn row(run: &StudioRun, now: jiff::Timestamp) -> Row {
+    let status = run.status.as_ref();
+    let composition = match (
+        status.and_then(|s| s.composition.as_ref()),
+        &run.spec.composition_ref,
+    ) {
+        (Some(ran), _) if ran.name.is_empty() => "(inline)".to_owned(),
+        (Some(ran), _) => match ran.revision {
+            Some(revision) => format!("{}@{revision}", ran.name),
+            None => ran.name.clone(),
+        },
+        (None, Some(reference)) => match reference.revision {
+            Some(revision) => format!("{}@{revision}", reference.name),
+            None => reference.name.clone(),
+        },
+        (None, None) => "(inline)".to_owned(),
+    };
+    let age = run
+        .creation_timestamp()
+        .and_then(|t| jiff::Timestamp::from_second(t.0.as_second()).ok())
+        .map(|created| short_age(now.duration_since(created).as_secs().max(0).unsigned_abs()))
+        .unwrap_or_else(|| "<unknown>".to_owned());
+    Row {
+        namespace: run.namespace().unwrap_or_default(),
+        name: run.name_any(),
+        phase: status
+            .and_then(|s| s.phase)
+            .map(|p| format!("{p:?}"))
+            .unwrap_or_else(|| "Pending".to_owned()),
+        composition,
+        owner: run.spec.owner.clone(),
+        tokens: status
+            .and_then(|s| s.totals.as_ref())
+            .map(|t| t.tokens.to_string())
+            .unwrap_or_else(|| "-".to_owned()),
+        approvals: status.map_or(0, |s| s.pending_approvals.len()),
+        age,
+    }
+}
+
+/// An age as kubectl writes it: `45s`, `3m12s` under ten minutes, `17m`, `5h3m`, `2d4h`, `12d`.
+pub fn short_age(seconds: u64) -> String {
+    let d = Duration::from_secs(seconds).as_secs();
+    let (m, h, days) = (d / 60, d / 3600, d / 86_400);
+    match d {
+        0..60 => format!("{d}s"),
+        60..600 => format!("{m}m{}s", d % 60),
+        600..3600 => format!("{m}m"),
+        3600..86_400 if h < 8 => format!("{h}h{}m", m % 60),
+        3600..86_400 => format!("{h}h"),
+        _ if days < 8 => format!("{days}d{}h", h % 24),
+        _ => format!("{days}d"),
+    }
+}
+
+/// The table `runs` prints (with a NAMESPACE column for `-A`), columns padded as kubectl's are.
+pub fn table(rows: &[Row], all_namespaces: bool) -> String {
+    let mut lines: Vec<Vec<String>> = vec![
+        [
+            "NAMESPACE",
+            "NAME",
+            "PHASE",
+            "COMPOSITION",
+            "OWNER",
+            "TOKENS",
+            "APPROVALS",
+            "AGE",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect(),
+    ];
+    for r in rows {
+        lines.push(vec![
+            r.namespace.clone(),
+            r.name.clone(),
+            r.phase.clone(),
+            r.composition.clone(),
+            r.owner.clone(),
+            r.tokens.clone(),
+            r.approvals.to_string(),
+            r.age.clone(),
+        ]);
+    }
+    if !all_namespaces {
+        for line in &mut lines {
+            line.remove(0);
+        }
+    }
+    let columns = lines.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in &lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c + 1 == columns {
+                    cell.clone()
+                } else {
+                    format!("{cell:<width$}", width = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orrery_crds::run::{RanComposition, RunPhase, RunTotals, StudioRunStatus};
+
+    fn at(s: &str) -> jiff::Timestamp {
+        s.parse().unwrap_or_default()
+    }
+
+    #[test]
+    fn ages_read_as_kubectl_writes_them() {
+        let cases = [
+            (0, "0s"),
+            (45, "45s"),
+            (192, "3m12s"),
+            (1020, "17m"),
+            (18_180, "5h3m"),
+            (36_000, "10h"),
+            (187_200, "2d4h"),
+            (1_036_800, "12d"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(short_age(seconds), want, "{seconds} s");
+        }
+    }
+
+    fn run(name: &str, status: Option<StudioRunStatus>) -> StudioRun {
+        let mut r = run_for(
+            &StartRequest {
+                composition: "human-review".into(),
+                input: "2.4".into(),
+                ..StartRequest::default()
+            },
+            "alice",
+        );
+        r.metadata.name = Some(name.into());
+        r.metadata.namespace = Some("team-a".into());
+        r.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            at("2026-12-06T10:00:00Z"),
+        ));
+        r.status = status;
+        r
+    }
+
+    #[test]
+    fn a_started_run_is_owned_by_the_caller_and_named_after_its_composition() {
+        let r = run_for(
+            &StartRequest {
+                composition: "release-notes".into(),
+                revision: Some(3),
+                input: "v2.4".into(),
+                approvers: vec!["bob".into()],
+                capture_content: true,
+            },
+            "alice",
+        );
+        let value = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(value["metadata"]["generateName"], "release-notes-");
+        assert_eq!(
+            value["spec"]["compositionRef"],
+            serde_json::json!({"name": "release-notes", "revision": 3})
+        );
+        assert_eq!(value["spec"]["owner"], "alice");
+        assert_eq!(
+            value["spec"]["approvers"]["users"],
+            serde_json::json!(["bob"])
+        );
+        assert_eq!(value["spec"]["captureContent"], true);
+        let plain =
+            serde_json::to_value(run_for(&StartRequest::default(), "alice")).unwrap_or_default();
+        assert!(plain["spec"].get("approvers").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn a_row_shows_phase_composition_and_revision_tokens_approvals_and_age() {
+        let now = at("2026-12-06T10:03:12Z");
+        let pending = row(&run("a", None), now);
+        assert_eq!(
+            pending,
+            Row {
+                namespace: "team-a".into(),
+                name: "a".into(),
+                phase: "Pending".into(),
+                composition: "human-review".into(),
+                owner: "alice".into(),
+                tokens: "-".into(),
+                approvals: 0,
+                age: "3m12s".into(),
+            }
+        );
+        let status = StudioRunStatus {
+            phase: Some(RunPhase::Succeeded),
+            composition: Some(RanComposition {
+                name: "human-review".into(),
+                revision: Some(2),
+                ..RanComposition::default()
+            }),
+            totals: Some(RunTotals {
+                tokens: 1234,
+                ..RunTotals::default()
+            }),
+            ..StudioRunStatus::default()
+        };
+        let done = row(&run("b", Some(status)), now);
+        assert_eq!(
+            (
+                done.phase.as_str(),
+                done.composition.as_str(),
+                done.tokens.as_str()
+            ),
+            ("Succeeded", "human-review@2", "1234")
+        );
+        let inline = StudioRunStatus {
+            composition: Some(RanComposition::default()),
+            ..StudioRunStatus::default()
+        };
+        assert_eq!(row(&run("c", Some(inline)), now).composition, "(inline)");
+    }
+
+    #[test]
+    fn the_table_pads_its_columns_and_shows_namespaces_only_with_all_namespaces() {
+        let now = at("2026-12-06T10:00:45Z");
+        let rows = vec![row(&run("release-notes-x7k2p", None), now)];
+        assert_eq!(
+            table(&rows, false),
+            "NAME                  PHASE     COMPOSITION    OWNER   TOKENS   APPROVALS   AGE\n\
+             release-notes-x7k2p   Pending   human-review   alice   -        0           45s\n"
+        );
+        let wide = table(&rows, true);
+        assert!(wide.starts_with("NAMESPACE   NAME"), "{wide}");
+        assert!(wide.contains("\nteam-a      release-notes-x7k2p"), "{wide}");
+    }
+}
