@@ -12,8 +12,6 @@
 //! and `cancel`. Following a run's trace and deciding approvals need the sidecar (the text under
 //! review never reaches etcd) and come next.
 
-use std::time::Duration;
-
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -219,12 +217,19 @@ pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Studio
             )
         })?
         .items;
-    items.sort_by(|a, b| {
-        (a.namespace(), a.creation_timestamp().map(|t| t.0))
-            .cmp(&(b.namespace(), b.creation_timestamp().map(|t| t.0)))
-            .reverse()
-    });
+    sort_runs(&mut items);
     Ok(items)
+}
+
+/// By namespace, then newest first within each (as people read a list of runs).
+pub fn sort_runs(runs: &mut [StudioRun]) {
+    runs.sort_by(|a, b| {
+        a.namespace().cmp(&b.namespace()).then_with(|| {
+            b.creation_timestamp()
+                .map(|t| t.0)
+                .cmp(&a.creation_timestamp().map(|t| t.0))
+        })
+    });
 }
 
 /// One row of `runs`.
@@ -268,8 +273,14 @@ pub fn row(run: &StudioRun, now: jiff::Timestamp) -> Row {
     };
     let age = run
         .creation_timestamp()
-        .and_then(|t| jiff::Timestamp::from_second(t.0.as_second()).ok())
-        .map(|created| short_age(now.duration_since(created).as_secs().max(0).unsigned_abs()))
+        .map(|created| {
+            short_age(
+                now.duration_since(created.0)
+                    .as_secs()
+                    .max(0)
+                    .unsigned_abs(),
+            )
+        })
         .unwrap_or_else(|| "<unknown>".to_owned());
     Row {
         namespace: run.namespace().unwrap_or_default(),
@@ -291,7 +302,7 @@ pub fn row(run: &StudioRun, now: jiff::Timestamp) -> Row {
 
 /// An age as kubectl writes it: `45s`, `3m12s` under ten minutes, `17m`, `5h3m`, `2d4h`, `12d`.
 pub fn short_age(seconds: u64) -> String {
-    let d = Duration::from_secs(seconds).as_secs();
+    let d = seconds;
     let (m, h, days) = (d / 60, d / 3600, d / 86_400);
     match d {
         0..60 => format!("{d}s"),
@@ -484,6 +495,18 @@ mod tests {
             ..StudioRunStatus::default()
         };
         assert_eq!(row(&run("c", Some(inline)), now).composition, "(inline)");
+    }
+
+    #[test]
+    fn runs_list_by_namespace_then_newest_first() {
+        let mut runs = vec![run("old", None), run("new", None), run("other", None)];
+        runs[1].metadata.creation_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at("2026-12-06T11:00:00Z")),
+        );
+        runs[2].metadata.namespace = Some("team-0".into());
+        sort_runs(&mut runs);
+        let names: Vec<String> = runs.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names, ["other", "new", "old"]);
     }
 
     #[test]
