@@ -111,16 +111,26 @@ pub async fn events(
         ended_reads: 0,
         _permit: permit,
     };
-    let stream = futures::stream::unfold(follow, next_event)
-        .take_until(sidecar.shutdown.clone().cancelled_owned());
+    Ok(live_response(
+        &sidecar,
+        futures::stream::unfold(follow, next_event),
+    ))
+}
+
+/// A live stream as the sidecar serves every one: a comment every [`KEEP_ALIVE`] on an idle
+/// connection, ended cleanly on shutdown, and marked so that proxies (nginx) do not buffer it.
+pub fn live_response<S>(sidecar: &Sidecar, stream: S) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let stream = stream.take_until(sidecar.shutdown.clone().cancelled_owned());
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();
-    // Proxies (nginx) must not buffer a live stream.
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    response
 }
 
 /// Whether the request asks for Server-Sent Events (`Accept: text/event-stream`); any other

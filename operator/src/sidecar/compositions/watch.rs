@@ -16,17 +16,17 @@
 //!   `Last-Event-ID`.
 //!
 //! Each stream is one of the person's streams (`--max-streams-per-person`, 429 past it), keeps
-//! an idle connection open with a comment line every [`KEEP_ALIVE`], and ends cleanly when the
+//! an idle connection open with a comment line every [`KEEP_ALIVE`](super::super::events::KEEP_ALIVE), and ends cleanly when the
 //! sidecar stops.
 
 use super::super::Sidecar;
 use super::super::caller::{Caller, cluster_problem};
-use super::super::events::{KEEP_ALIVE, StreamPermit};
+use super::super::events::{StreamPermit, live_response};
 use super::super::objects::with_managers;
 use super::super::problem::Problem;
-use axum::http::{HeaderMap, HeaderValue};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::response::sse::Event;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::Api;
@@ -156,17 +156,11 @@ pub async fn follow(
             .map_err(|e| cluster_problem(&e, &follower.what))?,
         Err(e) => return Err(cluster_problem(&e, &follower.what)),
     }
-    let stream = futures::stream::unfold(follower, next_frame)
-        .map(|frame| Ok::<Event, Infallible>(frame.into_event()))
-        .take_until(sidecar.shutdown.clone().cancelled_owned());
-    let mut response = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
-    // Proxies (nginx) must not buffer a live stream.
-    response
-        .headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    Ok(live_response(
+        sidecar,
+        futures::stream::unfold(follower, next_frame)
+            .map(|frame| Ok::<Event, Infallible>(frame.into_event())),
+    ))
 }
 
 struct Follower {
@@ -305,6 +299,7 @@ async fn next_frame(mut f: Follower) -> Option<(Frame, Follower)> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use axum::http::HeaderValue;
 
     fn object(version: &str) -> Value {
         json!({
