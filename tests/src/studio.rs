@@ -1023,18 +1023,7 @@ pub async fn grant_studio_role(
     binding: &str,
     subjects: &[Subject<'_>],
 ) -> Result<()> {
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/studio-user-role.yaml",
-        ],
-    )
-    .await?;
+    apply_example(env, ns, "examples/rbac/studio-user-role.yaml").await?;
     apply_yaml(
         &env.admin().await?,
         Some(ns),
@@ -1044,23 +1033,19 @@ pub async fn grant_studio_role(
     Ok(())
 }
 
+/// `kubectl apply -n <ns> -f <file>` as the admin, `file` relative to the workspace.
+async fn apply_example(env: &TestEnv, ns: &str, file: &str) -> Result<()> {
+    kubectl_ok(env, ADMIN, &["apply", "-n", ns, "-f", file])
+        .await
+        .map(drop)
+}
+
 /// Applies the example `composition-editor` Role in `ns` (`kubectl apply -f
 /// examples/rbac/composition-editor-role.yaml`, with the file's own example RoleBinding), binds
 /// it to `user` (RoleBinding `<user>-composition-editor`), and waits until the authorizer lets
 /// them patch Compositions there: what saving through the sidecar needs.
 pub async fn grant_composition_editor(env: &TestEnv, ns: &str, user: &str) -> Result<()> {
-    kubectl_ok(
-        env,
-        ADMIN,
-        &[
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "examples/rbac/composition-editor-role.yaml",
-        ],
-    )
-    .await?;
+    apply_example(env, ns, "examples/rbac/composition-editor-role.yaml").await?;
     apply_yaml(
         &env.admin().await?,
         Some(ns),
