@@ -255,6 +255,46 @@ impl From<Option<DecisionKind>> for ApprovalState {
     }
 }
 
+/// An approval as the API shows it: the text with control and invisible characters made
+/// visible, and a note saying how many there were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    /// The approval's id.
+    pub id: String,
+    /// Approval, Input or Action.
+    pub kind: ApprovalKind,
+    /// The node asking.
+    pub node: String,
+    /// What the person is asked, made visible.
+    pub prompt: String,
+    /// The text under review, made visible (empty once settled).
+    pub text: String,
+    /// How many characters of the text were made visible, when some were.
+    pub text_note: Option<String>,
+    /// The text exactly as asked (empty once settled), so a client computes the digest itself
+    /// (`orrery_crds::relay::approval_digest` of the run's UID, the id and this text) and shows
+    /// `text` to the person.
+    pub exact_text: String,
+    /// The digest of the exact text.
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// False when only a rejection is possible.
+    pub complete: bool,
+    /// When it expires, RFC 3339.
+    pub expires_at: String,
+    /// Pending or how it was settled.
+    pub state: ApprovalState,
+}
+
+/// The reply of `GET …/approvals`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalList {
+    /// Every approval of the run, in the order they were asked.
+    pub items: Vec<ApprovalView>,
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -7,13 +7,22 @@
 //! admission policies decide as for a hand-written `kubectl create` or `kubectl patch`, and every
 //! refusal is printed as the apiserver words it.
 //!
-//! Here: `runs` (a table of the namespace's runs, or every namespace's with `-A`), `start` (a
-//! StudioRun of a Composition, owned by the caller, whose name comes from a SelfSubjectReview),
-//! and `cancel`. Following a run's trace and deciding approvals need the sidecar (the text under
-//! review never reaches etcd) and come next.
+//! Here: `runs` (a table of the namespace's runs, or every namespace's with `-A`; `-w` follows
+//! changes), `start` (a StudioRun of a Composition, owned by the caller, whose name comes from a
+//! SelfSubjectReview) and `cancel`. Following a run's trace ([`logs`]) and reading approvals
+//! before deciding them ([`approvals`]) need the sidecar, found and called as the person
+//! ([`sidecar`]); shell completion is [`complete`].
 
+pub mod approvals;
+pub mod complete;
+pub mod logs;
+pub mod sidecar;
+
+use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use orrery_crds::StudioRun;
@@ -57,6 +66,68 @@ pub enum PluginError {
     /// Bad input on the command line.
     #[error("{0}")]
     Usage(String),
+    /// The kubeconfig user has no bearer token for the sidecar.
+    #[error(
+        "the sidecar (which holds the text under review and the trace, never stored in etcd) knows a caller only by a bearer token the cluster accepts, and this kubeconfig user {}.          Without a token, `runs`, `start`, `cancel` and `approve RUN ID --yes --digest DIGEST` (a status patch the API server checks) still work.          For the text and the trace, pass a token with --token: your OIDC id token, or `kubectl create token NAME -n NAMESPACE` for a service account (which may read a run it is allowed to, but never decide)",
+        if *client_certificate { "signs in with a client certificate, which only the API server sees" } else { "has no token" }
+    )]
+    NoToken {
+        /// Whether the user signs in with a client certificate.
+        client_certificate: bool,
+    },
+    /// The sidecar's Service was not found.
+    #[error(
+        "cannot find Orrery's sidecar: no Service labelled app.kubernetes.io/component=sidecar in {}{}. Name the chart's namespace with --sidecar-namespace, or the sidecar's URL with --sidecar URL (or ORRERY_SIDECAR)",
+        searched.join(" or "),
+        if refusals.is_empty() { String::new() } else { format!(" (the cluster refused: {})", refusals.join("; ")) }
+    )]
+    NoSidecar {
+        /// The namespaces looked in.
+        searched: Vec<String>,
+        /// Refusals met on the way.
+        refusals: Vec<String>,
+    },
+    /// The sidecar did not answer.
+    #[error("{what}: no answer from {reach}: {detail}")]
+    SidecarUnreachable {
+        /// What was asked.
+        what: String,
+        /// How the sidecar was found.
+        reach: String,
+        /// Why.
+        detail: String,
+    },
+    /// The sidecar refused, in its words.
+    #[error("{what}: the sidecar refused ({status}{}): {message}", if code.is_empty() { String::new() } else { format!(" {code}") })]
+    SidecarRefused {
+        /// What was asked.
+        what: String,
+        /// HTTP status.
+        status: u16,
+        /// The sidecar's code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
+    /// The sidecar answered something that is not what its API says.
+    #[error("{what}: the sidecar's answer cannot be read: {detail}")]
+    SidecarAnswer {
+        /// What was asked.
+        what: String,
+        /// Why.
+        detail: String,
+    },
+    /// A service account tried to decide.
+    #[error(
+        "you are signed in as {user}, a service account: a service account may read a run but never decide its approvals (only a person who owns the run or is named among its approvers may). Sign in as yourself"
+    )]
+    ServiceAccount {
+        /// Its user name.
+        user: String,
+    },
+    /// About a run's approvals.
+    #[error("{0}")]
+    Approval(String),
 }
 
 impl PluginError {
@@ -83,10 +154,32 @@ pub struct Target {
     pub context: Option<String>,
     /// `-n`; else the context's namespace, else `default`.
     pub namespace: Option<String>,
+    /// `--token`: a bearer token used instead of the kubeconfig user's credentials (as kubectl's).
+    pub token: Option<String>,
+}
+
+/// A connection to the cluster as the kubeconfig's user.
+#[derive(Clone)]
+pub struct Connection {
+    /// The API server's client.
+    pub client: Client,
+    /// The config it was made from (the sidecar is called with the same credentials).
+    pub config: Config,
+    /// The namespace to use.
+    pub namespace: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("cluster", &self.config.cluster_url)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A client for `target`, and the namespace to use.
-pub async fn connect(target: &Target) -> Result<(Client, String), PluginError> {
+pub async fn connect(target: &Target) -> Result<Connection, PluginError> {
     let options = KubeConfigOptions {
         context: target.context.clone(),
         ..KubeConfigOptions::default()
@@ -97,12 +190,23 @@ pub async fn connect(target: &Target) -> Result<(Client, String), PluginError> {
         }
         None => Config::from_kubeconfig(&options).await?,
     };
+    let mut config = config;
+    if let Some(token) = target.token.clone().filter(|t| !t.is_empty()) {
+        config.auth_info.token = Some(token.into());
+        config.auth_info.token_file = None;
+        config.auth_info.exec = None;
+        config.auth_info.auth_provider = None;
+    }
     let namespace = target
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
-    let client = Client::try_from(config).map_err(PluginError::Client)?;
-    Ok((client, namespace))
+    let client = Client::try_from(config.clone()).map_err(PluginError::Client)?;
+    Ok(Connection {
+        client,
+        config,
+        namespace,
+    })
 }
 
 /// The caller's user name, as the apiserver authenticates them (a SelfSubjectReview).
@@ -200,25 +304,31 @@ pub async fn cancel(client: &Client, namespace: &str, run: &str) -> Result<(), P
 
 /// The runs of `namespace`, or of every namespace the caller may list (`None`).
 pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<StudioRun>, PluginError> {
+    Ok(list_at(client, namespace).await?.0)
+}
+
+/// Like [`list`], with the list's resourceVersion (where a watch starts).
+pub async fn list_at(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<(Vec<StudioRun>, String), PluginError> {
     let runs: Api<StudioRun> = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     };
-    let mut items = runs
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| {
-            PluginError::of(
-                match namespace {
-                    Some(ns) => format!("listing the runs of {ns}"),
-                    None => "listing the runs of every namespace".to_owned(),
-                },
-                e,
-            )
-        })?
-        .items;
+    let items = runs.list(&ListParams::default()).await.map_err(|e| {
+        PluginError::of(
+            match namespace {
+                Some(ns) => format!("listing the runs of {ns}"),
+                None => "listing the runs of every namespace".to_owned(),
+            },
+            e,
+        )
+    })?;
+    let version = items.metadata.resource_version.clone().unwrap_or_default();
+    let mut items = items.items;
     sort_runs(&mut items);
-    Ok(items)
+    Ok((items, version))
 }
 
 /// By namespace, then newest first within each (as people read a list of runs).
@@ -315,67 +425,173 @@ pub fn short_age(seconds: u64) -> String {
     }
 }
 
-/// The table `runs` prints (with a NAMESPACE column for `-A`), columns padded as kubectl's are.
-pub fn table(rows: &[Row], all_namespaces: bool) -> String {
-    let mut lines: Vec<Vec<String>> = vec![
-        [
-            "NAMESPACE",
-            "NAME",
-            "PHASE",
-            "COMPOSITION",
-            "OWNER",
-            "TOKENS",
-            "APPROVALS",
-            "AGE",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect(),
-    ];
-    for r in rows {
-        lines.push(vec![
-            r.namespace.clone(),
-            r.name.clone(),
-            r.phase.clone(),
-            r.composition.clone(),
-            r.owner.clone(),
-            r.tokens.clone(),
-            r.approvals.to_string(),
-            r.age.clone(),
-        ]);
-    }
-    if !all_namespaces {
-        for line in &mut lines {
-            line.remove(0);
-        }
-    }
-    let columns = lines.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..columns)
+/// The columns of `runs`.
+const HEADER: [&str; 8] = [
+    "NAMESPACE",
+    "NAME",
+    "PHASE",
+    "COMPOSITION",
+    "OWNER",
+    "TOKENS",
+    "APPROVALS",
+    "AGE",
+];
+
+fn cells(r: &Row) -> Vec<String> {
+    vec![
+        r.namespace.clone(),
+        r.name.clone(),
+        r.phase.clone(),
+        r.composition.clone(),
+        r.owner.clone(),
+        r.tokens.clone(),
+        r.approvals.to_string(),
+        r.age.clone(),
+    ]
+}
+
+fn header() -> Vec<String> {
+    HEADER.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The width of each column over `lines` (at least `floor`'s).
+fn widths(lines: &[Vec<String>], floor: &[usize]) -> Vec<usize> {
+    (0..HEADER.len())
         .map(|c| {
             lines
                 .iter()
                 .map(|l| l[c].chars().count())
+                .chain(floor.get(c).copied())
                 .max()
                 .unwrap_or(0)
         })
+        .collect()
+}
+
+/// One line, padded to `widths`, without the NAMESPACE column unless `all_namespaces`.
+fn line(cells: &[String], widths: &[usize], all_namespaces: bool) -> String {
+    let first = usize::from(!all_namespaces);
+    let last = cells.len().saturating_sub(1);
+    let padded: Vec<String> = cells
+        .iter()
+        .enumerate()
+        .skip(first)
+        .map(|(c, cell)| {
+            if c == last {
+                cell.clone()
+            } else {
+                format!("{cell:<width$}", width = widths[c])
+            }
+        })
         .collect();
-    let mut out = String::new();
-    for line in &lines {
-        let cells: Vec<String> = line
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                if c + 1 == columns {
-                    cell.clone()
-                } else {
-                    format!("{cell:<width$}", width = widths[c])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("   ").trim_end());
-        out.push('\n');
-    }
+    let mut out = padded.join("   ").trim_end().to_owned();
+    out.push('\n');
     out
+}
+
+/// The table `runs` prints (with a NAMESPACE column for `-A`), columns padded as kubectl's are.
+pub fn table(rows: &[Row], all_namespaces: bool) -> String {
+    let mut lines = vec![header()];
+    lines.extend(rows.iter().map(cells));
+    let widths = widths(&lines, &[]);
+    lines
+        .iter()
+        .map(|l| line(l, &widths, all_namespaces))
+        .collect()
+}
+
+/// How `runs -w` prints: the header and the first rows padded to room for later ones, then a
+/// line for each change.
+#[derive(Debug, Clone)]
+pub struct WatchTable {
+    widths: Vec<usize>,
+    all_namespaces: bool,
+}
+
+impl WatchTable {
+    /// Widths from the first `rows`, with room for the usual names.
+    pub fn new(rows: &[Row], all_namespaces: bool) -> WatchTable {
+        let mut lines = vec![header()];
+        lines.extend(rows.iter().map(cells));
+        WatchTable {
+            widths: widths(&lines, &[12, 28, 16, 20, 10, 6, 9, 5]),
+            all_namespaces,
+        }
+    }
+
+    /// The header line.
+    pub fn header(&self) -> String {
+        line(&header(), &self.widths, self.all_namespaces)
+    }
+
+    /// A row's line.
+    pub fn row(&self, row: &Row) -> String {
+        line(&cells(row), &self.widths, self.all_namespaces)
+    }
+}
+
+/// Follows the runs of `namespace` (or every namespace, `None`) after `resource_version`,
+/// calling `changed` with each run that changes (`deleted` true when it is gone). Returns when
+/// the watch cannot go on (an error); a watch the API server ended is opened again.
+pub async fn watch_runs(
+    client: &Client,
+    namespace: Option<&str>,
+    resource_version: &str,
+    mut changed: impl FnMut(&StudioRun, bool),
+) -> Result<(), PluginError> {
+    let runs: Api<StudioRun> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut version = resource_version.to_owned();
+    loop {
+        let stream = runs
+            .watch(&WatchParams::default().timeout(290), &version)
+            .await
+            .map_err(|e| PluginError::of("watching the runs", e))?;
+        let mut stream = stream.boxed();
+        while let Some(event) = stream
+            .try_next()
+            .await
+            .map_err(|e| PluginError::of("watching the runs", e))?
+        {
+            match event {
+                WatchEvent::Added(run) | WatchEvent::Modified(run) => {
+                    if let Some(v) = run.resource_version() {
+                        version = v;
+                    }
+                    changed(&run, false);
+                }
+                WatchEvent::Deleted(run) => {
+                    if let Some(v) = run.resource_version() {
+                        version = v;
+                    }
+                    changed(&run, true);
+                }
+                WatchEvent::Bookmark(b) => version = b.metadata.resource_version,
+                WatchEvent::Error(status) => {
+                    // 410 Gone: the version is too old; list again and go on from there.
+                    if status.code == 410 {
+                        let list = runs
+                            .list(&ListParams::default())
+                            .await
+                            .map_err(|e| PluginError::of("listing the runs again", e))?;
+                        version = list.metadata.resource_version.unwrap_or_default();
+                        for run in &list.items {
+                            changed(run, false);
+                        }
+                        break;
+                    }
+                    return Err(PluginError::Refused {
+                        what: "watching the runs".into(),
+                        code: status.code,
+                        reason: status.reason,
+                        message: status.message,
+                    });
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,12 @@
 //! [`schema`] publishes the JSON Schema of [`TraceEvent`].
 
 pub mod ingest;
+mod printer;
 pub mod timestamp;
 mod types;
 mod visible;
 
+pub use printer::{PrinterOptions, TerminalPrinter};
 pub use types::{CallStatus, DecisionKind, Direction, EventBody, NodeStatus, Outcome, TraceEvent};
 pub use visible::{Visible, visible, visible_inline};
 

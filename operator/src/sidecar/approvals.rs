@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use orrery_crds::StudioRun;
-use orrery_crds::approval::{ApprovalKind, ApprovalState, Decision, DecisionKind, DecisionVerb};
+use orrery_crds::approval::{ApprovalList, ApprovalView, Decision, DecisionKind, DecisionVerb};
 use orrery_crds::events::visible;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -34,39 +34,6 @@ use std::time::Duration;
 
 /// How long a decision made through the API waits for the run to take it up.
 pub const DECISION_WAIT: Duration = Duration::from_secs(30);
-
-/// An approval as the API shows it: the text with control and invisible characters made
-/// visible, and a note saying how many there were.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalView {
-    /// The approval's id.
-    pub id: String,
-    /// Approval, Input or Action.
-    pub kind: ApprovalKind,
-    /// The node asking.
-    pub node: String,
-    /// What the person is asked, made visible.
-    pub prompt: String,
-    /// The text under review, made visible (empty once settled).
-    pub text: String,
-    /// How many characters of the text were made visible, when some were.
-    pub text_note: Option<String>,
-    /// The text exactly as asked (empty once settled), so a client computes the digest itself
-    /// (`orrery_crds::relay::approval_digest` of the run's UID, the id and this text) and shows
-    /// `text` to the person.
-    pub exact_text: String,
-    /// The digest of the exact text.
-    pub digest: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// False when only a rejection is possible.
-    pub complete: bool,
-    /// When it expires, RFC 3339.
-    pub expires_at: String,
-    /// Pending or how it was settled.
-    pub state: ApprovalState,
-}
 
 impl From<&StoredApproval> for ApprovalView {
     fn from(a: &StoredApproval) -> Self {
@@ -87,13 +54,6 @@ impl From<&StoredApproval> for ApprovalView {
             state: a.state(),
         }
     }
-}
-
-/// The reply of `GET …/approvals`.
-#[derive(Debug, Serialize)]
-pub struct ApprovalList {
-    /// Every approval of the run, in the order they were asked.
-    pub items: Vec<ApprovalView>,
 }
 
 /// The reply of `POST …/approvals/{id}`: the outcome when the run took the decision up (200),
@@ -310,7 +270,7 @@ async fn await_outcome(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use orrery_crds::approval::ApprovalRequest;
+    use orrery_crds::approval::{ApprovalKind, ApprovalRequest};
     use orrery_crds::relay::approval_digest;
 
     #[test]

@@ -9,7 +9,6 @@
 
 mod hold;
 mod http_sink;
-mod printer;
 mod sink;
 mod trace;
 mod writer;
@@ -19,7 +18,6 @@ pub use http_sink::{
     DEFAULT_FLUSH_TIMEOUT, DEFAULT_MAX_BUFFER_BYTES, Delivery, HttpSink, HttpSinkError,
     HttpSinkOptions,
 };
-pub use printer::{PrinterOptions, TerminalPrinter};
 pub use sink::EventSink;
 pub use trace::{
     DEFAULT_CONTENT_CAP_BYTES, DEFAULT_SINK_QUEUE, JsonLinesSink, MemorySink, Trace, TraceOptions,
@@ -27,8 +25,8 @@ pub use trace::{
 
 pub use orrery_crds::events::{
     CONTENT_CUT_BYTES, CallStatus, DecisionKind, Direction, EVENT_TYPES, EventBody, MAX_EVENTS,
-    NodeStatus, Outcome, QUOTE_CUT_BYTES, RESERVED_SLOTS, TraceEvent, Visible, schema, visible,
-    visible_inline,
+    NodeStatus, Outcome, PrinterOptions, QUOTE_CUT_BYTES, RESERVED_SLOTS, TerminalPrinter,
+    TraceEvent, Visible, schema, visible, visible_inline,
 };
 
 /// Now, as RFC 3339 UTC with milliseconds (`2026-11-29T23:01:02.345Z`).

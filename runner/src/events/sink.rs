@@ -12,3 +12,15 @@ pub trait EventSink: Send + Sync {
     /// Writes out anything buffered (called after `run.end`).
     fn flush(&self) {}
 }
+
+/// The terminal printer (its home is the event contract, so `kubectl orrery logs` prints a run
+/// as `orrery run` does) as a sink of a live run.
+impl EventSink for super::TerminalPrinter {
+    fn emit(&self, event: &TraceEvent) {
+        self.print(event);
+    }
+
+    fn flush(&self) {
+        super::TerminalPrinter::flush(self);
+    }
+}

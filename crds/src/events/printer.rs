@@ -5,8 +5,7 @@
 //! task state or an error message is printed as `\x1b`, never executed.
 
 use super::{
-    CallStatus, DecisionKind, Direction, EventBody, EventSink, NodeStatus, TraceEvent,
-    visible_inline,
+    CallStatus, DecisionKind, Direction, EventBody, NodeStatus, TraceEvent, visible_inline,
 };
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -528,8 +527,10 @@ impl TerminalPrinter {
     }
 }
 
-impl EventSink for TerminalPrinter {
-    fn emit(&self, event: &TraceEvent) {
+impl TerminalPrinter {
+    /// Prints one event (events in `seq` order, one at a time). A closed output is ignored: a
+    /// closed terminal must not stop a run.
+    pub fn print(&self, event: &TraceEvent) {
         let mut guard = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let (out, state) = &mut *guard;
         let line = self.render(event, state);
@@ -538,7 +539,8 @@ impl EventSink for TerminalPrinter {
         let _ = out.flush();
     }
 
-    fn flush(&self) {
+    /// Writes out anything buffered.
+    pub fn flush(&self) {
         let _ = self.out.lock().unwrap_or_else(|e| e.into_inner()).0.flush();
     }
 }
@@ -547,8 +549,8 @@ impl EventSink for TerminalPrinter {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::budget::BudgetLimits;
     use crate::events::Outcome;
-    use orrery_crds::budget::BudgetLimits;
     use std::sync::Arc;
 
     #[derive(Clone, Default)]
@@ -576,7 +578,7 @@ mod tests {
         let buf = Buf::default();
         let p = TerminalPrinter::new(Box::new(buf.clone()), PrinterOptions { colour });
         for e in events {
-            p.emit(e);
+            p.print(e);
         }
         String::from_utf8(buf.0.lock().unwrap().clone()).unwrap()
     }
@@ -648,7 +650,7 @@ mod tests {
                 EventBody::RunEnd {
                     outcome: Outcome::Succeeded,
                     error: None,
-                    totals: orrery_crds::run::RunTotals {
+                    totals: crate::run::RunTotals {
                         tokens: 120,
                         ..Default::default()
                     },
