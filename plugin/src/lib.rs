@@ -209,6 +209,21 @@ pub async fn connect(target: &Target) -> Result<Connection, PluginError> {
     })
 }
 
+/// A run named as kubectl names it (`studiorun/NAME`, `studioruns.studio.orrery.dev/NAME`, what
+/// `kubectl create -o name` and `start -o name` print) or by its bare name: the bare name.
+pub fn run_name(arg: &str) -> &str {
+    match arg.split_once('/') {
+        Some((
+            "studiorun"
+            | "studioruns"
+            | "studiorun.studio.orrery.dev"
+            | "studioruns.studio.orrery.dev",
+            name,
+        )) => name,
+        _ => arg,
+    }
+}
+
 /// The caller's user name, as the apiserver authenticates them (a SelfSubjectReview).
 pub async fn whoami(client: &Client) -> Result<String, PluginError> {
     let reviews: Api<SelfSubjectReview> = Api::all(client.clone());
@@ -601,6 +616,19 @@ mod tests {
 
     fn at(s: &str) -> jiff::Timestamp {
         s.parse().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_run_may_be_named_as_kubectl_prints_it() {
+        for (arg, name) in [
+            ("reviewed-1", "reviewed-1"),
+            ("studiorun/reviewed-1", "reviewed-1"),
+            ("studiorun.studio.orrery.dev/reviewed-1", "reviewed-1"),
+            ("studioruns/reviewed-1", "reviewed-1"),
+            ("pod/reviewed-1", "pod/reviewed-1"),
+        ] {
+            assert_eq!(run_name(arg), name, "{arg}");
+        }
     }
 
     #[test]

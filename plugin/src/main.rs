@@ -9,7 +9,7 @@ use kubectl_orrery::logs::{self, Ending, Output, Printer};
 use kubectl_orrery::sidecar::{Lookup, Sidecar};
 use kubectl_orrery::{
     Connection, PluginError, StartRequest, Target, WatchTable, cancel, connect, list_at, row,
-    start, table, watch_runs,
+    run_name, start, table, watch_runs,
 };
 use orrery_crds::approval::{ApprovalKind, ApprovalList, DecisionVerb};
 
@@ -81,6 +81,9 @@ enum Command {
         /// Then follow its trace live, as `logs -f`.
         #[arg(long)]
         follow: bool,
+        /// `name`: print only `studiorun/NAME` (for scripts, as `kubectl create -o name`).
+        #[arg(short = 'o', long, value_parser = ["name"])]
+        output: Option<String>,
     },
     /// Print a run's trace, as `orrery run` prints it.
     Logs {
@@ -288,6 +291,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         namespace: cli.namespace,
         token: cli.token,
     };
+    let mut command = cli.command;
+    match &mut command {
+        Command::Logs { run, .. }
+        | Command::Approvals { run }
+        | Command::Approve { run, .. }
+        | Command::Reject { run, .. }
+        | Command::Answer { run, .. }
+        | Command::Cancel { run } => *run = run_name(run).to_owned(),
+        Command::Runs { .. } | Command::Start { .. } => {}
+    }
     let cx = connect(&target).await?;
     let session = Session {
         lookup: Lookup {
@@ -298,7 +311,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let namespace = session.cx.namespace.clone();
     let client = session.cx.client.clone();
-    match cli.command {
+    match command {
         Command::Runs {
             all_namespaces,
             watch,
@@ -343,6 +356,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             approvers,
             capture_content,
             follow,
+            output,
         } => {
             let request = StartRequest {
                 composition,
@@ -352,7 +366,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 capture_content,
             };
             let name = start(&client, &namespace, &request).await?;
-            println!("studiorun/{name} created in {namespace}");
+            if output.is_some() {
+                println!("studiorun/{name}");
+            } else {
+                println!("studiorun/{name} created in {namespace}");
+            }
             if follow {
                 let ending = session.follow(&name, Output::Text).await?;
                 if let Some(line) = ending_line(&name, &ending) {

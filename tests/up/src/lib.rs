@@ -28,7 +28,6 @@
 //! the node is the dev node (`tests/devnode/`). The cluster's state lives in the state
 //! directory and is started fresh every time.
 
-pub mod follow;
 pub mod leftovers;
 pub mod state;
 pub mod steps;
@@ -452,6 +451,8 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     };
     let mut sets = chart::dev_node_values(&sidecar_host, sidecar_port, metrics_port);
     sets.push(format!("tenantNamespaces={{{NAMESPACE}}}"));
+    // Where people reach the sidecar on this machine (`kubectl orrery` finds it there).
+    sets.push(format!("service.publicUrl=http://127.0.0.1:{sidecar_port}"));
     // The CA of the fleet's TLS fronts, trusted by runner and probe pods.
     let ca = TestCa::new("orrery up demo fleet CA (this session only)")?;
     let ca_file = state_dir.join("fleet-ca.crt");
@@ -567,9 +568,10 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         .as_ref()
         .and_then(|e| e.bin.as_ref())
         .map(|b| b.join("kubectl"));
+    let bin_dir = command_dir(&cluster_dir, kubectl.as_deref()).await?;
     running.banner = banner(
         &kubeconfig,
-        kubectl.as_deref(),
+        Some(&bin_dir),
         &sidecar_url,
         &cluster_dir,
         &networking,
@@ -587,7 +589,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         runs.create(&PostParams::default(), &run)
             .await
             .context("creating the demo StudioRun")?;
-        let outcome = follow::follow(&sidecar_url, NAMESPACE, DEMO_RUN, &admin_token).await?;
+        let outcome = follow(&sidecar_url, &client, DEMO_RUN, &admin_token).await?;
         // The trace ends before the operator records the outcome (once the runner's pod has
         // ended): what `kubectl get studioruns` shows is waited for too.
         let recorded = wait_for(
@@ -736,28 +738,75 @@ async fn start_demo_fleet(
     })
 }
 
+/// A directory for the PATH with kubectl (when the control plane built one) and the
+/// `kubectl orrery` plugin with its completion, linked from where they were built.
+async fn command_dir(cluster_dir: &Path, kubectl: Option<&Path>) -> Result<PathBuf> {
+    let dir = cluster_dir.join("bin");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut commands: Vec<PathBuf> = kubectl.map(Path::to_path_buf).into_iter().collect();
+    for bin in ["kubectl-orrery", "kubectl_complete-orrery"] {
+        let built =
+            tokio::task::spawn_blocking(move || orrery_tests::harness::workspace_binary(bin))
+                .await??;
+        commands.push(built);
+    }
+    for command in commands {
+        let Some(name) = command.file_name() else {
+            continue;
+        };
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&command, &link)
+            .with_context(|| format!("linking {} to {}", link.display(), command.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Follows `run` live through the sidecar as `kubectl orrery logs -f` does (the same code,
+/// with the admin's token), printing its trace as `orrery run` does; gives the outcome.
+async fn follow(sidecar_url: &str, client: &Client, run: &str, token: &str) -> Result<String> {
+    use kubectl_orrery::logs::{Ending, Output, Printer};
+    use kubectl_orrery::sidecar::{Reach, Sidecar};
+    let mut config = kube::Config::new(sidecar_url.parse().context("the sidecar's URL")?);
+    config.auth_info.token = Some(token.to_owned().into());
+    let sidecar = Sidecar::at(&config, Reach::Given(sidecar_url.to_owned()), None)?;
+    let mut printer = Printer::stdout(Output::Text);
+    Ok(
+        match kubectl_orrery::logs::follow(&sidecar, client, NAMESPACE, run, 0, &mut printer)
+            .await?
+        {
+            Ending::RunEnd(outcome) | Ending::Phase(outcome) => outcome,
+            Ending::Stored => "Unknown".to_owned(),
+        },
+    )
+}
+
 /// What to try, once up. With the demo run (`demo_run`), the hints name it; without
 /// (`--no-run`), no run exists yet and they follow the one the hints create.
 fn banner(
     kubeconfig: &Path,
-    kubectl: Option<&Path>,
+    bin_dir: Option<&Path>,
     sidecar: &str,
     cluster_dir: &Path,
     networking: &str,
     demo_run: bool,
 ) -> String {
-    let kubectl_hint = match kubectl {
-        Some(k) => format!(
-            "  export PATH={}:$PATH   # kubectl v1.36.3, built with the control plane\n",
-            k.parent()
-                .map(Path::display)
-                .map(|d| d.to_string())
-                .unwrap_or_default()
+    let path_hint = match bin_dir {
+        Some(dir) => format!(
+            "  export PATH={}:$PATH   # kubectl v1.36.3 (built with the control plane) and kubectl orrery\n",
+            dir.display()
         ),
         None => String::new(),
     };
     let describe_demo = if demo_run {
         format!("  kubectl describe studiorun {DEMO_RUN}\n")
+    } else {
+        String::new()
+    };
+    let demo_logs = if demo_run {
+        format!(
+            "  kubectl orrery logs {DEMO_RUN}                  # the demo run's trace, as `orrery run` prints it\n"
+        )
     } else {
         String::new()
     };
@@ -772,7 +821,7 @@ fn banner(
         "Orrery Studio is up on this machine.
 
   export KUBECONFIG={kubeconfig}
-{kubectl_hint}
+{path_hint}
 Pods: {networking}.
 
 Try:
@@ -783,13 +832,18 @@ Try:
       examples/runs/critic-loop-run.yaml | kubectl create -f - -o name)
   kubectl wait --for=jsonpath='{{.status.phase}}'=Succeeded \"$RUN\"
 
-A run that asks a person (the human-review example), decided with kubectl:
-  sed 's/name: release-notes-1/name: reviewed-1/; s/name: critic-loop/name: human-review/; s/owner: .*/owner: admin/' \\
-      examples/runs/critic-loop-run.yaml | kubectl apply -f -
-  kubectl wait --for=jsonpath='{{.status.phase}}'=AwaitingApproval studiorun/reviewed-1
-  ID=$(kubectl get studiorun reviewed-1 -o jsonpath='{{.status.pendingApprovals[0].id}}')
-  DIGEST=$(kubectl get studiorun reviewed-1 -o jsonpath='{{.status.pendingApprovals[0].digest}}')
-  kubectl patch studiorun reviewed-1 --subresource=status --type=json -p \\
+kubectl orrery, runs from the terminal as yourself (the sidecar is found from the chart's Service):
+  kubectl orrery runs -w                         # phase, revision, owner, tokens, approvals; follows changes
+{demo_logs}  REVIEW=$(kubectl orrery start human-review --input 'version 2.4' -o name)
+  kubectl orrery logs -f \"$REVIEW\"              # its trace, live (in a second terminal)
+  kubectl orrery approvals \"$REVIEW\"            # the text under review, escapes visible, digest checked
+  kubectl orrery approve \"$REVIEW\"              # shows the text, asks, then decides as you
+
+The same decision with kubectl alone (what `kubectl orrery approve` writes; the admission
+policies check it):
+  ID=$(kubectl get \"$REVIEW\" -o jsonpath='{{.status.pendingApprovals[0].id}}')
+  DIGEST=$(kubectl get \"$REVIEW\" -o jsonpath='{{.status.pendingApprovals[0].digest}}')
+  kubectl patch \"$REVIEW\" --subresource=status --type=json -p \\
       \"[{{\\\"op\\\":\\\"add\\\",\\\"path\\\":\\\"/status/decisions/-\\\",\\\"value\\\":{{\\\"approvalId\\\":\\\"$ID\\\",\\\"decision\\\":\\\"Approve\\\",\\\"digest\\\":\\\"$DIGEST\\\",\\\"decidedBy\\\":\\\"admin\\\"}}}}]\"
 
 The console, in a browser on this machine: {sidecar}/
@@ -1011,7 +1065,7 @@ mod tests {
     fn banner_for(demo_run: bool) -> String {
         banner(
             Path::new("/s/cluster/kubeconfig"),
-            Some(Path::new("/bin/dir/kubectl")),
+            Some(Path::new("/bin/dir")),
             "http://127.0.0.1:8080",
             Path::new("/s/cluster"),
             "pods isolated on bridge orrery0 (10.213.0.0/24), NetworkPolicies enforced",
@@ -1035,6 +1089,10 @@ mod tests {
             "Stop: Ctrl-C here (or `orrery up --down` from another terminal)",
             "\"[{\\\"op\\\":\\\"add\\\"",
             "Pods: pods isolated on bridge orrery0",
+            "kubectl orrery runs -w",
+            "kubectl orrery logs release-notes-1",
+            "REVIEW=$(kubectl orrery start human-review --input 'version 2.4' -o name)",
+            "kubectl orrery approve \"$REVIEW\"",
         ] {
             assert!(text.contains(want), "{want:?} missing from:\n{text}");
         }
