@@ -236,7 +236,9 @@ impl ChartOperator {
     ) -> Result<ChartOperator> {
         let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+        let mut sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+        // Where people reach it from this machine (`kubectl orrery` finds it there).
+        sets.push(format!("service.publicUrl={sidecar_url}"));
         let operator = ChartOperator::helm_install(
             env,
             release_ns,
