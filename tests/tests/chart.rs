@@ -448,6 +448,10 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
             &["/service/clusterIP"],
         ),
         (
+            &["--set", "service.publicUrl=orrery.example.com"],
+            &["/service/publicUrl"],
+        ),
+        (
             &["--set", "replicaCount=2"],
             &["replicaCount", "store.type=postgres"],
         ),
@@ -1009,5 +1013,39 @@ fn a_release_serving_one_namespace_binds_its_pending_policy_there() -> Result<()
             .with_context(|| format!("no binding {name}"))?;
         ensure!(binding["spec"].get("matchResources").is_none(), "{binding}");
     }
+    Ok(())
+}
+
+#[test]
+fn the_sidecar_service_says_where_people_reach_it_for_kubectl_orrery() -> Result<()> {
+    let plain = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    let service = find(&plain, "Service", "orrery-sidecar").context("no sidecar Service")?;
+    // The plugin finds it by these labels.
+    ensure!(service["metadata"]["labels"]["app.kubernetes.io/name"] == "orrery");
+    ensure!(service["metadata"]["labels"]["app.kubernetes.io/component"] == "sidecar");
+    ensure!(
+        service["metadata"].get("annotations").is_none(),
+        "no annotation without a public URL: {service}"
+    );
+    let published = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "service.publicUrl=https://orrery.example.com/studio,service.annotations.team=platform",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let service = find(&published, "Service", "orrery-sidecar").context("no sidecar Service")?;
+    ensure!(
+        service["metadata"]["annotations"]
+            == serde_json::json!({
+                kubectl_orrery::sidecar::PUBLIC_URL_ANNOTATION: "https://orrery.example.com/studio",
+                "team": "platform"
+            }),
+        "{service}"
+    );
     Ok(())
 }
