@@ -361,11 +361,7 @@ async fn find_service(
     namespace: &str,
 ) -> Result<(Service, String), PluginError> {
     let mut searched: Vec<String> = Vec::new();
-    let candidates: Vec<String> = match &lookup.namespace {
-        Some(ns) => vec![ns.clone()],
-        None if namespace == DEFAULT_RELEASE_NAMESPACE => vec![namespace.to_owned()],
-        None => vec![namespace.to_owned(), DEFAULT_RELEASE_NAMESPACE.to_owned()],
-    };
+    let candidates = search_order(lookup, namespace);
     let mut refusals: Vec<String> = Vec::new();
     for ns in candidates {
         let services: Api<Service> = Api::namespaced(api.clone(), &ns);
@@ -458,7 +454,20 @@ async fn ready_pod(
                 e,
             )
         })?;
-    for slice in list.items {
+    if let Some(found) = ready_endpoint(&list.items) {
+        return Ok(found);
+    }
+    Err(PluginError::NoSidecar {
+        searched: vec![format!(
+            "{namespace} (service/{service} has no ready pod to port-forward to)"
+        )],
+        refusals: Vec::new(),
+    })
+}
+
+/// The first ready pod among `slices`' endpoints, with the slice's `http` port (else its first).
+pub fn ready_endpoint(slices: &[EndpointSlice]) -> Option<(String, u16)> {
+    for slice in slices {
         let port = slice
             .ports
             .as_ref()
@@ -471,7 +480,8 @@ async fn ready_pod(
             .and_then(|p| p.port)
             .and_then(|p| u16::try_from(p).ok());
         let Some(port) = port else { continue };
-        for endpoint in slice.endpoints.into_iter().flatten() {
+        for endpoint in slice.endpoints.iter().flatten() {
+            // An endpoint whose readiness is unknown counts as ready (the API's own reading).
             let ready = endpoint
                 .conditions
                 .as_ref()
@@ -479,20 +489,25 @@ async fn ready_pod(
                 .unwrap_or(true);
             if let Some(target) = endpoint
                 .target_ref
+                .as_ref()
                 .filter(|t| t.kind.as_deref() == Some("Pod"))
                 && ready
-                && let Some(pod) = target.name
+                && let Some(pod) = &target.name
             {
-                return Ok((pod, port));
+                return Some((pod.clone(), port));
             }
         }
     }
-    Err(PluginError::NoSidecar {
-        searched: vec![format!(
-            "{namespace} (service/{service} has no ready pod to port-forward to)"
-        )],
-        refusals: Vec::new(),
-    })
+    None
+}
+
+/// The namespaces searched for the sidecar's Service, in order.
+pub fn search_order(lookup: &Lookup, namespace: &str) -> Vec<String> {
+    match &lookup.namespace {
+        Some(ns) => vec![ns.clone()],
+        None if namespace == DEFAULT_RELEASE_NAMESPACE => vec![namespace.to_owned()],
+        None => vec![namespace.to_owned(), DEFAULT_RELEASE_NAMESPACE.to_owned()],
+    }
 }
 
 /// A response body as a stream of its data chunks (an error says why the stream broke).
@@ -547,6 +562,41 @@ mod tests {
         assert!(message.contains("client certificate"), "{message}");
         assert!(message.contains("--yes --digest"), "{message}");
         assert!(message.contains("kubectl create token"), "{message}");
+    }
+
+    #[test]
+    fn the_port_forward_goes_to_a_ready_pod_on_the_http_port() {
+        let slice = |endpoints: serde_json::Value| -> EndpointSlice {
+            serde_json::from_value(serde_json::json!({
+                "addressType": "IPv4",
+                "ports": [{"name": "metrics", "port": 8081}, {"name": "http", "port": 8080}],
+                "endpoints": endpoints,
+            }))
+            .unwrap_or_default()
+        };
+        let pod = |name: &str, ready: bool| {
+            serde_json::json!({"addresses": ["10.0.0.1"], "conditions": {"ready": ready},
+                "targetRef": {"kind": "Pod", "name": name}})
+        };
+        let slices = [
+            slice(serde_json::json!([pod("terminating", false)])),
+            slice(serde_json::json!([pod("op-1", true), pod("op-2", true)])),
+        ];
+        assert_eq!(ready_endpoint(&slices), Some(("op-1".to_owned(), 8080)));
+        assert_eq!(ready_endpoint(&slices[..1]), None);
+        assert_eq!(ready_endpoint(&[]), None);
+    }
+
+    #[test]
+    fn the_service_is_looked_for_where_named_else_here_then_in_orrery_system() {
+        let named = Lookup {
+            url: None,
+            namespace: Some("platform".into()),
+        };
+        assert_eq!(search_order(&named, "team-a"), ["platform"]);
+        let here = Lookup::default();
+        assert_eq!(search_order(&here, "team-a"), ["team-a", "orrery-system"]);
+        assert_eq!(search_order(&here, "orrery-system"), ["orrery-system"]);
     }
 
     #[test]
