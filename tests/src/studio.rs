@@ -813,6 +813,40 @@ impl Studio {
         &self.exec
     }
 
+    /// Kills container `container` of pod `pod` in the namespace with SIGKILL where it runs (as
+    /// a crash or the kernel's OOM killer would): `runc kill`, in container mode.
+    pub async fn kill_container(&self, pod: &str, container: &str) -> Result<()> {
+        let pod = self.pods().get(pod).await?;
+        let id = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.iter().find(|c| c.name == container))
+            .and_then(|c| c.container_id.clone())
+            .with_context(|| {
+                format!("pod {} has no containerID for {container}", pod.name_any())
+            })?;
+        let id = id
+            .strip_prefix("runc://")
+            .with_context(|| format!("containerID {id}: not a runc container"))?;
+        let state = self
+            .executor()
+            .runc_state_dir()
+            .context("container mode has a runc state directory")?;
+        let out = tokio::process::Command::new("runc")
+            .arg("--root")
+            .arg(state)
+            .args(["kill", id, "KILL"])
+            .output()
+            .await?;
+        ensure!(
+            out.status.success(),
+            "runc kill {id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    }
+
     /// Server-side applies `yaml` (one or more documents) in the namespace, as admin.
     pub async fn apply(&self, yaml: &str) -> Result<()> {
         apply_yaml(&self.admin, Some(&self.ns.name), yaml).await?;

@@ -13,7 +13,7 @@
 
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, ListParams, PostParams};
 use orrery_crds::events::{EventBody, TraceEvent};
 use orrery_crds::run::RunPhase;
@@ -58,29 +58,7 @@ fn text(bytes: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alice_starts_lists_and_cancels_a_run_as_herself_and_refusals_read_as_the_apiserver_says()
 -> Result<()> {
-    let manifests = documents(&[
-        scripted_model(
-            "scripted",
-            json!({"draft": [{"reply": "Release notes for: {{input}}"}],
-                   "publish": [{"reply": "Changelog: {{input}}"}]}),
-        ),
-        json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1",
-            "kind": "Composition",
-            "metadata": {"name": "human-review"},
-            "spec": draft_review_publish(),
-        })
-        .to_string(),
-    ]);
-    let studio = Studio::install(ChartStudioOptions {
-        prefix: "plugin",
-        prelude: "",
-        manifests: &manifests,
-        users: &[ALICE, BOB],
-        policies: true,
-        values: &[],
-    })
-    .await?;
+    let studio = review_studio("plugin").await?;
     let result = async {
         let ns = studio.ns.name.clone();
         let env = studio.env;
@@ -223,47 +201,23 @@ fn exec_kubeconfig(env: &TestEnv, dir: &std::path::Path) -> Result<std::path::Pa
     Ok(path)
 }
 
-/// Kills the sidecar container of the chart's operator pod in `namespace` (SIGKILL, as a crash);
-/// the node starts it again in the same pod.
-async fn kill_sidecar_container(studio: &Studio) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(studio.admin.clone(), &studio.ns.name);
+/// The name of the chart's operator pod in the studio's namespace.
+async fn operator_pod(studio: &Studio) -> Result<String> {
     let release = studio.chart().context("a chart install")?.name.clone();
-    let pod = pods
+    studio
+        .pods()
         .list(&ListParams::default().labels(&orrery_tests::chart::operator_selector(&release)))
         .await?
         .items
         .into_iter()
         .next()
-        .context("the operator's pod")?;
-    let id = pod
-        .status
-        .and_then(|s| s.container_statuses)
-        .and_then(|c| c.into_iter().find(|c| c.name == "sidecar"))
-        .and_then(|c| c.container_id)
-        .and_then(|id| id.strip_prefix("runc://").map(str::to_owned))
-        .context("the sidecar container's runc id")?;
-    let state = studio
-        .executor()
-        .runc_state_dir()
-        .context("container mode has a runc state directory")?
-        .to_path_buf();
-    let out = tokio::process::Command::new("runc")
-        .arg("--root")
-        .arg(&state)
-        .args(["kill", &id, "KILL"])
-        .output()
-        .await?;
-    ensure!(
-        out.status.success(),
-        "runc kill {id}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+        .and_then(|p| p.metadata.name)
+        .context("the operator's pod")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn alice_follows_reads_and_approves_a_review_across_a_sidecar_restart_and_others_are_refused_with_the_reason()
--> Result<()> {
+/// The chart's operator and sidecar, serving the human-review Composition (its draft and
+/// publish nodes Scripted), for alice and bob, under the admission policies.
+async fn review_studio(prefix: &str) -> Result<Studio> {
     let manifests = documents(&[
         scripted_model(
             "scripted",
@@ -278,15 +232,21 @@ async fn alice_follows_reads_and_approves_a_review_across_a_sidecar_restart_and_
         })
         .to_string(),
     ]);
-    let studio = Studio::install(ChartStudioOptions {
-        prefix: "plugin-review",
+    Studio::install(ChartStudioOptions {
+        prefix,
         prelude: "",
         manifests: &manifests,
         users: &[ALICE, BOB],
         policies: true,
         values: &[],
     })
-    .await?;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alice_follows_reads_and_approves_a_review_across_a_sidecar_restart_and_others_are_refused_with_the_reason()
+-> Result<()> {
+    let studio = review_studio("plugin-review").await?;
     let dir = std::env::temp_dir().join(format!("orrery-{}", studio.ns.name));
     std::fs::create_dir_all(&dir)?;
     let result = async {
@@ -348,7 +308,9 @@ async fn alice_follows_reads_and_approves_a_review_across_a_sidecar_restart_and_
         );
 
         // The sidecar crashes while the run waits; the node starts it again in the same pod.
-        kill_sidecar_container(&studio).await?;
+        studio
+            .kill_container(&operator_pod(&studio).await?, "sidecar")
+            .await?;
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         orrery_tests::studio::wait_sidecar(&sidecar, std::time::Duration::from_secs(90)).await?;
 

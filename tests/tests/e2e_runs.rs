@@ -500,21 +500,6 @@ async fn a_cancel_at_any_moment_of_the_start_ends_the_run_cancelled() -> Result<
     .await
 }
 
-/// The runc container id of a pod's first container (`runc://<id>`).
-fn runc_id(pod: &Pod) -> Result<String> {
-    let id = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .and_then(|c| c.container_id.clone())
-        .context("no containerID")?;
-    Ok(id
-        .strip_prefix("runc://")
-        .with_context(|| format!("containerID {id}: not a runc container"))?
-        .to_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Result<()> {
     let studio = chart("run-kill", &[]).await?;
@@ -528,24 +513,7 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
 
         // Killed where it runs (as the kernel's OOM killer would): SIGKILL to its container.
         f.wait_run_started("killed").await?;
-        let pod = f.pods().get("killed-runner").await?;
-        let id = runc_id(&pod)?;
-        let state = f
-            .executor()
-            .runc_state_dir()
-            .context("container mode has a runc state directory")?
-            .to_path_buf();
-        let out = tokio::process::Command::new("runc")
-            .arg("--root")
-            .arg(&state)
-            .args(["kill", &id, "KILL"])
-            .output()
-            .await?;
-        ensure!(
-            out.status.success(),
-            "runc kill {id}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        f.kill_container("killed-runner", "runner").await?;
         let killed = f.wait_phase("killed", RunPhase::Failed).await?;
         assert_eq!(
             condition_reason(&killed, "Succeeded").as_deref(),
