@@ -200,6 +200,14 @@ impl Sidecar {
             .and_then(|a| a.get(PUBLIC_URL_ANNOTATION))
             .filter(|u| !u.is_empty())
         {
+            // The person's token goes there: whoever could set the annotation must not be able to
+            // send it over the network in the clear.
+            if !safe_for_a_token(url) {
+                return Err(PluginError::Usage(format!(
+                    "service/{name}'s public URL ({PUBLIC_URL_ANNOTATION}) is {url:?}: your token would travel to it unencrypted. \
+                     It must be https:// (or a loopback address); ask for the chart's service.publicUrl to be an https URL, or name the sidecar yourself with --sidecar URL"
+                )));
+            }
             return Sidecar::at(
                 config,
                 Reach::Annotated {
@@ -501,6 +509,25 @@ pub fn ready_endpoint(slices: &[EndpointSlice]) -> Option<(String, u16)> {
     None
 }
 
+/// Whether a bearer token may be sent to `url` as found in the cluster: over TLS, or to this
+/// machine's loopback (a forward of one's own).
+pub fn safe_for_a_token(url: &str) -> bool {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return false;
+    };
+    match (uri.scheme_str(), uri.host()) {
+        (Some("https"), Some(_)) => true,
+        (Some("http"), Some(host)) => {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host == "localhost"
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        _ => false,
+    }
+}
+
 /// The namespaces searched for the sidecar's Service, in order.
 pub fn search_order(lookup: &Lookup, namespace: &str) -> Vec<String> {
     match &lookup.namespace {
@@ -597,6 +624,25 @@ mod tests {
         let here = Lookup::default();
         assert_eq!(search_order(&here, "team-a"), ["team-a", "orrery-system"]);
         assert_eq!(search_order(&here, "orrery-system"), ["orrery-system"]);
+    }
+
+    #[test]
+    fn a_public_url_from_the_cluster_gets_a_token_only_over_tls_or_loopback() {
+        for (url, safe) in [
+            ("https://orrery.example.com/studio", true),
+            ("http://127.0.0.1:8080", true),
+            ("http://[::1]:8080", true),
+            ("http://localhost:8080", true),
+            ("http://orrery.example.com", false),
+            ("http://10.96.0.80:8080", false),
+            ("http://127.0.0.1.evil.example", false),
+            ("http://u@127.0.0.1:80@evil.example/", false),
+            ("http://0x7f.1/", false),
+            ("ftp://127.0.0.1", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(safe_for_a_token(url), safe, "{url}");
+        }
     }
 
     #[test]
