@@ -1,10 +1,11 @@
 //! What every reconciler shares: the client, the deployment config, the Event recorder; the
 //! server-side apply of a status; Events; counting reconciles and the retry after a failed
-//! one. It imports no controller (each controller imports it); [`crate::manager`] runs them.
+//! one (backoff per object, [`crate::retry`]). It imports no controller (each controller imports it); [`crate::manager`] runs them.
 
 use crate::config::Config;
 use crate::error::Result;
 use crate::metrics::Metrics;
+use crate::retry::Retries;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -29,6 +30,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// What `/metrics` shows: reconciles, errors, runs, the queue, pod start latency.
     pub metrics: Arc<Metrics>,
+    /// How many times each object has failed in a row (its backoff).
+    pub retries: Retries,
 }
 
 impl Context {
@@ -48,6 +51,7 @@ impl Context {
             config,
             recorder,
             metrics,
+            retries: Retries::new(),
         }
     }
 
@@ -135,46 +139,66 @@ where
     }
 }
 
-/// How long a failed reconcile waits before it is tried again.
-pub const RETRY: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// A reconciler's context that carries the process's [`Metrics`].
+/// A reconciler's context that carries the process's [`Metrics`] and the objects' backoff.
 pub trait Metered {
     /// The metrics the reconciles are counted in.
     fn metrics(&self) -> &Metrics;
+    /// Failures in a row per object.
+    fn retries(&self) -> &Retries;
 }
 
 impl Metered for Context {
     fn metrics(&self) -> &Metrics {
         &self.metrics
     }
+
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 /// Wraps a reconciler so that each reconcile it starts is counted in
 /// `orrery_reconciles_total{kind}` (failed ones too: [`error_policy`] counts those again by
-/// their error label) and in `orrery_reconciles_in_flight` while it runs.
-pub fn counted<K, C, F, Fut>(
+/// their error label) and in `orrery_reconciles_in_flight` while it runs, and a success resets
+/// the object's backoff.
+pub fn counted<K, C, F, Fut, T, E>(
     mut reconcile: F,
 ) -> impl FnMut(Arc<K>, Arc<C>) -> futures::future::BoxFuture<'static, Fut::Output>
 where
     K: Resource<DynamicType = ()>,
-    C: Metered,
+    C: Metered + Send + Sync + 'static,
     F: FnMut(Arc<K>, Arc<C>) -> Fut,
-    Fut: Future + Send + 'static,
+    Fut: Future<Output = std::result::Result<T, E>> + Send + 'static,
 {
     move |object, ctx| {
         let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
         let span = reconcile_span(object.as_ref());
-        let reconcile = span.in_scope(|| reconcile(object, ctx));
+        let id = object_id(object.as_ref());
+        let reconcile = span.in_scope(|| reconcile(object, ctx.clone()));
         Box::pin(
             async move {
                 let out = reconcile.await;
+                if out.is_ok() {
+                    ctx.retries().succeeded(&K::kind(&()), &id);
+                }
                 drop(in_flight);
                 out
             }
             .instrument(span),
         )
     }
+}
+
+/// The key of an object's backoff: its UID, else (never stored yet) its namespace and name.
+fn object_id<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    use kube::ResourceExt;
+    object.uid().unwrap_or_else(|| {
+        format!(
+            "{}/{}",
+            object.namespace().unwrap_or_default(),
+            object.name_any()
+        )
+    })
 }
 
 /// The span a reconcile runs in: the object's kind, namespace, name and UID (and, for a
@@ -200,7 +224,8 @@ where
 
 /// What happens after a failed reconcile of any kind: logged with the object, the error and
 /// its metric label, counted in `orrery_reconcile_errors_total{kind,error}`, and retried after
-/// [`RETRY`].
+/// the object's backoff ([`crate::retry::delay`]), counted in
+/// `orrery_reconcile_retries_total{kind,reason}`.
 pub fn error_policy<K>(
     object: Arc<K>,
     error: &crate::error::Error,
@@ -210,21 +235,28 @@ where
     K: Resource<DynamicType = ()>,
 {
     use kube::ResourceExt;
-    ctx.metrics.failed(&K::kind(&()), error.label());
+    let kind = K::kind(&());
+    ctx.metrics.failed(&kind, error.label());
+    let failures = ctx.retries.failed(&kind, &object_id(object.as_ref()));
+    let (wait, reason) = crate::retry::delay(error, failures, rand::random::<f64>());
+    ctx.metrics.retried(&kind, reason);
     tracing::warn!(
-        kind = K::kind(&()).as_ref(),
+        kind = kind.as_ref(),
         namespace = object.namespace().unwrap_or_default(),
         name = object.name_any(),
         uid = object.uid().unwrap_or_default(),
         error = error.label(),
-        "{} {}/{}: {}; retrying in {} s",
-        K::kind(&()),
+        failures,
+        retry = reason.label(),
+        "{} {}/{}: {}; retrying in {:.1} s (failure {failures} in a row, {})",
+        kind,
         object.namespace().unwrap_or_default(),
         object.name_any(),
         error,
-        RETRY.as_secs()
+        wait.as_secs_f64(),
+        reason.label()
     );
-    kube::runtime::controller::Action::requeue(RETRY)
+    kube::runtime::controller::Action::requeue(wait)
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub mod metrics;
 pub mod names;
 pub mod registry;
 pub mod registry_view;
+pub mod retry;
 pub mod revisions;
 pub mod run;
 pub mod run_token;

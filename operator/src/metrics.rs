@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `orrery_reconciles_total{kind}` | counter | reconciles started, per kind (failed ones too) |
 //! | `orrery_reconcile_errors_total{kind,error}` | counter | failed reconciles, by [`Error::label`] |
+//! | `orrery_reconcile_retries_total{kind,reason}` | counter | retries scheduled after a failure, by [`Reason`]: `transient` (backoff), `throttled` (the API server's `Retry-After`), `needs_fix` (at the cap) |
 //! | `orrery_queue_depth` | gauge | StudioRuns waiting for a slot (`Pending`, reason `Queued`) |
 //! | `orrery_runs{phase}` | gauge | StudioRuns per phase |
 //! | `orrery_run_pod_start_seconds` | histogram | StudioRun creation → its runner pod created |
@@ -16,6 +17,7 @@
 //! than no series.
 
 use crate::error::Error;
+use crate::retry::Reason;
 use orrery_crds::run::RunPhase;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -61,6 +63,12 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RetryLabels {
+    kind: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PhaseLabel {
     phase: String,
 }
@@ -71,6 +79,7 @@ pub struct Metrics {
     registry: Registry,
     reconciles: Family<KindLabel, Counter>,
     errors: Family<ErrorLabels, Counter>,
+    retries: Family<RetryLabels, Counter>,
     queue_depth: Gauge,
     runs: Family<PhaseLabel, Gauge>,
     pod_start: Histogram,
@@ -100,6 +109,7 @@ impl Metrics {
         let mut registry = Registry::default();
         let reconciles = Family::<KindLabel, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
+        let retries = Family::<RetryLabels, Counter>::default();
         let queue_depth = Gauge::default();
         let runs = Family::<PhaseLabel, Gauge>::default();
         let pod_start = Histogram::new(POD_START_BUCKETS);
@@ -114,6 +124,11 @@ impl Metrics {
             "orrery_reconcile_errors",
             "Failed reconciles, per kind and error label",
             errors.clone(),
+        );
+        registry.register(
+            "orrery_reconcile_retries",
+            "Retries scheduled after a failed reconcile, per kind and reason (transient: backoff; throttled: the API server's Retry-After; needs_fix: at the cap)",
+            retries.clone(),
         );
         registry.register(
             "orrery_queue_depth",
@@ -144,6 +159,12 @@ impl Metrics {
                     error: error.into(),
                 }));
             }
+            for reason in Reason::ALL {
+                drop(retries.get_or_create(&RetryLabels {
+                    kind: kind.into(),
+                    reason: reason.label().into(),
+                }));
+            }
         }
         for phase in PHASES {
             drop(runs.get_or_create(&PhaseLabel {
@@ -154,6 +175,7 @@ impl Metrics {
             registry,
             reconciles,
             errors,
+            retries,
             queue_depth,
             runs,
             pod_start,
@@ -188,6 +210,16 @@ impl Metrics {
             .get_or_create(&ErrorLabels {
                 kind: kind.into(),
                 error: label.into(),
+            })
+            .inc();
+    }
+
+    /// Counts one retry of `kind` scheduled for `reason`.
+    pub fn retried(&self, kind: &str, reason: Reason) {
+        self.retries
+            .get_or_create(&RetryLabels {
+                kind: kind.into(),
+                reason: reason.label().into(),
             })
             .inc();
     }
@@ -272,6 +304,13 @@ mod tests {
             for error in Error::LABELS {
                 let series =
                     format!("orrery_reconcile_errors_total{{kind=\"{kind}\",error=\"{error}\"}}");
+                assert_eq!(value(&text, &series), Some(0.0), "{series} in {text}");
+            }
+            for reason in Reason::ALL {
+                let series = format!(
+                    "orrery_reconcile_retries_total{{kind=\"{kind}\",reason=\"{}\"}}",
+                    reason.label()
+                );
                 assert_eq!(value(&text, &series), Some(0.0), "{series} in {text}");
             }
         }

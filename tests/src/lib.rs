@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod chart;
 pub mod console;
+pub mod fault_proxy;
 pub mod front;
 pub mod harness;
 pub mod images;

@@ -128,6 +128,12 @@ pub async fn mint_token(env: &TestEnv) -> Result<String> {
 
 /// A client for the apiserver of `env` (server and CA from its kubeconfig) sending `token`.
 pub async fn client_with_token(env: &TestEnv, token: String) -> Result<Client> {
+    Client::try_from(config_with_token(env, token).await?)
+        .context("building the operator's kube client")
+}
+
+/// The kube config of [`client_with_token`].
+pub async fn config_with_token(env: &TestEnv, token: String) -> Result<kube::Config> {
     let kc = Kubeconfig::read_from(&env.kubeconfig)
         .with_context(|| format!("reading {}", env.kubeconfig.display()))?;
     let opts = KubeConfigOptions {
@@ -141,5 +147,5 @@ pub async fn client_with_token(env: &TestEnv, token: String) -> Result<Client> {
         token: Some(token.into()),
         ..Default::default()
     };
-    Client::try_from(config).context("building the operator's kube client")
+    Ok(config)
 }

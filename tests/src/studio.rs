@@ -557,6 +557,32 @@ impl Studio {
         Ok(())
     }
 
+    /// Starts the in-process controllers again with their client going through `proxy` (the
+    /// fault layer between the operator and the API server); the dev node and the test itself
+    /// still reach the API server directly.
+    pub async fn start_operator_through(
+        &mut self,
+        proxy: &crate::fault_proxy::FaultProxy,
+    ) -> Result<()> {
+        let OperatorHandle::InProcess { running, config } = &mut self.operator else {
+            bail!("the chart's operator is not started by the test");
+        };
+        ensure!(running.is_none(), "the controllers are running");
+        let direct = crate::operator_identity::config_with_token(
+            self.env,
+            crate::operator_identity::mint_token(self.env).await?,
+        )
+        .await?;
+        let client = Client::try_from(proxy.config_for(direct)?)
+            .context("the operator's client through the fault proxy")?;
+        *running = Some(Operator::start(
+            client,
+            config.as_ref().clone(),
+            &self.ns.name,
+        )?);
+        Ok(())
+    }
+
     /// Kills the in-process controllers of a [`Studio::start`] where they are (a crash: no
     /// reconcile finishes); the runner pods and the sidecar go on.
     pub async fn kill_operator(&mut self) -> Result<()> {

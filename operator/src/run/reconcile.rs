@@ -523,4 +523,8 @@ impl crate::controller::Metered for RunContext {
     fn metrics(&self) -> &crate::metrics::Metrics {
         &self.base.metrics
     }
+
+    fn retries(&self) -> &crate::retry::Retries {
+        &self.base.retries
+    }
 }
