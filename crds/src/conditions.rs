@@ -83,6 +83,9 @@ pub mod reasons {
     /// A run's child name is taken by an object that is not its own, or a child left by an
     /// earlier attempt holds another plan: the run fails, saying which.
     pub const CHILD_CONFLICT: &str = "ChildConflict";
+    /// A run's child name is still held by a child of an earlier run of the same name, deleted
+    /// since: the operator removes it and the run starts once it is gone.
+    pub const WAITING_FOR_PREVIOUS_RUN: &str = "WaitingForPreviousRun";
     /// A run's pod did not start within `runner.startTimeoutSeconds` (unschedulable, image not
     /// pulled, a Secret missing): it is deleted and the run fails with what it waited on.
     pub const POD_NOT_STARTED: &str = "PodNotStarted";

@@ -94,18 +94,25 @@ fn truncate(mut text: String, max: usize) -> String {
     text
 }
 
-/// Server-side applies `status` as the status of `name` (field manager `orrery-operator`,
-/// forced: the operator owns the status it writes).
-pub async fn apply_status<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<K>
+/// Server-side applies `status` as the status of `object` (field manager `orrery-operator`,
+/// forced: the operator owns the status it writes). The apply carries the object's UID as a
+/// precondition (fault case 7): a reconcile of an object that was deleted and created again
+/// under the same name is refused `409 Conflict` instead of writing its stale status onto the
+/// new object.
+pub async fn apply_status<K, S>(api: &Api<K>, object: &K, status: &S) -> Result<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
     S: Serialize + Debug,
 {
-    let body = serde_json::json!({
+    let name = object.meta().name.as_deref().unwrap_or_default();
+    let mut body = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "status": status,
     });
+    if let Some(uid) = &object.meta().uid {
+        body["metadata"] = serde_json::json!({ "uid": uid });
+    }
     let params = PatchParams::apply(crate::FIELD_MANAGER).force();
     Ok(api
         .patch_status(name, &params, &Patch::Apply(&body))

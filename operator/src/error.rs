@@ -72,6 +72,20 @@ pub enum Error {
         /// Its namespace.
         namespace: String,
     },
+    /// A child's name is held by a child of an earlier StudioRun of the same name, deleted
+    /// since (fault case 7): it is being removed, and the run waits for it.
+    #[error(
+        "the {kind} {name:?} in namespace {namespace} belongs to an earlier StudioRun of this \
+         name, deleted since; it is being removed, and this run starts once it is gone"
+    )]
+    Predecessor {
+        /// The child's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+    },
     /// A child left by an earlier attempt holds something other than what the run would
     /// create now (another plan, another policy): it is never used.
     #[error(
@@ -99,7 +113,7 @@ pub enum Error {
 
 impl Error {
     /// Every label [`Error::label`] can return, for registering the metric series up front.
-    pub const LABELS: [&'static str; 10] = [
+    pub const LABELS: [&'static str; 11] = [
         "kube_api",
         "config",
         "missing_metadata",
@@ -109,6 +123,7 @@ impl Error {
         "endpoint",
         "revision",
         "name_taken",
+        "predecessor",
         "child_differs",
     ];
 
@@ -124,6 +139,7 @@ impl Error {
             Error::Endpoint { .. } => "endpoint",
             Error::Revision { .. } => "revision",
             Error::NameTaken { .. } => "name_taken",
+            Error::Predecessor { .. } => "predecessor",
             Error::ChildDiffers { .. } => "child_differs",
         }
     }
@@ -174,6 +190,11 @@ mod tests {
                 problem: "p".into(),
             },
             Error::NameTaken {
+                kind: "Pod".into(),
+                name: "r-runner".into(),
+                namespace: "team".into(),
+            },
+            Error::Predecessor {
                 kind: "Pod".into(),
                 name: "r-runner".into(),
                 namespace: "team".into(),

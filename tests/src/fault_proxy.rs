@@ -7,6 +7,10 @@
 //!   server sends, `details.retryAfterSeconds`);
 //! - [`Fault::Unavailable`]: `503 Service Unavailable`, as an API server going away answers;
 //! - [`Fault::Reset`]: the connection dropped without an answer;
+//! - [`Fault::Hold`]: the request kept, unanswered, until [`FaultProxy::release`], then sent on
+//!   (a write delayed in flight);
+//! - [`Fault::DropEvents`]: the events of the watches it picks dropped on the way (the watch
+//!   stays open and never says so);
 //!
 //! each for the requests a [`Matcher`] picks, while it is set. [`FaultProxy::cut_streams`] ends
 //! every open response (watches) at once. Every request is logged with when, what and the
@@ -36,6 +40,10 @@ pub enum Fault {
     Unavailable,
     /// No answer: the connection is dropped.
     Reset,
+    /// Kept until [`FaultProxy::release`], then forwarded.
+    Hold,
+    /// The watch events of the streams picked are dropped while this is set.
+    DropEvents,
 }
 
 /// Which requests a fault applies to: by method and by a part of the path.
@@ -86,6 +94,22 @@ struct Shared {
     fault: Mutex<Option<(Fault, Matcher)>>,
     seen: Mutex<Vec<Seen>>,
     streams: Mutex<CancellationToken>,
+    /// Bumped by each release: a held request goes on once it changed.
+    gate: tokio::sync::watch::Sender<u64>,
+    held: std::sync::atomic::AtomicUsize,
+    dropped: std::sync::atomic::AtomicUsize,
+}
+
+impl Shared {
+    /// The fault set for `(method, path)`, if any.
+    fn fault_for(&self, method: &Method, path: &str) -> Option<Fault> {
+        self.fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(_, m)| m.picks(method, path))
+            .map(|(f, _)| *f)
+    }
 }
 
 struct Proxy {
@@ -179,6 +203,24 @@ impl FaultProxy {
         *self.shared.fault.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// Clears the fault and lets every held request go on.
+    pub fn release(&self) {
+        self.clear();
+        self.shared.gate.send_modify(|epoch| *epoch += 1);
+    }
+
+    /// How many requests are held now.
+    pub fn held(&self) -> usize {
+        self.shared.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many watch events were dropped so far.
+    pub fn dropped(&self) -> usize {
+        self.shared
+            .dropped
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Ends every response still streaming (watches), as a proxy dropping long connections does.
     pub fn cut_streams(&self) {
         let mut token = self
@@ -242,15 +284,16 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".to_owned());
     let at = Instant::now();
-    let fault = proxy
-        .shared
-        .fault
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .filter(|(_, m)| m.picks(&method, &path))
-        .map(|(f, _)| *f);
-    if let Some(fault) = fault {
+    let fault = proxy.shared.fault_for(&method, &path);
+    if fault == Some(Fault::Hold) {
+        let mut gate = proxy.shared.gate.subscribe();
+        gate.borrow_and_update();
+        let held = &proxy.shared.held;
+        held.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = gate.changed().await;
+        held.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    if let Some(fault) = fault.filter(|f| !matches!(f, Fault::Hold | Fault::DropEvents)) {
         let (code, response) = match fault {
             Fault::Throttle { retry_after } => {
                 let mut response = Response::new(Body::from(status_body(
@@ -292,6 +335,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
                 });
                 return Response::new(Body::from_stream(failing));
             }
+            Fault::Hold | Fault::DropEvents => return bad_gateway(),
         };
         let mut response = response;
         response.headers_mut().insert(
@@ -345,8 +389,8 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         &proxy.shared,
         Seen {
             at,
-            method,
-            path,
+            method: method.clone(),
+            path: path.clone(),
             status: status.as_u16(),
             faulted: false,
         },
@@ -365,9 +409,39 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         .bytes_stream()
         .map(|chunk| chunk.map_err(std::io::Error::other))
         .take_until(async move { cut.cancelled().await });
-    response
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| bad_gateway())
+    let body = if path.contains("watch=true") || path.contains("watch=1") {
+        Body::from_stream(events_filtered(stream, proxy.shared.clone(), method, path))
+    } else {
+        Body::from_stream(stream)
+    };
+    response.body(body).unwrap_or_else(|_| bad_gateway())
+}
+
+/// A watch stream, event by event (one JSON object per line), with the events dropped while a
+/// [`Fault::DropEvents`] picks the watch.
+fn events_filtered(
+    stream: impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static,
+    shared: Arc<Shared>,
+    method: Method,
+    path: String,
+) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
+    let mut pending: Vec<u8> = Vec::new();
+    stream.map(move |chunk| {
+        let chunk = chunk?;
+        pending.extend_from_slice(&chunk);
+        let mut out = Vec::new();
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            if shared.fault_for(&method, &path) == Some(Fault::DropEvents) {
+                shared
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            } else {
+                out.extend_from_slice(&line);
+            }
+        }
+        Ok(axum::body::Bytes::from(out))
+    })
 }
 
 /// The headers passed through (hop-by-hop ones and the length, which the new framing sets,

@@ -586,6 +586,14 @@ pub fn free_port() -> Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
+/// Two distinct free ports on loopback (both held while the second is found: two calls of
+/// [`free_port`] may return the same one).
+pub fn free_port_pair() -> Result<(u16, u16)> {
+    let first = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
+    let second = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
+    Ok((first.local_addr()?.port(), second.local_addr()?.port()))
+}
+
 /// The processes whose command line names `needle` (e.g. a pod executor's work directory),
 /// each as `<pid>: <command line>`: what is left running of something that should be gone.
 pub fn processes_naming(needle: &str) -> Vec<String> {

@@ -24,7 +24,7 @@
 use crate::admission::{PolicyBindings, bind_policies, wait_policies_act};
 use crate::front::Front;
 use crate::harness::{
-    TestNamespace, apply_yaml, ensure_crds, free_port, kubectl_ok, wait_allowed, wait_for,
+    TestNamespace, apply_yaml, ensure_crds, free_port_pair, kubectl_ok, wait_allowed, wait_for,
 };
 use crate::manifests::{Subject, role_binding, studio_user_binding};
 use crate::operator_fixture::{Operator, test_config};
@@ -234,7 +234,7 @@ impl ChartOperator {
         policies: bool,
         values: &[&str],
     ) -> Result<ChartOperator> {
-        let (sidecar_port, metrics_port) = (free_port()?, free_port()?);
+        let (sidecar_port, metrics_port) = free_port_pair()?;
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
         let mut sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
         // Where people reach it from this machine (`kubectl orrery` finds it there).

@@ -14,7 +14,7 @@ use orrery_tests::studio::{Studio, StudioOptions};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-/// A two-node pipeline whose first node answers after `delay_ms`.
+/// A two-node pipeline whose first node answers on model `model` (`steady`: after 40 s).
 fn run_of(name: &str, model: &str) -> String {
     json!({
         "apiVersion": "studio.orrery.dev/v1alpha1",
@@ -46,7 +46,7 @@ fn models() -> String {
         ),
         scripted_model(
             "steady",
-            json!({"draft": [{"delayMs": 8000, "reply": "after a while"}]}),
+            json!({"draft": [{"delayMs": 40000, "reply": "after a while"}]}),
         ),
     ])
 }
@@ -59,7 +59,8 @@ async fn studio_behind(prefix: &str) -> Result<(Studio, FaultProxy)> {
         manifests: &models(),
         users: &[],
         policies: false,
-        configure: &|_| {},
+        // Ten runs of one owner at once (the example config allows three).
+        configure: &|config| config.run_limits.max_concurrent_runs_per_owner = None,
     })
     .await?;
     let proxy = FaultProxy::start(studio.env).await?;
@@ -133,12 +134,23 @@ async fn with_the_api_server_gone_for_20_s_started_runs_finish_once_and_the_oper
         for name in &names {
             f.apply(&run_of(name, "steady")).await?;
         }
+        // Every runner under way (its run.start written) before the outage.
         for name in &names {
-            f.wait_phase(name, RunPhase::Running).await?;
             f.wait_run_started(name).await?;
         }
-        // The API server goes away for the operator: every connection dropped unanswered.
+        let runs = f.runs().list(&Default::default()).await?.items;
+        ensure!(
+            runs.iter()
+                .all(|r| r.status.as_ref().and_then(|s| s.phase) == Some(RunPhase::Running)),
+            "every run is still running when the API server goes away: {:?}",
+            runs.iter()
+                .map(|r| r.status.as_ref().and_then(|s| s.phase))
+                .collect::<Vec<_>>()
+        );
+        // The API server goes away for the operator: its watches end, and every request is
+        // dropped unanswered.
         proxy.set(Fault::Reset, Matcher::all());
+        proxy.cut_streams();
         let down = Instant::now();
         tokio::time::sleep(Duration::from_secs(20)).await;
         proxy.clear();

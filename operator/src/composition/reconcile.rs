@@ -153,7 +153,7 @@ pub async fn reconcile(composition: Arc<Composition>, ctx: Arc<Context>) -> Resu
     if stored.status.as_ref() == Some(&status) {
         return Ok(Action::await_change());
     }
-    apply_status(&api, &name, &status).await?;
+    apply_status(&api, &stored, &status).await?;
     let before = stored
         .status
         .as_ref()

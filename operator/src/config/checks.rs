@@ -4,7 +4,7 @@
 use super::{
     AllowEntry, CONFIG_API_VERSION, CONFIG_KIND, Config, ConfigProblem,
     MAX_APPROVAL_TIMEOUT_SECONDS, MAX_PROBE_INTERVAL_SECONDS, MAX_TRUSTED_CERTIFICATES_BYTES,
-    MIN_PROBE_INTERVAL_SECONDS,
+    MIN_PROBE_INTERVAL_SECONDS, RESYNC_SECONDS_RANGE,
 };
 use ipnet::IpNet;
 use orrery_crds::budget::BudgetKey;
@@ -213,6 +213,18 @@ fn limits_and_timings(config: &Config, out: &mut Problems) {
                 config.probe_interval_seconds
             ),
             "set between 60 seconds and 604800 (a week); the default is 3600",
+        );
+    }
+    if !RESYNC_SECONDS_RANGE.contains(&config.resync_seconds) {
+        out.add(
+            "resyncSeconds".into(),
+            format!(
+                "{} is outside {}..={} (each look reads a running run's pod)",
+                config.resync_seconds,
+                RESYNC_SECONDS_RANGE.start(),
+                RESYNC_SECONDS_RANGE.end()
+            ),
+            "set between 1 and 3600 seconds; the default is 60",
         );
     }
 }

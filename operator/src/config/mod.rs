@@ -35,6 +35,12 @@ pub const DEFAULT_PROBE_INTERVAL_SECONDS: u64 = 3600;
 pub const MIN_PROBE_INTERVAL_SECONDS: u64 = 60;
 /// The longest probe interval: a week.
 pub const MAX_PROBE_INTERVAL_SECONDS: u64 = 7 * 24 * 3600;
+/// Seconds between two looks at a run under way even when no watch event came (fault case 12:
+/// a watch event lost between the API server and the operator is made up by this look), by
+/// default.
+pub const DEFAULT_RESYNC_SECONDS: u64 = 60;
+/// The allowed range of `resyncSeconds`: each look is a read of the run's pod.
+pub const RESYNC_SECONDS_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 /// A runner pod that has not started this long after it was created fails the run (it cannot
 /// be scheduled, its image cannot be pulled, a Secret it mounts is missing).
 pub const DEFAULT_START_TIMEOUT_SECONDS: u64 = 300;
@@ -92,6 +98,11 @@ pub struct Config {
     /// probes at once).
     #[serde(default = "default_probe_interval")]
     pub probe_interval_seconds: u64,
+    /// Seconds between two looks at a run under way that no watch event woke: the operator
+    /// reads the run's pod again, so an event the watch lost (a connection cut at the wrong
+    /// moment) delays a run's status by at most this long.
+    #[serde(default = "default_resync")]
+    pub resync_seconds: u64,
     /// The runner pods.
     pub runner: RunnerConfig,
     /// Where runners reach the sidecar.
@@ -110,6 +121,10 @@ fn default_ttl() -> u64 {
 
 fn default_probe_interval() -> u64 {
     DEFAULT_PROBE_INTERVAL_SECONDS
+}
+
+fn default_resync() -> u64 {
+    DEFAULT_RESYNC_SECONDS
 }
 
 /// The egress proxy.

@@ -36,6 +36,7 @@ fn a_minimal_config_takes_the_documented_defaults() {
     assert_eq!(config.ttl_seconds_after_finished, 14 * 24 * 3600);
     assert_eq!(config.approval_timeout_seconds, 900);
     assert_eq!(config.probe_interval_seconds, 3600);
+    assert_eq!(config.resync_seconds, 60);
     assert_eq!(config.ceilings(), BudgetLimits::DEFAULT_CEILINGS);
     assert!(!config.acting_remotes);
     assert_eq!(config.runner.resources, Resources::default());
@@ -198,6 +199,9 @@ fn each_semantic_rule_names_its_field() {
         ("probeIntervalSeconds: 59", &["probeIntervalSeconds"]),
         ("probeIntervalSeconds: 604801", &["probeIntervalSeconds"]),
         ("probeIntervalSeconds: 60", &[]),
+        ("resyncSeconds: 0", &["resyncSeconds"]),
+        ("resyncSeconds: 3601", &["resyncSeconds"]),
+        ("resyncSeconds: 5", &[]),
         // The daily ledger is the day's runs: deleting them sooner would forget spending.
         (
             "runLimits: {dailyTokenBudgetPerOwner: 1000}\nttlSecondsAfterFinished: 3600",

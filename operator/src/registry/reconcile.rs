@@ -75,7 +75,7 @@ async fn write_status(
     if stored.status.as_ref() == Some(status) {
         return Ok(());
     }
-    apply_status(api, &stored.name_any(), status).await?;
+    apply_status(api, stored, status).await?;
     let before = ready_of(stored.status.as_ref());
     if let Some(now) =
         find(&status.conditions, READY).filter(|c| Some((c.status, c.reason.clone())) != before)
@@ -179,7 +179,7 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
                 Err(e) => return Err(e.into()),
             }
             if reprobed {
-                apply_status(&api, &name, &status).await?;
+                apply_status(&api, &stored, &status).await?;
             }
             Action::requeue(PROBE_WAIT)
         }

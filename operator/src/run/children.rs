@@ -34,8 +34,15 @@ pub(super) const CREATE_RETRY: Duration = Duration::from_secs(10);
 /// Creates `object` unless it exists: `Ok(None)` when created, `Ok(Some(existing))` when an
 /// object of that name already has the run `uid` as its controller (an earlier attempt; the
 /// caller compares its content, since anyone who may create the kind may write any owner
-/// reference). A name taken by something else is an error, never adopted.
-pub(super) async fn create_owned<K>(api: &Api<K>, object: &K, uid: &str) -> Result<Option<K>>
+/// reference). A name taken by a child of an earlier run of the same name is
+/// [`Error::Predecessor`] (the garbage collector is removing it); by anything else,
+/// [`Error::NameTaken`]: never adopted.
+pub(super) async fn create_owned<K>(
+    api: &Api<K>,
+    object: &K,
+    run_name: &str,
+    uid: &str,
+) -> Result<Option<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
 {
@@ -50,18 +57,40 @@ where
                 .iter()
                 .flatten()
                 .any(|o| o.uid == uid && o.controller == Some(true));
+            let namespace = existing.meta().namespace.clone().unwrap_or_default();
+            let kind = K::kind(&()).into_owned();
             if ours {
                 Ok(Some(existing))
+            } else if of_predecessor(existing.meta(), run_name, uid) {
+                Err(Error::Predecessor {
+                    kind,
+                    name,
+                    namespace,
+                })
             } else {
                 Err(Error::NameTaken {
-                    kind: K::kind(&()).into_owned(),
+                    kind,
                     name,
-                    namespace: existing.meta().namespace.clone().unwrap_or_default(),
+                    namespace,
                 })
             }
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether a child is controlled by an earlier StudioRun named `run_name`: one with another
+/// UID than the run's `uid`, so deleted (a name is held by one object at a time). The garbage
+/// collector removes such a child once it sees its owner gone; the operator waits for that and
+/// never deletes it itself (an owner reference is only what its writer claimed).
+pub(super) fn of_predecessor(meta: &kube::api::ObjectMeta, run_name: &str, uid: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.kind == "StudioRun"
+            && o.api_version == orrery_crds::StudioRun::api_version(&())
+            && o.name == run_name
+            && o.uid != uid
+    })
 }
 
 /// Whether the pod is this run's: its UID label and controller reference, and a runner the
@@ -184,8 +213,8 @@ impl RunContext {
         let secrets = self.api::<Secret>(&id.namespace);
         let policies = self.api::<NetworkPolicy>(&id.namespace);
         let (secret_found, policy_found) = futures::join!(
-            create_owned(&secrets, &secret, &id.uid),
-            create_owned(&policies, &policy, &id.uid)
+            create_owned(&secrets, &secret, &id.name, &id.uid),
+            create_owned(&policies, &policy, &id.name, &id.uid)
         );
         if let Some(existing) = secret_found? {
             let same = |key: &str| {
@@ -202,7 +231,8 @@ impl RunContext {
             return Err(differs("NetworkPolicy", &policy.metadata.name));
         }
         let pod = runner_pod(run, document, config)?;
-        if let Some(existing) = create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.uid).await?
+        if let Some(existing) =
+            create_owned(&self.api::<Pod>(&id.namespace), &pod, &id.name, &id.uid).await?
         {
             check_pod_owner(&existing, &id.uid, Some(&config.runner.image))?;
         }

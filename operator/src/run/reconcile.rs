@@ -12,7 +12,7 @@
 
 use super::builders::{RUNNER_APP, child_names, identity};
 use super::children::{
-    CREATE_RETRY, check_pod_owner, create_refusal, start_time_left, stuck_starting,
+    CREATE_RETRY, check_pod_owner, create_refusal, of_predecessor, start_time_left, stuck_starting,
 };
 use super::prepare::{Prepared, Source, prepare};
 use super::queue::{queue_head, reason_of, waiting_runs};
@@ -46,6 +46,8 @@ use std::time::Duration;
 /// A run waiting for its entries or its composition is looked at again this often besides
 /// the watches that wake it (a missed event costs at most this).
 const WAIT_RECHECK: Duration = Duration::from_secs(60);
+/// A run waiting for an earlier run's children to go looks again this often.
+const PREDECESSOR_RECHECK: Duration = Duration::from_secs(2);
 /// A finished run is looked at again at least this often until its TTL deletes it.
 const TTL_RECHECK_MAX: Duration = Duration::from_secs(6 * 3600);
 
@@ -112,7 +114,7 @@ impl RunContext {
         body.decisions.clear();
         body.pending_approvals.clear();
         body.event_count = None;
-        apply_status(&self.api::<StudioRun>(&id.namespace), &id.name, &body).await?;
+        apply_status(&self.api::<StudioRun>(&id.namespace), run, &body).await?;
         if let Ok(mut w) = self.written.lock() {
             w.insert(id.uid, status.clone());
         }
@@ -131,6 +133,11 @@ impl RunContext {
                     .map(|c| c.reason.clone())
             })
             .or_else(|| reason_of(run).map(str::to_owned))
+    }
+
+    /// How long a run under way waits for a look that no watch event asked for.
+    fn resync(&self) -> Duration {
+        Duration::from_secs(self.base.config.resync_seconds.max(1))
     }
 
     /// Writes `status` and, if the `Succeeded` reason changed, publishes an Event with it.
@@ -275,6 +282,16 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
         run.status.as_ref().and_then(|s| s.runner_pod.as_deref()) == Some(names.pod.as_str());
     let image = (!recorded).then_some(ctx.base.config.runner.image.as_str());
     if let Some(pod) = &pod
+        && of_predecessor(&pod.metadata, &id.name, &id.uid)
+    {
+        let error = Error::Predecessor {
+            kind: "Pod".into(),
+            name: pod.name_any(),
+            namespace: id.namespace.clone(),
+        };
+        return wait_for_predecessor(&ctx, &run, &error, now).await;
+    }
+    if let Some(pod) = &pod
         && let Err(e) = check_pod_owner(pod, &id.uid, image)
     {
         return record(&ctx, &run, conflict(&e), now).await;
@@ -323,13 +340,14 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
         ctx.release(&id.uid).await;
     }
     match started {
-        Ok(Started::Yes) => Ok(Action::await_change()),
+        Ok(Started::Yes) => Ok(Action::requeue(ctx.resync())),
         Ok(Started::No(outcome)) => record(&ctx, &run, outcome, now).await,
         Err(Error::Kube(kube::Error::Api(refusal))) if matches!(refusal.code, 403 | 422) => {
             let outcome = create_refusal(refusal.code, &refusal.message);
             record(&ctx, &run, outcome, now).await?;
             Ok(Action::requeue(CREATE_RETRY))
         }
+        Err(e @ Error::Predecessor { .. }) => wait_for_predecessor(&ctx, &run, &e, now).await,
         Err(e @ (Error::NameTaken { .. } | Error::ChildDiffers { .. })) => {
             record(&ctx, &run, conflict(&e), now).await
         }
@@ -423,9 +441,33 @@ impl RunContext {
                 .unwrap_or_else(|| start_time_left(pod, &self.base.config, now));
             Action::requeue(left.max(Duration::from_secs(1)))
         } else {
-            Action::await_change()
+            // Looked at again even if no watch event comes: one lost between the API server
+            // and this process (fault case 12) would otherwise leave the run's status behind
+            // its pod for good.
+            Action::requeue(self.resync())
         })
     }
+}
+
+/// A child's name still held by a child of an earlier run of the same name (deleted, its
+/// children going with it): the run waits, `Pending`, saying so, and looks again shortly.
+async fn wait_for_predecessor(
+    ctx: &RunContext,
+    run: &StudioRun,
+    error: &Error,
+    now: Timestamp,
+) -> Result<Action> {
+    ctx.transition(
+        run,
+        waiting_status(
+            run,
+            reasons::WAITING_FOR_PREVIOUS_RUN,
+            error.to_string(),
+            now,
+        ),
+    )
+    .await?;
+    Ok(Action::requeue(PREDECESSOR_RECHECK))
 }
 
 /// Records a wait or a refusal.
