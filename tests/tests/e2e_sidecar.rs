@@ -326,11 +326,29 @@ async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Resu
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         ensure!(stored >= 2, "events reached the sidecar before the kill");
+        let killed_at = k8s_openapi::jiff::Timestamp::now();
         sidecar.kill().await;
         tokio::time::sleep(Duration::from_secs(3)).await;
         sidecar.restart().await?;
+        let restarted_at = k8s_openapi::jiff::Timestamp::now();
         let run = f.wait_phase("notes-2", RunPhase::Succeeded).await?;
         let printed = f.runner_log(&run).await?;
+        // The kill fell in the middle of the run: the runner emitted events while no sidecar
+        // answered (they had to be held and sent again), and more after.
+        let during: Vec<u64> = printed
+            .iter()
+            .filter(|e| {
+                e.ts.parse::<k8s_openapi::jiff::Timestamp>()
+                    .is_ok_and(|ts| ts >= killed_at && ts <= restarted_at)
+            })
+            .map(|e| e.seq)
+            .collect();
+        ensure!(
+            !during.is_empty() && printed.len() as u64 > stored,
+            "no event was emitted while the sidecar was down ({stored} stored at the kill, \
+             {} printed): the test proved nothing",
+            printed.len()
+        );
         let alice = token(f.env, ALICE)?;
         let mut held = Vec::new();
         let mut after = 0;
@@ -352,6 +370,109 @@ async fn a_sidecar_killed_mid_run_loses_no_event_and_stores_none_twice() -> Resu
             seqs(&held),
             seqs(&printed)
         );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_deadline_passing_while_the_sidecar_is_down_ends_the_run_rejected_once_by_the_runners_clock_fault_15()
+-> Result<()> {
+    let mut sidecar = TestSidecar::sqlite("sidecar-expiry", SidecarSettings::default()).await?;
+    let f = Studio::start(StudioOptions {
+        prefix: "sc-expiry",
+        sidecar_url: &sidecar.url,
+        manifests: &models(200),
+        users: &[ALICE],
+        policies: false,
+        // Nobody decides within 6 s: default deny (rule 4.13).
+        configure: &|config| config.approval_timeout_seconds = 6,
+    })
+    .await?;
+    let result = async {
+        let run = json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+            "metadata": {"name": "unanswered"},
+            "spec": {
+                "composition": {
+                    "pattern": "Router",
+                    "nodes": [
+                        {"id": "a", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."},
+                        {"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"},
+                        {"id": "b", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."}
+                    ],
+                    "edges": [{"from": "a", "to": "review"}, {"from": "review", "to": "b", "when": "approved"}]
+                },
+                "input": "the notes",
+                "owner": ALICE
+            }
+        });
+        apply_yaml(&f.admin, Some(&f.ns.name), &run.to_string()).await?;
+        let waiting = f.wait_pending_approval("unanswered").await?;
+        let pending = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_approvals.first())
+            .context("a pending approval")?
+            .clone();
+        // The sidecar goes away before the deadline and comes back well after it.
+        sidecar.kill().await;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        sidecar.restart().await?;
+        // The runner's clock decided: the approval expired at its deadline, the run ends
+        // rejected and never takes the approved edge.
+        let done = f.wait_phase("unanswered", RunPhase::Rejected).await?;
+        let printed = f.runner_log(&done).await?;
+        let kinds: Vec<&str> = printed.iter().map(|e| e.kind()).collect();
+        let decided: Vec<serde_json::Value> = printed
+            .iter()
+            .filter(|e| e.kind() == "approval.decided")
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect();
+        ensure!(
+            kinds.iter().filter(|k| **k == "approval.requested").count() == 1
+                && decided.len() == 1
+                && decided[0]["decision"] == "expired",
+            "one request, settled once as expired: {kinds:?} {decided:?}"
+        );
+        ensure!(
+            !printed.iter().any(|e| e.kind() == "node.enter"
+                && serde_json::to_value(e).is_ok_and(|v| v["nodeId"] == "b")),
+            "the approved edge was never taken"
+        );
+        // The sidecar, back, holds the trace once and the approval settled as expired; a
+        // decision now is too late.
+        let alice = token(f.env, ALICE)?;
+        let approvals = format!(
+            "{}/api/v1/runs/{}/unanswered/approvals",
+            sidecar.url, f.ns.name
+        );
+        let mut settled = serde_json::Value::Null;
+        for _ in 0..100 {
+            let (status, body) =
+                api_call(reqwest::Method::GET, approvals.clone(), &alice, None).await?;
+            ensure!(status == StatusCode::OK, "{status} {body}");
+            settled = body["items"][0].clone();
+            if settled["state"] != "pending" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        ensure!(
+            settled["id"] == json!(pending.id) && settled["state"] == "expired",
+            "the approval is settled expired: {settled}"
+        );
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!("{approvals}/{}", pending.id),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(status == StatusCode::CONFLICT, "a late decision: {status} {body}");
         Ok(())
     }
     .await;

@@ -16,6 +16,7 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use orrery_crds::approval::DecisionKind;
 use orrery_crds::events::ingest::{EventBatch, IngestReply, MAX_BATCH_BYTES};
 use std::sync::Arc;
 
@@ -136,14 +137,21 @@ pub async fn ingest(
         let ended = events
             .last()
             .is_some_and(|e| super::events::is_run_end(&e.body));
+        let settled = runner_settlements(&events);
         sidecar.hub.publish(&uid, Live::Events(Arc::from(events)));
-        if ended {
-            // The run's status says how many events the sidecar holds (rule 9.23); written
-            // in the background, the runner's reply does not wait for the apiserver.
+        if ended || !settled.is_empty() {
+            // The run's status says how many events the sidecar holds (rule 9.23) and which
+            // approvals still wait; written in the background, the runner's reply does not
+            // wait for the apiserver.
             let (sidecar, run) = (sidecar.clone(), run.clone());
             tokio::spawn(async move {
+                for (id, outcome) in settled {
+                    if let Err(e) = sidecar.store.settle(&run.uid, &id, outcome, None).await {
+                        tracing::warn!(run_uid = %run.uid, "run {}: settling approval {id} from its trace: {e}", run.uid);
+                    }
+                }
                 if let Err(e) = super::run_status::publish_pending(&sidecar, &run).await {
-                    tracing::warn!(run_uid = %run.uid, "run {}: recording its event count: {e}", run.uid);
+                    tracing::warn!(run_uid = %run.uid, "run {}: recording its event count and pending approvals: {e}", run.uid);
                 }
             });
         }
@@ -155,9 +163,68 @@ pub async fn ingest(
     }))
 }
 
+/// The approvals the runner settled on its own in `events` (an `approval.decided` that expired
+/// or was cancelled), as `(approval id, outcome)`. The runner also tells the relay, but only a
+/// bounded number of times: a sidecar down at that moment (fault case 15) would keep the
+/// approval pending for good, while the trace, retried until stored, always arrives. A person's
+/// decision is settled by the relay alone (it names the decision's index).
+fn runner_settlements(events: &[StoredEvent]) -> Vec<(String, DecisionKind)> {
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<serde_json::Value>(&e.body).ok())
+        .filter(|v| v["type"] == "approval.decided")
+        .filter_map(|v| {
+            let outcome = match v["decision"].as_str()? {
+                "expired" => DecisionKind::Expired,
+                "cancelled" => DecisionKind::Cancelled,
+                _ => return None,
+            };
+            Some((v["approvalId"].as_str()?.to_owned(), outcome))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_approval_the_runner_let_expire_or_cancelled_is_settled_from_its_trace_and_a_persons_is_not()
+     {
+        let event = |seq: u64, body: serde_json::Value| StoredEvent {
+            seq,
+            body: body.to_string(),
+        };
+        let decided = |id: &str, decision: &str| {
+            serde_json::json!({"type": "approval.decided", "approvalId": id, "nodeId": "review",
+                               "kind": "Approval", "decision": decision, "waitMs": 5})
+        };
+        let events = [
+            event(
+                1,
+                serde_json::json!({"type": "node.enter", "nodeId": "review"}),
+            ),
+            event(2, decided("approval-1", "expired")),
+            event(3, decided("approval-2", "approved")),
+            event(4, decided("approval-3", "cancelled")),
+            event(5, decided("approval-4", "rejected")),
+            event(
+                6,
+                serde_json::json!({"type": "approval.decided", "decision": "expired"}),
+            ),
+            StoredEvent {
+                seq: 7,
+                body: "not json".into(),
+            },
+        ];
+        assert_eq!(
+            runner_settlements(&events),
+            [
+                ("approval-1".to_owned(), DecisionKind::Expired),
+                ("approval-3".to_owned(), DecisionKind::Cancelled),
+            ]
+        );
+    }
 
     #[test]
     fn the_bearer_token_is_read_from_the_authorization_header() {
