@@ -47,6 +47,11 @@ pub mod reasons {
     pub const RUNNER_CRASHED: &str = "RunnerCrashed";
     /// The runner pod disappeared before the run ended.
     pub const POD_DELETED: &str = "PodDeleted";
+    /// The runner pod was evicted (the Eviction API, a node drain, preemption, the kubelet
+    /// under node pressure) before the run ended; the run is never started again on its own.
+    pub const EVICTED: &str = "Evicted";
+    /// The runner pod is being evicted: the run fails `Evicted` once its runner has stopped.
+    pub const EVICTING: &str = "Evicting";
     /// The kubelet killed the runner pod past its `activeDeadlineSeconds`.
     pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
     /// A run was refused: its owner's runs used the daily token budget.

@@ -3,11 +3,12 @@
 //! one (backoff per object, [`crate::retry`]). It imports no controller (each controller imports it); [`crate::manager`] runs them.
 
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::retry::Retries;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 use serde::Serialize;
@@ -95,28 +96,51 @@ fn truncate(mut text: String, max: usize) -> String {
 }
 
 /// Server-side applies `status` as the status of `object` (field manager `orrery-operator`,
-/// forced: the operator owns the status it writes). The apply carries the object's UID as a
-/// precondition (fault case 7): a reconcile of an object that was deleted and created again
-/// under the same name is refused `409 Conflict` instead of writing its stale status onto the
-/// new object.
+/// forced: the operator owns the status it writes), onto the very version of the object it was
+/// computed from (fault cases 3, 4 and 7).
+///
+/// The body names the `resourceVersion` the object was read at, and the API server refuses the
+/// write `409 Conflict` when the stored object is another version: one changed since by someone
+/// else (the sidecar, a person's decision, another operator that took the lease over), or seen
+/// late by the watch, or deleted and created again under the same name. (A UID in the body
+/// would not do: the status strategy of a custom resource copies the stored metadata over the
+/// request's before it compares, so a stale UID is accepted; checked on v1.36.) Such a refusal
+/// is [`Error::Outdated`]: nothing is written, and the status is computed again from the newer
+/// version, so a status is never written over a change its writer did not see.
 pub async fn apply_status<K, S>(api: &Api<K>, object: &K, status: &S) -> Result<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
     S: Serialize + Debug,
 {
     let name = object.meta().name.as_deref().unwrap_or_default();
+    let body = status_body::<K, S>(status, object.meta().resource_version.as_deref());
+    let params = PatchParams::apply(crate::FIELD_MANAGER).force();
+    match api.patch_status(name, &params, &Patch::Apply(&body)).await {
+        Ok(written) => Ok(written),
+        Err(kube::Error::Api(refusal)) if refusal.code == 409 => Err(Error::Outdated {
+            kind: K::kind(&()).into_owned(),
+            name: name.to_owned(),
+            namespace: object.meta().namespace.clone().unwrap_or_default(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The body of a status apply: the status, at `version` when known.
+fn status_body<K, S>(status: &S, version: Option<&str>) -> serde_json::Value
+where
+    K: Resource<DynamicType = ()>,
+    S: Serialize,
+{
     let mut body = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "status": status,
     });
-    if let Some(uid) = &object.meta().uid {
-        body["metadata"] = serde_json::json!({ "uid": uid });
+    if let Some(version) = version {
+        body["metadata"] = serde_json::json!({ "resourceVersion": version });
     }
-    let params = PatchParams::apply(crate::FIELD_MANAGER).force();
-    Ok(api
-        .patch_status(name, &params, &Patch::Apply(&body))
-        .await?)
+    body
 }
 
 /// Drains a controller's stream, logging each failed reconcile, until the controller stops.
@@ -152,6 +176,8 @@ pub trait Metered {
     fn metrics(&self) -> &Metrics;
     /// Failures in a row per object.
     fn retries(&self) -> &Retries;
+    /// The client the reconciles read and write with.
+    fn client(&self) -> &Client;
 }
 
 impl Metered for Context {
@@ -162,29 +188,53 @@ impl Metered for Context {
     fn retries(&self) -> &Retries {
         &self.retries
     }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
 }
 
 /// Wraps a reconciler so that each reconcile it starts is counted in
 /// `orrery_reconciles_total{kind}` (failed ones too: [`error_policy`] counts those again by
 /// their error label) and in `orrery_reconciles_in_flight` while it runs, and a success resets
 /// the object's backoff.
-pub fn counted<K, C, F, Fut, T, E>(
-    mut reconcile: F,
-) -> impl FnMut(Arc<K>, Arc<C>) -> futures::future::BoxFuture<'static, Fut::Output>
+///
+/// A reconcile whose status write was refused as [`Error::Outdated`] runs once more at once, on
+/// the object read fresh from the API server: the watched copy it ran on may lag, or stay old
+/// for good when watch events are lost (fault case 12), and a write computed from it would be
+/// refused every time. An object gone, or deleted and created again under its name, is left to
+/// its own reconcile.
+pub fn counted<K, C, F, Fut>(
+    reconcile: F,
+) -> impl FnMut(Arc<K>, Arc<C>) -> futures::future::BoxFuture<'static, Result<Action>>
 where
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
     C: Metered + Send + Sync + 'static,
-    F: FnMut(Arc<K>, Arc<C>) -> Fut,
-    Fut: Future<Output = std::result::Result<T, E>> + Send + 'static,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<Action>> + Send + 'static,
 {
     move |object, ctx| {
         let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
         let span = reconcile_span(object.as_ref());
         let id = object_id(object.as_ref());
-        let reconcile = span.in_scope(|| reconcile(object, ctx.clone()));
+        let again = reconcile.clone();
+        let first = span.in_scope(|| reconcile(object.clone(), ctx.clone()));
         Box::pin(
             async move {
-                let out = reconcile.await;
+                let mut out = first.await;
+                if matches!(out, Err(Error::Outdated { .. })) {
+                    out = match read_fresh(ctx.client(), object.as_ref()).await {
+                        Ok(Some(fresh)) => again(Arc::new(fresh), ctx.clone()).await,
+                        Ok(None) => Ok(Action::await_change()),
+                        Err(e) => Err(e),
+                    };
+                }
                 if out.is_ok() {
                     ctx.retries().succeeded(&K::kind(&()), &id);
                 }
@@ -194,6 +244,26 @@ where
             .instrument(span),
         )
     }
+}
+
+/// `object` as the API server has it now; `None` when it is gone or another object (another
+/// UID) holds its name.
+async fn read_fresh<K>(client: &Client, object: &K) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let meta = object.meta();
+    let api: Api<K> = Api::namespaced(
+        client.clone(),
+        meta.namespace.as_deref().unwrap_or_default(),
+    );
+    let fresh = api
+        .get_opt(meta.name.as_deref().unwrap_or_default())
+        .await?;
+    Ok(fresh.filter(|f| f.meta().uid == meta.uid))
 }
 
 /// The key of an object's backoff: its UID, else (never stored yet) its namespace and name.
@@ -247,6 +317,15 @@ where
     let failures = ctx.retries.failed(&kind, &object_id(object.as_ref()));
     let (wait, reason) = crate::retry::delay(error, failures, rand::random::<f64>());
     ctx.metrics.retried(&kind, reason);
+    if reason == crate::retry::Reason::Outdated {
+        tracing::debug!(
+            kind = kind.as_ref(),
+            namespace = object.namespace().unwrap_or_default(),
+            name = object.name_any(),
+            "{error}"
+        );
+        return kube::runtime::controller::Action::requeue(wait);
+    }
     tracing::warn!(
         kind = kind.as_ref(),
         namespace = object.namespace().unwrap_or_default(),
@@ -270,6 +349,23 @@ where
 mod tests {
     #![allow(clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_status_write_names_the_version_it_was_read_at_and_nothing_else_of_the_metadata() {
+        let status = serde_json::json!({"phase": "Running"});
+        let body = status_body::<orrery_crds::StudioRun, _>(&status, Some("4711"));
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1",
+                "kind": "StudioRun",
+                "metadata": {"resourceVersion": "4711"},
+                "status": {"phase": "Running"},
+            })
+        );
+        let unread = status_body::<orrery_crds::StudioRun, _>(&status, None);
+        assert!(unread.get("metadata").is_none(), "{unread}");
+    }
 
     #[test]
     fn a_long_note_is_cut_on_a_character_boundary_and_marked() {

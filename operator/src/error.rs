@@ -86,6 +86,21 @@ pub enum Error {
         /// Its namespace.
         namespace: String,
     },
+    /// The object changed since it was read (written by someone else, seen late by the
+    /// watch, or deleted and created again under the same name): a status computed from the
+    /// older version was not written, and is computed again (fault cases 3, 4 and 7).
+    #[error(
+        "the {kind} {name:?} in namespace {namespace} changed since it was read; its status is \
+         computed again from the newer version"
+    )]
+    Outdated {
+        /// The object's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Its namespace (empty for a cluster-scoped object).
+        namespace: String,
+    },
     /// A child left by an earlier attempt holds something other than what the run would
     /// create now (another plan, another policy): it is never used.
     #[error(
@@ -113,7 +128,7 @@ pub enum Error {
 
 impl Error {
     /// Every label [`Error::label`] can return, for registering the metric series up front.
-    pub const LABELS: [&'static str; 11] = [
+    pub const LABELS: [&'static str; 12] = [
         "kube_api",
         "config",
         "missing_metadata",
@@ -124,6 +139,7 @@ impl Error {
         "revision",
         "name_taken",
         "predecessor",
+        "outdated",
         "child_differs",
     ];
 
@@ -140,6 +156,7 @@ impl Error {
             Error::Revision { .. } => "revision",
             Error::NameTaken { .. } => "name_taken",
             Error::Predecessor { .. } => "predecessor",
+            Error::Outdated { .. } => "outdated",
             Error::ChildDiffers { .. } => "child_differs",
         }
     }
@@ -197,6 +214,11 @@ mod tests {
             Error::Predecessor {
                 kind: "Pod".into(),
                 name: "r-runner".into(),
+                namespace: "team".into(),
+            },
+            Error::Outdated {
+                kind: "StudioRun".into(),
+                name: "r".into(),
                 namespace: "team".into(),
             },
             Error::ChildDiffers {

@@ -7,6 +7,9 @@
 //!   that failed together do not all come back in the same second.
 //! - **Throttled**: when the API server says when to come back (`429 Too Many Requests` or `503`
 //!   with `Retry-After`, which it sends as `details.retryAfterSeconds`), the wait is at least that.
+//! - **Outdated**: a status write refused because the object changed since it was read
+//!   ([`Error::Outdated`]) is no failure of anything: the reconcile runs again after
+//!   [`OUTDATED`] (sooner when the watch brings the newer version), from the newer version.
 //! - **Needs a fix**: an error only a change can mend (a child's name taken by another object,
 //!   a child left holding another plan, an endpoint a NetworkPolicy cannot express, a broken
 //!   deployment config) is retried at the cap straight away: a change to the object reconciles it
@@ -24,6 +27,8 @@ use std::time::Duration;
 pub const BASE: Duration = Duration::from_secs(1);
 /// The longest wait.
 pub const CAP: Duration = Duration::from_secs(300);
+/// The wait after a status write refused because the object changed since it was read.
+pub const OUTDATED: Duration = Duration::from_millis(500);
 /// Objects whose failures are remembered at once; past it the oldest count is forgotten
 /// (an object deleted while failing leaves its count behind).
 pub const MAX_TRACKED: usize = 10_000;
@@ -37,11 +42,18 @@ pub enum Reason {
     Throttled,
     /// Only a change can mend it: retried at the cap.
     NeedsFix,
+    /// The object changed since it was read: computed again shortly.
+    Outdated,
 }
 
 impl Reason {
     /// Every reason, for registering the metric series up front.
-    pub const ALL: [Reason; 3] = [Reason::Transient, Reason::Throttled, Reason::NeedsFix];
+    pub const ALL: [Reason; 4] = [
+        Reason::Transient,
+        Reason::Throttled,
+        Reason::NeedsFix,
+        Reason::Outdated,
+    ];
 
     /// Its metric label.
     pub fn label(self) -> &'static str {
@@ -49,6 +61,7 @@ impl Reason {
             Reason::Transient => "transient",
             Reason::Throttled => "throttled",
             Reason::NeedsFix => "needs_fix",
+            Reason::Outdated => "outdated",
         }
     }
 }
@@ -95,6 +108,9 @@ pub fn backoff(failures: u32) -> Duration {
 pub fn delay(error: &Error, failures: u32, jitter: f64) -> (Duration, Reason) {
     if needs_fix(error) {
         return (CAP, Reason::NeedsFix);
+    }
+    if matches!(error, Error::Outdated { .. }) {
+        return (OUTDATED, Reason::Outdated);
     }
     let full = backoff(failures);
     let jittered = full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0)).max(BASE);
@@ -232,6 +248,22 @@ mod tests {
         };
         assert_eq!(delay(&taken, 1, 0.0), (CAP, Reason::NeedsFix));
         assert!(!needs_fix(&api(500, 0)));
+    }
+
+    #[test]
+    fn a_status_write_refused_as_outdated_is_computed_again_shortly_however_often_it_happened() {
+        let outdated = Error::Outdated {
+            kind: "StudioRun".into(),
+            name: "r".into(),
+            namespace: "team-a".into(),
+        };
+        for failures in [1, 5, 30] {
+            assert_eq!(
+                delay(&outdated, failures, 0.7),
+                (OUTDATED, Reason::Outdated)
+            );
+        }
+        assert!(!needs_fix(&outdated));
     }
 
     #[test]

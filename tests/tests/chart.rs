@@ -253,6 +253,22 @@ fn redact_ips_reaches_the_operators_config_and_is_off_by_default() -> Result<()>
     Ok(())
 }
 
+/// `config.resyncSeconds` reaches the operator's config (60 unless set, fault case 12; a value
+/// out of range is one of the bad values below).
+#[test]
+fn resync_seconds_reaches_the_operators_config() -> Result<()> {
+    for (extra, want) in [(&[][..], 60), (&["--set", "config.resyncSeconds=5"][..], 5)] {
+        let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
+        let config = rendered_config(&docs)?;
+        ensure!(
+            config.resync_seconds == want,
+            "{extra:?}: {}",
+            config.resync_seconds
+        );
+    }
+    Ok(())
+}
+
 /// `logging.format` (JSON by default) reaches both containers' `--log-format` and, through the
 /// operator's config, the runner pods; `logging.level` reaches both containers when given.
 #[test]
@@ -437,6 +453,10 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         (
             &["--set", "config.approvalTimeoutSeconds=0"],
             &["/config/approvalTimeoutSeconds"],
+        ),
+        (
+            &["--set", "config.resyncSeconds=0"],
+            &["/config/resyncSeconds", "minimum"],
         ),
         (
             &["--set", "config.runLimits.maxConcurrentRuns=3"],

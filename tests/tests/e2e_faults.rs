@@ -48,19 +48,34 @@ fn models() -> String {
             "steady",
             json!({"draft": [{"delayMs": 40000, "reply": "after a while"}]}),
         ),
+        scripted_model(
+            "brief",
+            json!({"draft": [{"delayMs": 4000, "reply": "after a moment"}]}),
+        ),
     ])
 }
 
 /// A studio whose in-process operator talks to the API server through a fresh fault proxy.
 async fn studio_behind(prefix: &str) -> Result<(Studio, FaultProxy)> {
+    studio_configured(prefix, &|_| {}).await
+}
+
+/// [`studio_behind`], its operator's config changed by `configure` too.
+async fn studio_configured(
+    prefix: &str,
+    configure: &dyn Fn(&mut orrery_operator::Config),
+) -> Result<(Studio, FaultProxy)> {
     let mut studio = Studio::start(StudioOptions {
         prefix,
         sidecar_url: &sidecar_fixture::shared()?.url,
         manifests: &models(),
         users: &[],
         policies: false,
-        // Ten runs of one owner at once (the example config allows three).
-        configure: &|config| config.run_limits.max_concurrent_runs_per_owner = None,
+        configure: &|config| {
+            // Ten runs of one owner at once (the example config allows three).
+            config.run_limits.max_concurrent_runs_per_owner = None;
+            configure(config);
+        },
     })
     .await?;
     let proxy = FaultProxy::start(studio.env).await?;
@@ -176,4 +191,515 @@ async fn with_the_api_server_gone_for_20_s_started_runs_finish_once_and_the_oper
     })
     .await
     .context("the API server outage")
+}
+
+/// Waits until every RegistryEntry of the namespace (the models) is `Ready`: a run applied
+/// before then first waits for them (`WaitingForEntries`), a status write of its own.
+async fn entries_ready(f: &Studio) -> Result<()> {
+    let entries: kube::Api<orrery_crds::RegistryEntry> = f.ns.api(&f.admin);
+    orrery_tests::harness::eventually(Duration::from_secs(60), || async {
+        let list = entries.list(&Default::default()).await?.items;
+        let waiting: Vec<String> = list
+            .iter()
+            .filter(|e| {
+                !e.status.as_ref().is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.r#type == "Ready"
+                            && c.status == orrery_crds::common::ConditionStatus::True
+                    })
+                })
+            })
+            .filter_map(|e| e.metadata.name.clone())
+            .collect();
+        ensure!(
+            !list.is_empty() && waiting.is_empty(),
+            "entries not ready yet: {waiting:?}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// Waits until run `name` has ended, whichever way.
+async fn wait_final(f: &Studio, name: &str) -> Result<orrery_crds::StudioRun> {
+    f.wait_run(name, "a final phase", |r| {
+        r.status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .is_some_and(RunPhase::is_terminal)
+    })
+    .await
+}
+
+/// The phase and the reason of the `Succeeded` condition of `run`.
+fn outcome(run: &orrery_crds::StudioRun) -> (Option<RunPhase>, Option<String>) {
+    let status = run.status.as_ref();
+    (
+        status.and_then(|s| s.phase),
+        status
+            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+            .map(|c| c.reason.clone()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_status_write_never_lands_on_a_run_created_again_under_the_same_name_fault_7()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-reborn").await?;
+    Studio::test(studio, async |f| {
+        // The first run's status write, the one that records its pod, is held in flight.
+        entries_ready(f).await?;
+        proxy.set(
+            Fault::Hold,
+            Matcher::of(Method::PATCH, "/studioruns/reborn/status"),
+        );
+        f.apply(&run_of("reborn", "scripted")).await?;
+        let first = f.runs().get("reborn").await?;
+        let first_uid = first.metadata.uid.clone().context("uid")?;
+        orrery_tests::harness::eventually(Duration::from_secs(60), || async {
+            ensure!(proxy.held() >= 1, "no status write held yet");
+            ensure!(
+                f.runner_pods(&first).await?.len() == 1,
+                "the first run's pod is not there yet"
+            );
+            Ok(())
+        })
+        .await?;
+        // Deleted, its pod collected, and created again under the same name, all while that
+        // write waits.
+        f.runs()
+            .delete("reborn", &kube::api::DeleteParams::default())
+            .await?;
+        orrery_tests::harness::eventually(Duration::from_secs(60), || async {
+            ensure!(
+                f.runs().get_opt("reborn").await?.is_none(),
+                "the first run is still there"
+            );
+            ensure!(
+                f.runner_pods(&first).await?.is_empty(),
+                "the first run's pod is not collected yet"
+            );
+            Ok(())
+        })
+        .await?;
+        f.apply(&run_of("reborn", "scripted")).await?;
+        let second_uid = f.runs().get("reborn").await?.metadata.uid.context("uid")?;
+        ensure!(second_uid != first_uid, "the run was created again");
+        ensure!(proxy.held() >= 1, "the first run's write is still held");
+        // The old write goes on now: the API server refuses it (it names the first run's
+        // version), and the new run is not told it has a pod it never made.
+        proxy.release();
+        let done = wait_final(f, "reborn").await?;
+        ensure!(
+            done.metadata.uid.as_deref() == Some(second_uid.as_str()),
+            "the run that ended is the second"
+        );
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the second run ended {:?}",
+            outcome(&done)
+        );
+        let pods = f.runner_pods(&done).await?;
+        ensure!(
+            pods.len() == 1,
+            "{} runner pods for the second run",
+            pods.len()
+        );
+        let refused = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| {
+                s.method == Method::PATCH
+                    && s.path.contains("/studioruns/reborn/status")
+                    && s.status == 409
+            })
+            .count();
+        ensure!(refused >= 1, "the held write was refused 409");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_write_that_fails_is_tried_again_with_backoff_and_then_written_fault_5()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-status").await?;
+    Studio::test(studio, async |f| {
+        // Every status write of the run is dropped unanswered for 8 s from before it starts (a
+        // 503 or a 429 would be tried again by the client itself; a dropped connection reaches
+        // the controller), while its runner goes on.
+        entries_ready(f).await?;
+        proxy.set(
+            Fault::Reset,
+            Matcher::of(Method::PATCH, "/studioruns/refused/status"),
+        );
+        let refusing = Instant::now();
+        f.apply(&run_of("refused", "brief")).await?;
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        proxy.clear();
+        let done = wait_final(f, "refused").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run ended {:?}",
+            outcome(&done)
+        );
+        let writes: Vec<_> = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| {
+                s.method == Method::PATCH
+                    && s.path.contains("/studioruns/refused/status")
+                    && s.at >= refusing
+            })
+            .collect();
+        let refused = writes.iter().filter(|s| s.faulted).count();
+        ensure!(
+            refused >= 2,
+            "the run's status was tried again while writes failed: {writes:?}"
+        );
+        // Backoff (1, 2, 4 s, and a try for each event about the run or its pod), not a loop.
+        ensure!(refused <= 10, "{refused} failed writes in 8 s: {writes:?}");
+        ensure!(
+            writes
+                .iter()
+                .any(|s| !s.faulted && matches!(s.status, 200 | 201)),
+            "the status was written after: {writes:?}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_events_lost_on_the_way_are_made_up_by_the_periodic_resync_fault_12() -> Result<()> {
+    let (studio, proxy) = studio_configured("fault-desync", &|config| {
+        config.resync_seconds = 5;
+    })
+    .await?;
+    Studio::test(studio, async |f| {
+        f.apply(&run_of("unseen", "brief")).await?;
+        f.wait_phase("unseen", RunPhase::Running).await?;
+        // From here the operator's watches stay open and say nothing: the pod's end, and the
+        // sidecar's writes to the run, never reach it as events.
+        proxy.set(Fault::DropEvents, Matcher::all());
+        let done = wait_final(f, "unseen").await?;
+        let dropped = proxy.dropped();
+        proxy.clear();
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run ended {:?}",
+            outcome(&done)
+        );
+        ensure!(
+            dropped > 0,
+            "no watch event was dropped: the test saw nothing"
+        );
+        let pods = f.runner_pods(&done).await?;
+        ensure!(pods.len() == 1, "{} runner pods", pods.len());
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_decision_survives_the_operators_status_write_computed_before_it_fault_4()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-decision").await?;
+    Studio::test(studio, async |f| {
+        let run = json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1",
+            "kind": "StudioRun",
+            "metadata": {"name": "decided"},
+            "spec": {
+                "composition": {
+                    "pattern": "Router",
+                    "nodes": [
+                        {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
+                        {"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"},
+                        {"id": "polish", "kind": "LLMAgent", "model": "scripted", "instruction": "Polish it."}
+                    ],
+                    "edges": [{"from": "draft", "to": "review"}, {"from": "review", "to": "polish", "when": "approved"}]
+                },
+                "input": "the notes",
+                "owner": "jane@example.com"
+            }
+        });
+        // The operator's status writes for the run wait in flight, computed from what it read
+        // before anybody decided.
+        entries_ready(f).await?;
+        proxy.set(
+            Fault::Hold,
+            Matcher::of(Method::PATCH, "/studioruns/decided/status"),
+        );
+        f.apply(&run.to_string()).await?;
+        let waiting = f.wait_pending_approval("decided").await?;
+        ensure!(proxy.held() >= 1, "an operator's status write is held");
+        let pending = &waiting.status.as_ref().context("status")?.pending_approvals[0];
+        // A person appends the decision (straight to the API server, as kubectl does).
+        let decision = json!([{"op": "add", "path": "/status/decisions/-", "value": {
+            "approvalId": pending.id, "decision": "Approve", "digest": pending.digest,
+            "decidedBy": "jane@example.com"
+        }}]);
+        f.runs()
+            .patch_status(
+                "decided",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Json::<()>(serde_json::from_value(decision)?),
+            )
+            .await?;
+        // The operator's forced apply, computed without the decision, goes on now.
+        proxy.release();
+        let done = wait_final(f, "decided").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run ended {:?}",
+            outcome(&done)
+        );
+        let status = done.status.as_ref().context("status")?;
+        ensure!(
+            status.decisions.len() == 1
+                && status.decisions[0].approval_id == pending.id
+                && status.decisions[0].decided_by.as_deref() == Some("jane@example.com"),
+            "the person's decision, once: {:?}",
+            status.decisions
+        );
+        // The operator never takes `decisions` over: no field set of its own names them.
+        let operators: Vec<String> = done
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| m.manager.as_deref() == Some(orrery_operator::FIELD_MANAGER))
+            .map(|m| {
+                m.fields_v1
+                    .as_ref()
+                    .map(|f| f.0.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        ensure!(
+            !operators.is_empty(),
+            "the operator wrote the run's status"
+        );
+        ensure!(
+            operators.iter().all(|fields| !fields.contains("f:decisions")),
+            "the operator owns decisions: {operators:?}"
+        );
+        let refused = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| s.path.contains("/studioruns/decided/status") && s.status == 409)
+            .count();
+        ensure!(
+            refused >= 1,
+            "the held write, computed before the decision, was refused and read again"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// The children of the run whose UID is `uid` still in the namespace, as `kind/name`.
+async fn children_of(f: &Studio, uid: &str) -> Result<Vec<String>> {
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use kube::api::ListParams;
+    let selector = ListParams::default().labels(&format!(
+        "{}={uid}",
+        orrery_operator::run::builders::RUN_UID_LABEL
+    ));
+    let mut left: Vec<String> = Vec::new();
+    for pod in f.pods().list(&selector).await?.items {
+        left.push(format!("Pod/{}", pod.metadata.name.unwrap_or_default()));
+    }
+    let secrets: kube::Api<Secret> = f.ns.api(&f.admin);
+    for secret in secrets.list(&selector).await?.items {
+        left.push(format!(
+            "Secret/{}",
+            secret.metadata.name.unwrap_or_default()
+        ));
+    }
+    let policies: kube::Api<NetworkPolicy> = f.ns.api(&f.admin);
+    for policy in policies.list(&selector).await?.items {
+        left.push(format!(
+            "NetworkPolicy/{}",
+            policy.metadata.name.unwrap_or_default()
+        ));
+    }
+    Ok(left)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_deleted_while_the_operator_is_down_leaves_nothing_and_the_next_operator_starts_nothing_for_it_fault_11()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-absent").await?;
+    Studio::test(studio, async |f| {
+        f.apply(&run_of("absent", "steady")).await?;
+        let running = f.wait_phase("absent", RunPhase::Running).await?;
+        let uid = running.metadata.uid.clone().context("uid")?;
+        f.wait_run_started("absent").await?;
+        ensure!(
+            children_of(f, &uid).await?.len() >= 2,
+            "the run has its pod, plan and policy: {:?}",
+            children_of(f, &uid).await?
+        );
+        f.kill_operator().await?;
+        f.runs()
+            .delete("absent", &kube::api::DeleteParams::default())
+            .await?;
+        // With no operator, the garbage collector takes every child (owner references).
+        orrery_tests::harness::eventually(Duration::from_secs(90), || async {
+            let left = children_of(f, &uid).await?;
+            ensure!(left.is_empty(), "still there: {left:?}");
+            Ok(())
+        })
+        .await?;
+        let restarted = Instant::now();
+        f.start_operator_through(&proxy).await?;
+        // The next operator has nothing to do for it, and does the next run as ever.
+        f.apply(&run_of("after", "scripted")).await?;
+        let after = wait_final(f, "after").await?;
+        ensure!(
+            outcome(&after).0 == Some(RunPhase::Succeeded),
+            "the next run ended {:?}",
+            outcome(&after)
+        );
+        let left = children_of(f, &uid).await?;
+        ensure!(left.is_empty(), "recreated for the deleted run: {left:?}");
+        ensure!(
+            f.runs().get_opt("absent").await?.is_none(),
+            "the deleted run came back"
+        );
+        let touched = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| {
+                s.at >= restarted
+                    && s.method != Method::GET
+                    && s.path.contains("/studioruns/absent")
+            })
+            .map(|s| format!("{} {}", s.method, s.path))
+            .collect::<Vec<_>>();
+        ensure!(
+            touched.is_empty(),
+            "the new operator wrote for the deleted run: {touched:?}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_pod_evicted_fails_its_run_with_the_reason_and_is_never_started_again_fault_18()
+-> Result<()> {
+    let (studio, _proxy) = studio_behind("fault-evict").await?;
+    Studio::test(studio, async |f| {
+        f.apply(&run_of("evicted", "steady")).await?;
+        let running = f.wait_phase("evicted", RunPhase::Running).await?;
+        f.wait_run_started("evicted").await?;
+        // A drain evicts through the Eviction API (which honours PodDisruptionBudgets).
+        f.pods()
+            .evict("evicted-runner", &kube::api::EvictParams::default())
+            .await?;
+        let done = wait_final(f, "evicted").await?;
+        let (phase, reason) = outcome(&done);
+        let message = done
+            .status
+            .as_ref()
+            .and_then(|s| s.error.as_ref())
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        eprintln!("evicted: {phase:?} {reason:?} {message}");
+        ensure!(
+            phase == Some(RunPhase::Failed),
+            "an evicted run fails: {phase:?} {reason:?} {message}"
+        );
+        ensure!(
+            reason.as_deref() == Some("Evicted"),
+            "the reason says it was evicted: {reason:?} {message}"
+        );
+        ensure!(message.contains("evict"), "the message says so: {message}");
+        // Never replayed: no second pod, now or a little later.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        ensure!(
+            f.runner_pods(&running).await?.is_empty(),
+            "a runner pod was started again"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// Whether the operator's ServiceAccount may create Secrets in `namespace` (asked as admin).
+async fn operator_may_create_secrets(f: &Studio) -> Result<bool> {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let reviews: kube::Api<SubjectAccessReview> = kube::Api::all(f.admin.clone());
+    let review: SubjectAccessReview = serde_json::from_value(json!({
+        "spec": {
+            "user": orrery_tests::operator_identity::OPERATOR_USER,
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:orrery-system", "system:authenticated"],
+            "resourceAttributes": {"namespace": f.ns.name, "verb": "create", "resource": "secrets"}
+        }
+    }))?;
+    let answer = reviews
+        .create(&kube::api::PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_its_rbac_revoked_the_operator_says_what_is_missing_on_the_run_and_recovers_when_restored_fault_16()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-rbac").await?;
+    Studio::test(studio, async |f| {
+        // The chart's RoleBinding that makes the namespace a tenant one goes away.
+        let tenant: serde_json::Value = serde_json::from_str(
+            &orrery_tests::operator_identity::tenant_manifest(&f.ns.name)?,
+        )?;
+        let binding = tenant["metadata"]["name"]
+            .as_str()
+            .context("the tenant RoleBinding's name")?;
+        let bindings: kube::Api<k8s_openapi::api::rbac::v1::RoleBinding> = f.ns.api(&f.admin);
+        bindings
+            .delete(binding, &kube::api::DeleteParams::default())
+            .await?;
+        orrery_tests::harness::eventually(Duration::from_secs(30), || async {
+            ensure!(!operator_may_create_secrets(f).await?, "still allowed");
+            Ok(())
+        })
+        .await?;
+        f.apply(&run_of("unbound", "scripted")).await?;
+        let waiting = f.wait_reason("unbound", "CreateRefused").await?;
+        let condition = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+            .context("the Succeeded condition")?;
+        ensure!(
+            outcome(&waiting).0 == Some(RunPhase::Pending)
+                && condition.message.contains("forbidden")
+                && condition.message.contains("secrets")
+                && condition.message.contains("tenantNamespaces"),
+            "the condition names what is missing and the fix: {condition:?}"
+        );
+        // No crash loop: it tries again every few seconds, not continuously.
+        let since = Instant::now();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let tries = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| s.at >= since && s.status == 403)
+            .count();
+        ensure!(tries <= 10, "{tries} refused requests in 20 s");
+        // Restored: the run starts on its own and succeeds.
+        orrery_tests::operator_identity::install_operator_rbac(f.env, &f.ns.name).await?;
+        let done = wait_final(f, "unbound").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "after the RBAC came back the run ended {:?}",
+            outcome(&done)
+        );
+        Ok(())
+    })
+    .await
 }

@@ -74,6 +74,7 @@ app.kubernetes.io/component: operator
 {{- $_ := set $config "approvalTimeoutSeconds" $c.approvalTimeoutSeconds -}}
 {{- $_ := set $config "ttlSecondsAfterFinished" $c.ttlSecondsAfterFinished -}}
 {{- $_ := set $config "probeIntervalSeconds" $c.probeIntervalSeconds -}}
+{{- $_ := set $config "resyncSeconds" $c.resyncSeconds -}}
 {{- $r := .Values.runner -}}
 {{- $runner := dict "image" (include "orrery.runnerImage" .) "imagePullPolicy" $r.image.pullPolicy "resources" $r.resources "deadlineMarginSeconds" $r.deadlineMarginSeconds "startTimeoutSeconds" $r.startTimeoutSeconds -}}
 {{- if $r.runtimeClassName }}{{- $_ := set $runner "runtimeClassName" $r.runtimeClassName -}}{{- end -}}

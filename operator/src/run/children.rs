@@ -411,7 +411,10 @@ pub(super) fn create_refusal(code: u16, message: &str) -> Prepared {
         Prepared::Waiting {
             reason: reasons::CREATE_REFUSED,
             message: format!(
-                "the apiserver refused a child of the run (forbidden: {said}); retried every {}s: fix the quota or policy that refuses it, or delete the run",
+                "the apiserver refused a child of the run (forbidden: {said}); retried every {}s: \
+                 give the operator back its rights in this namespace (list it in the chart's \
+                 tenantNamespaces, or restore that RoleBinding), or fix the quota or policy \
+                 that refuses it, or delete the run",
                 CREATE_RETRY.as_secs()
             ),
         }
@@ -437,6 +440,10 @@ mod tests {
             Prepared::Waiting { reason, message } => {
                 assert_eq!(reason, reasons::CREATE_REFUSED);
                 assert!(message.contains("exceeded quota: pods=10"), "{message}");
+                assert!(
+                    message.contains("tenantNamespaces"),
+                    "names the RBAC fix: {message}"
+                );
             }
             other => panic!("forbidden waits, got {other:?}"),
         }
@@ -487,5 +494,34 @@ mod tests {
             v.secret_name = Some("someone-elses-plan".into());
         }
         assert!(check_pod_owner(&other_plan, "uid-notes-1", image).is_err());
+    }
+
+    #[test]
+    fn a_child_is_a_predecessors_only_when_a_deleted_run_of_the_same_name_controls_it() {
+        let pod = runner_pod(
+            &run("notes-1"),
+            &crate::run::builders::tests::document(&crate::run::builders::tests::config("")),
+            &crate::run::builders::tests::config(""),
+        )
+        .expect("pod");
+        // Its own run (same UID) and a new run of the same name (another UID).
+        assert!(!of_predecessor(&pod.metadata, "notes-1", "uid-notes-1"));
+        assert!(of_predecessor(&pod.metadata, "notes-1", "uid-reborn"));
+        // Another run's name, a reference that does not control, or another kind: not a
+        // predecessor (a name taken by something else fails the run instead).
+        assert!(!of_predecessor(&pod.metadata, "notes-2", "uid-reborn"));
+        let mut meta = pod.metadata.clone();
+        for o in meta.owner_references.iter_mut().flatten() {
+            o.controller = Some(false);
+        }
+        assert!(!of_predecessor(&meta, "notes-1", "uid-reborn"));
+        let mut meta = pod.metadata.clone();
+        for o in meta.owner_references.iter_mut().flatten() {
+            o.kind = "Composition".into();
+        }
+        assert!(!of_predecessor(&meta, "notes-1", "uid-reborn"));
+        let mut meta = pod.metadata;
+        meta.owner_references = None;
+        assert!(!of_predecessor(&meta, "notes-1", "uid-reborn"));
     }
 }

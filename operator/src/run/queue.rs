@@ -108,6 +108,9 @@ impl RunContext {
         if let Ok(mut w) = self.written.lock() {
             let live: HashSet<String> = all.iter().filter_map(|r| r.uid()).collect();
             w.retain(|uid, _| live.contains(uid));
+            if let Ok(mut e) = self.evicted.lock() {
+                e.retain(|uid, _| live.contains(uid));
+            }
         }
         let queued = all
             .iter()

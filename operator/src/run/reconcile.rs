@@ -17,7 +17,8 @@ use super::children::{
 use super::prepare::{Prepared, Source, prepare};
 use super::queue::{queue_head, reason_of, waiting_runs};
 use super::status::{
-    cancelled_status, is_final, refused_status, run_status, ttl_remaining, waiting_status,
+    cancelled_status, disruption, gone_status, is_final, refused_status, run_status, ttl_remaining,
+    waiting_status,
 };
 use crate::composition::builders::current_revision;
 use crate::controller::{Context, apply_status, drain, scoped};
@@ -67,6 +68,9 @@ pub struct RunContext {
     pub(super) warned: std::sync::Mutex<HashSet<String>>,
     /// The last status written per run UID (forgotten when the run is deleted).
     pub(super) written: std::sync::Mutex<std::collections::HashMap<String, StudioRunStatus>>,
+    /// Why each run's pod was being evicted, per run UID, as this process saw it (forgotten
+    /// when the run is deleted): the pod can be gone by the next look.
+    pub(super) evicted: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// Whether two statuses say the same, transition times aside.
@@ -302,8 +306,14 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
         return ctx.follow(&run, pod, cancelled, now).await;
     }
     if started {
-        // The pod is gone: run_status says how the run ended.
-        ctx.transition(&run, run_status(&run, None, now)).await?;
+        // The pod is gone: run_status says how the run ended (evicted, if it was seen so).
+        let evicted = ctx
+            .evicted
+            .lock()
+            .ok()
+            .and_then(|e| e.get(&id.uid).cloned());
+        ctx.transition(&run, gone_status(&run, evicted.as_deref(), now))
+            .await?;
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     // From here the run may start. Decide on the stored run, not on a cached copy that can
@@ -428,6 +438,11 @@ impl RunContext {
             }
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
+        if let Some(why) = disruption(Some(pod))
+            && let (Some(uid), Ok(mut evicted)) = (run.uid(), self.evicted.lock())
+        {
+            evicted.insert(uid, why);
+        }
         let status = run_status(&known, Some(pod), now);
         let finished = is_final(Some(&status));
         let starting = status.phase == Some(RunPhase::Pending);
@@ -524,6 +539,7 @@ pub fn controller(
         admitted: tokio::sync::Mutex::new(HashSet::new()),
         warned: std::sync::Mutex::new(HashSet::new()),
         written: std::sync::Mutex::new(std::collections::HashMap::new()),
+        evicted: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let stream = controller
         .watches(
@@ -568,5 +584,9 @@ impl crate::controller::Metered for RunContext {
 
     fn retries(&self) -> &crate::retry::Retries {
         &self.base.retries
+    }
+
+    fn client(&self) -> &kube::Client {
+        &self.base.client
     }
 }

@@ -129,6 +129,8 @@ fn cancel_end(at: Option<String>) -> End {
 struct Stops<'a> {
     cancelled: bool,
     deleted: bool,
+    /// Why the pod was disrupted, when Kubernetes said (an eviction, a preemption).
+    disrupted: Option<String>,
     past_deadline: bool,
     pod_name: &'a str,
 }
@@ -146,7 +148,14 @@ fn terminated_end(
 ) -> End {
     let stopped_from_outside = |said: Option<String>| -> Option<End> {
         let said = said.map(|m| format!(" ({m})")).unwrap_or_default();
-        if stops.deleted {
+        if let (true, Some(why)) = (stops.deleted, stops.disrupted.as_deref()) {
+            Some((
+                RunPhase::Failed,
+                reasons::EVICTED,
+                failure(evicted_message(stops.pod_name, why, &said)),
+                finished_at.clone(),
+            ))
+        } else if stops.deleted {
             Some((
                 RunPhase::Failed,
                 reasons::POD_DELETED,
@@ -215,6 +224,67 @@ fn terminated_end(
     }
 }
 
+/// Why Kubernetes disrupted `pod`, when it said: a `DisruptionTarget` condition (the Eviction
+/// API, a node drain, preemption, a taint) or the kubelet's `Evicted` (node pressure), as
+/// `reason: message`.
+pub(super) fn disruption(pod: Option<&Pod>) -> Option<String> {
+    let status = pod?.status.as_ref()?;
+    let said = |reason: Option<&str>, message: Option<&str>| {
+        let reason = reason.unwrap_or("Evicted");
+        match message.map(str::trim).filter(|m| !m.is_empty()) {
+            Some(message) => format!("{reason}: {message}"),
+            None => reason.to_owned(),
+        }
+    };
+    if let Some(target) = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    {
+        return Some(said(target.reason.as_deref(), target.message.as_deref()));
+    }
+    (status.reason.as_deref() == Some("Evicted"))
+        .then(|| said(status.reason.as_deref(), status.message.as_deref()))
+}
+
+/// What a run whose pod is being evicted says meanwhile: its `Evicting` condition's message is
+/// this, then why.
+const BEING_EVICTED: &str = "is being evicted, and the run fails once its runner has stopped: ";
+
+/// The failure of a run whose pod was evicted.
+fn evicted_message(pod: &str, why: &str, said: &str) -> String {
+    format!(
+        "the runner pod {pod} was evicted before the run ended ({why}){said}; a run is never \
+         started again on its own (its remote calls may have acted): start a new run"
+    )
+}
+
+/// The status of a started run whose pod is gone: as [`run_status`] says, except that a pod
+/// this process saw being evicted (`evicted`: why) makes it `Evicted` rather than
+/// `PodDeleted` (the pod can be gone before its stopped runner was seen, and the `Evicting`
+/// status written meanwhile may not have landed).
+pub fn gone_status(run: &StudioRun, evicted: Option<&str>, now: Timestamp) -> StudioRunStatus {
+    let status = run_status(run, None, now);
+    let deleted = kstatus::find(&status.conditions, SUCCEEDED)
+        .is_some_and(|c| c.reason == reasons::POD_DELETED);
+    let (Some(why), true) = (evicted, deleted) else {
+        return status;
+    };
+    let mut status = run.status.clone().unwrap_or_default();
+    let name = status.runner_pod.clone().unwrap_or_default();
+    finish(
+        &mut status,
+        RunPhase::Failed,
+        reasons::EVICTED,
+        failure(evicted_message(&name, why, "")),
+        None,
+        run.metadata.generation,
+        now,
+    );
+    status
+}
+
 /// The run's status from its runner pod. A run already ended keeps its status (the outcome is
 /// final). A run whose pod was never created is left as it is (the reconciler creates it).
 pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioRunStatus {
@@ -238,6 +308,7 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
     let stops = Stops {
         cancelled,
         deleted,
+        disrupted: disruption(pod),
         past_deadline,
         pod_name: &pod_name,
     };
@@ -246,8 +317,20 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
             let Some(name) = status.runner_pod.clone() else {
                 return status;
             };
+            // Seen being evicted before it went: the run fails saying so.
+            let evicting = kstatus::find(&status.conditions, SUCCEEDED)
+                .filter(|c| c.reason == reasons::EVICTING)
+                .and_then(|c| c.message.split_once(BEING_EVICTED))
+                .map(|(_, why)| why.to_owned());
             Some(if cancelled {
                 cancel(None)
+            } else if let Some(why) = evicting {
+                (
+                    RunPhase::Failed,
+                    reasons::EVICTED,
+                    failure(evicted_message(&name, &why, "")),
+                    None,
+                )
             } else {
                 (
                     RunPhase::Failed,
@@ -272,8 +355,22 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
         }
         PodState::Running { started_at } => {
             status.start_time = status.start_time.or(started_at);
-            // The sidecar sets AwaitingApproval; the pod alone cannot tell, so keep it.
-            if status.phase != Some(RunPhase::AwaitingApproval) {
+            if let (Some(why), false) = (stops.disrupted.as_deref(), cancelled) {
+                // Recorded while the pod still runs: it may be gone before it is seen stopped.
+                let phase = match status.phase {
+                    Some(RunPhase::AwaitingApproval) => RunPhase::AwaitingApproval,
+                    _ => RunPhase::Running,
+                };
+                set_phase(
+                    &mut status,
+                    phase,
+                    reasons::EVICTING,
+                    format!("the runner pod {pod_name} {BEING_EVICTED}{why}"),
+                    generation,
+                    now,
+                );
+            } else if status.phase != Some(RunPhase::AwaitingApproval) {
+                // The sidecar sets AwaitingApproval; the pod alone cannot tell, so keep it.
                 set_phase(
                     &mut status,
                     RunPhase::Running,
@@ -313,6 +410,13 @@ pub fn run_status(run: &StudioRun, pod: Option<&Pod>, now: Timestamp) -> StudioR
                     failure(format!(
                         "the kubelet stopped the runner pod past its deadline{said}"
                     )),
+                    None,
+                )
+            } else if let Some(why) = stops.disrupted.as_deref() {
+                (
+                    RunPhase::Failed,
+                    reasons::EVICTED,
+                    failure(evicted_message(&pod_name, why, "")),
                     None,
                 )
             } else {

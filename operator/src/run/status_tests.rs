@@ -66,6 +66,22 @@ fn deleting(mut pod: Pod) -> Pod {
     pod
 }
 
+/// `pod` with the condition the Eviction API sets before it deletes a pod.
+fn disrupted(mut pod: Pod) -> Pod {
+    if let Some(status) = pod.status.as_mut() {
+        status.conditions.get_or_insert_with(Vec::new).push(
+            k8s_openapi::api::core::v1::PodCondition {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: Some("EvictionByEvictionAPI".into()),
+                message: Some("Eviction API: evicting".into()),
+                ..Default::default()
+            },
+        );
+    }
+    pod
+}
+
 fn with_reason(mut pod: Pod, reason: &str) -> Pod {
     if let Some(status) = pod.status.as_mut() {
         status.reason = Some(reason.into());
@@ -210,8 +226,26 @@ fn the_phase_follows_the_pod_and_the_runners_summary() {
             False,
         ),
         (
-            "evicted",
+            "evicted by the kubelet under node pressure",
             Some(pod("Failed", None, Some("Evicted"))),
+            RunPhase::Failed,
+            reasons::EVICTED,
+            False,
+        ),
+        (
+            "evicted through the Eviction API: the runner stopped on SIGTERM",
+            Some(disrupted(deleting(terminated(
+                143,
+                "Error",
+                &summary("Cancelled", None),
+            )))),
+            RunPhase::Failed,
+            reasons::EVICTED,
+            False,
+        ),
+        (
+            "failed for another reason",
+            Some(pod("Failed", None, Some("UnexpectedAdmissionError"))),
             RunPhase::Failed,
             reasons::RUNNER_CRASHED,
             False,
@@ -269,6 +303,64 @@ fn the_phase_follows_the_pod_and_the_runners_summary() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_pod_seen_being_evicted_fails_its_run_evicted_even_when_it_is_gone_before_it_is_seen_stopped() {
+    // The Eviction API marks the pod, then deletes it; its runner still runs.
+    let mut run = started();
+    let evicting = run_status(&run, Some(&disrupted(deleting(running()))), at(60));
+    check(
+        &evicting,
+        RunPhase::Running,
+        reasons::EVICTING,
+        ConditionStatus::Unknown,
+    );
+    run.status = Some(evicting);
+    // Gone before a reconcile saw its runner stop: still Evicted, saying why.
+    let gone = run_status(&run, None, at(70));
+    check(
+        &gone,
+        RunPhase::Failed,
+        reasons::EVICTED,
+        ConditionStatus::False,
+    );
+    let message = gone.error.map(|e| e.message).unwrap_or_default();
+    assert!(
+        message.contains("notes-1-runner was evicted")
+            && message.contains("EvictionByEvictionAPI: Eviction API: evicting")
+            && message.contains("start a new run"),
+        "{message}"
+    );
+    // Seen being evicted by this process only (its Evicting write did not land): the same.
+    let seen = gone_status(&started(), Some("EvictionByEvictionAPI: evicting"), at(70));
+    check(
+        &seen,
+        RunPhase::Failed,
+        reasons::EVICTED,
+        ConditionStatus::False,
+    );
+    let unseen = gone_status(&started(), None, at(70));
+    check(
+        &unseen,
+        RunPhase::Failed,
+        reasons::POD_DELETED,
+        ConditionStatus::False,
+    );
+    // A cancelled run's pod going the same way is cancelled, as ever.
+    run.spec.cancel = true;
+    check(
+        &gone_status(&run, Some("EvictionByEvictionAPI: evicting"), at(70)),
+        RunPhase::Cancelled,
+        "Cancelled",
+        ConditionStatus::False,
+    );
+    check(
+        &run_status(&run, None, at(70)),
+        RunPhase::Cancelled,
+        "Cancelled",
+        ConditionStatus::False,
+    );
 }
 
 #[test]
