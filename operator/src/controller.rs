@@ -143,6 +143,18 @@ where
     body
 }
 
+/// The longest a watch is asked to last: below the client's read timeout (295 s).
+const LONGEST_WATCH_SECONDS: u64 = 290;
+
+/// The watch settings of every controller's watches: the API server ends each watch after
+/// `resyncSeconds` (at most [`LONGEST_WATCH_SECONDS`]) and the watch resumes from the last
+/// version it saw, so events lost on an open watch (fault case 12: the run created, the pod
+/// ended) come again within that time instead of after the client's default of minutes.
+pub fn watch_config(config: &Config) -> kube::runtime::watcher::Config {
+    let seconds = config.resync_seconds.clamp(1, LONGEST_WATCH_SECONDS);
+    kube::runtime::watcher::Config::default().timeout(u32::try_from(seconds).unwrap_or(290))
+}
+
 /// Drains a controller's stream, logging each failed reconcile, until the controller stops.
 pub async fn drain<S, T, E>(name: &'static str, stream: S)
 where
@@ -349,6 +361,15 @@ where
 mod tests {
     #![allow(clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn every_watch_is_renewed_after_resync_seconds_and_never_outlives_the_clients_read_timeout() {
+        let mut config = crate::testing::config("");
+        for (resync, want) in [(5, 5), (60, 60), (290, 290), (3600, 290)] {
+            config.resync_seconds = resync;
+            assert_eq!(watch_config(&config).timeout, Some(want), "{resync}");
+        }
+    }
 
     #[test]
     fn a_status_write_names_the_version_it_was_read_at_and_nothing_else_of_the_metadata() {

@@ -10,7 +10,8 @@
 //! - [`Fault::Hold`]: the request kept, unanswered, until [`FaultProxy::release`], then sent on
 //!   (a write delayed in flight);
 //! - [`Fault::DropEvents`]: the events of the watches it picks dropped on the way (the watch
-//!   stays open and never says so);
+//!   stays open and never says so; once the fault is cleared, a watch that lost events ends,
+//!   as a connection that lost bytes breaks, and the client resumes from what it last saw);
 //!
 //! each for the requests a [`Matcher`] picks, while it is set. [`FaultProxy::cut_streams`] ends
 //! every open response (watches) at once. Every request is logged with when, what and the
@@ -418,7 +419,10 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
 }
 
 /// A watch stream, event by event (one JSON object per line), with the events dropped while a
-/// [`Fault::DropEvents`] picks the watch.
+/// [`Fault::DropEvents`] picks the watch: it stays open and says nothing. A stream that lost
+/// events ends when the fault is cleared instead of going on with later ones, as a connection
+/// that lost bytes breaks (TCP never delivers later bytes without earlier ones): the client
+/// resumes from the last version it saw, and the API server sends the lost events again.
 fn events_filtered(
     stream: impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static,
     shared: Arc<Shared>,
@@ -426,21 +430,28 @@ fn events_filtered(
     path: String,
 ) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
     let mut pending: Vec<u8> = Vec::new();
-    stream.map(move |chunk| {
-        let chunk = chunk?;
+    let mut lost = false;
+    stream.scan((), move |(), chunk| {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => return futures::future::ready(Some(Err(e))),
+        };
         pending.extend_from_slice(&chunk);
         let mut out = Vec::new();
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
             if shared.fault_for(&method, &path) == Some(Fault::DropEvents) {
+                lost = true;
                 shared
                     .dropped
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            } else if lost {
+                return futures::future::ready(None);
             } else {
                 out.extend_from_slice(&line);
             }
         }
-        Ok(axum::body::Bytes::from(out))
+        futures::future::ready(Some(Ok(axum::body::Bytes::from(out))))
     })
 }
 

@@ -344,9 +344,14 @@ test.describe('compose: the canvas, its templates and validation', () => {
     await expect(page.getByRole('region', { name: 'Add a node' })).toHaveCount(0);
     const first = canvas(page).getByRole('group', { name: /^[a-z]/ }).first();
     const before = await canvas(page).getAttribute('aria-label');
-    await first.focus();
-    await page.keyboard.press('Enter');
-    await expect(page.getByRole('complementary', { name: 'Inspector' }).getByRole('heading', { name: /^(Node|Edge) / })).toBeVisible();
+    const inspected = page.getByRole('complementary', { name: 'Inspector' }).getByRole('heading', { name: /^(Node|Edge) / });
+    // The canvas may still be laying the template out (off-thread) and replace its nodes: focus
+    // and Enter again until the inspector opens, as a person would.
+    await expect(async () => {
+      await first.focus();
+      await page.keyboard.press('Enter');
+      await expect(inspected).toBeVisible({ timeout: 2_000 });
+    }).toPass({ timeout: 20_000 });
     await page.keyboard.press('Delete');
     await expect(canvas(page)).toHaveAttribute('aria-label', before ?? '');
     await expect(page.getByRole('complementary', { name: 'Inspector' }).getByRole('button', { name: /^Remove/ })).toHaveCount(0);

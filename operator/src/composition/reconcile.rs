@@ -15,10 +15,10 @@ use crate::revisions::revision_name;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use orrery_crds::common::ConditionStatus;
 use orrery_crds::conditions::{VALID, reasons};
@@ -187,17 +187,17 @@ pub fn controller(
     let client = ctx.client.clone();
     let controller = Controller::new(
         scoped::<Composition>(client.clone(), namespace),
-        watcher::Config::default(),
+        crate::controller::watch_config(&ctx.config),
     )
     .owns(
         scoped::<ControllerRevision>(client.clone(), namespace),
-        watcher::Config::default().labels(COMPOSITION_UID_LABEL),
+        crate::controller::watch_config(&ctx.config).labels(COMPOSITION_UID_LABEL),
     );
     let store = controller.store();
     let stream = controller
         .watches(
             scoped::<RegistryEntry>(client, namespace),
-            watcher::Config::default(),
+            crate::controller::watch_config(&ctx.config),
             move |entry| compositions_using(&store, &entry),
         )
         .graceful_shutdown_on(shutdown)

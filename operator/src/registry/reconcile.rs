@@ -20,9 +20,9 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt};
 use orrery_crds::common::ConditionStatus;
 use orrery_crds::conditions::READY;
@@ -201,11 +201,12 @@ pub fn controller(
 ) -> impl Future<Output = ()> {
     let stream = Controller::new(
         scoped::<RegistryEntry>(ctx.client.clone(), namespace),
-        watcher::Config::default(),
+        crate::controller::watch_config(&ctx.config),
     )
     .owns(
         scoped::<Pod>(ctx.client.clone(), namespace),
-        watcher::Config::default().labels(&format!("app.kubernetes.io/name={PROBE_APP}")),
+        crate::controller::watch_config(&ctx.config)
+            .labels(&format!("app.kubernetes.io/name={PROBE_APP}")),
     )
     .graceful_shutdown_on(shutdown)
     .run(

@@ -30,10 +30,10 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, PropagationPolicy};
+use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
-use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
 use orrery_crds::conditions::{SUCCEEDED, reasons};
 use orrery_crds::registry::RegistryEntry;
@@ -522,13 +522,16 @@ pub fn controller(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let client = base.client.clone();
+    let watches = crate::controller::watch_config(&base.config);
     let controller = Controller::new(
         scoped::<StudioRun>(client.clone(), namespace),
-        watcher::Config::default(),
+        watches.clone(),
     )
     .owns(
         scoped::<Pod>(client.clone(), namespace),
-        watcher::Config::default().labels(&format!("app.kubernetes.io/name={RUNNER_APP}")),
+        watches
+            .clone()
+            .labels(&format!("app.kubernetes.io/name={RUNNER_APP}")),
     );
     let store = controller.store();
     let (for_compositions, for_entries, for_slots) = (store.clone(), store.clone(), store.clone());
@@ -544,7 +547,7 @@ pub fn controller(
     let stream = controller
         .watches(
             scoped::<Composition>(client.clone(), namespace),
-            watcher::Config::default(),
+            watches.clone(),
             move |c| {
                 waiting_runs(
                     &for_compositions,
@@ -555,12 +558,12 @@ pub fn controller(
         )
         .watches(
             scoped::<RegistryEntry>(client.clone(), namespace),
-            watcher::Config::default(),
+            watches.clone(),
             move |e| waiting_runs(&for_entries, e.namespace(), &[reasons::WAITING_FOR_ENTRIES]),
         )
         .watches(
             scoped::<StudioRun>(client, namespace),
-            watcher::Config::default(),
+            watches.clone(),
             move |r| {
                 // A slot frees when a run that holds one ends or goes; any change of such a
                 // run (few per run: started, running, ended, deleted) wakes the queue's head.

@@ -1,0 +1,824 @@
+//! A chaos soak with invariants (issue 26): `runs` StudioRuns, some asking a person, on the real
+//! control plane while a seeded chaos loop injects `faults` faults, then a check of what must
+//! hold after any mix of them, printed as a table.
+//!
+//! The runs go in spread over the time the chaos takes, so they span it; every kind of fault comes once,
+//! in an order drawn from the seed, before any comes again.
+//!
+//! The system: the controllers in-process as the operator's ServiceAccount, their client
+//! through the fault proxy ([`crate::fault_proxy`]); a sidecar of the soak's own on PostgreSQL
+//! ([`crate::sidecar_fixture::TestSidecar`]); runners as containers of the dev node. The
+//! faults, drawn from the seed:
+//!
+//! - **operator**: the controllers killed mid-flight and started again 1 to 3 s later;
+//! - **sidecar**: the sidecar killed (open connections included) and restarted on its port;
+//! - **runner**: the runner pod of a running run deleted (the run fails, never replayed);
+//! - **api-outage**: every request of the operator's dropped and its watches cut, 3 to 5 s;
+//! - **events-dropped**: the events of the operator's watches dropped, 6 s (the resync makes
+//!   them up);
+//! - **database**: every connection to the sidecar's database cut, as a restart does.
+//!
+//! Meanwhile a scripted person decides every approval that comes, by the sidecar's API or by
+//! appending to the run's `status.decisions` as `kubectl patch` does.
+//!
+//! The invariants: every run ends in exactly one final phase, which never changes once
+//! reached (a watch records every phase each run showed); every stored trace is `1..N` with no
+//! gap or duplicate and ends with `run.end`, and equals what the runner printed when its pod is
+//! still there to read; every approval asked is settled exactly once (one settlement event,
+//! not pending in the sidecar) and carries at most one decision; no pod, Secret or
+//! NetworkPolicy of a run that is gone; and no panic anywhere in the process.
+
+use crate::fault_proxy::{Fault, FaultProxy, Matcher};
+use crate::manifests::{documents, scripted_model};
+use crate::sidecar_fixture::TestSidecar;
+use crate::studio::{Studio, StudioOptions, api_call, token};
+use crate::testenv::ALICE;
+use anyhow::{Context as _, Result, ensure};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use orrery_crds::StudioRun;
+use orrery_crds::events::TraceEvent;
+use orrery_crds::run::RunPhase;
+use orrery_operator::run::builders::RUN_UID_LABEL;
+use orrery_operator::sidecar::SidecarSettings;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a soak does.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    /// The seed of every random choice (the runs' kinds and timing, the faults).
+    pub seed: u64,
+    /// How many runs.
+    pub runs: usize,
+    /// How many faults.
+    pub faults: usize,
+    /// The namespace's name prefix.
+    pub prefix: String,
+}
+
+/// A fault of the chaos loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Chaos {
+    /// The controllers killed and started again.
+    Operator,
+    /// The sidecar killed and restarted.
+    Sidecar,
+    /// A running run's pod deleted.
+    Runner,
+    /// The API server unreachable for the operator.
+    ApiOutage,
+    /// The operator's watch events dropped.
+    EventsDropped,
+    /// Every connection to the sidecar's database cut.
+    Database,
+}
+
+impl Chaos {
+    /// Every fault, in the order the seed picks from.
+    pub const ALL: [Chaos; 6] = [
+        Chaos::Operator,
+        Chaos::Sidecar,
+        Chaos::Runner,
+        Chaos::ApiOutage,
+        Chaos::EventsDropped,
+        Chaos::Database,
+    ];
+
+    /// Its name in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chaos::Operator => "operator killed",
+            Chaos::Sidecar => "sidecar killed",
+            Chaos::Runner => "runner pod deleted",
+            Chaos::ApiOutage => "API server unreachable",
+            Chaos::EventsDropped => "watch events dropped",
+            Chaos::Database => "database connections cut",
+        }
+    }
+}
+
+/// What a soak found.
+#[derive(Debug, Default)]
+pub struct SoakReport {
+    /// The seed it ran with.
+    pub seed: u64,
+    /// How many runs ended in each final phase.
+    pub phases: BTreeMap<String, usize>,
+    /// How many faults of each kind were injected.
+    pub faults: BTreeMap<Chaos, usize>,
+    /// Each invariant: its name, how many cases were checked, and what broke it.
+    pub checks: Vec<(&'static str, usize, Vec<String>)>,
+    /// How long it took.
+    pub took: Duration,
+}
+
+impl SoakReport {
+    /// Whether every invariant held.
+    pub fn held(&self) -> bool {
+        self.checks.iter().all(|(_, _, broken)| broken.is_empty())
+    }
+
+    /// The report as a Markdown table, then each broken case.
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "seed {}, {} runs, {:.0} s\n\n| what | count | result |\n|---|---|---|\n",
+            self.seed,
+            self.phases.values().sum::<usize>(),
+            self.took.as_secs_f64()
+        );
+        for (phase, n) in &self.phases {
+            out.push_str(&format!("| runs ended {phase} | {n} | |\n"));
+        }
+        for (fault, n) in &self.faults {
+            out.push_str(&format!("| fault: {} | {n} | |\n", fault.name()));
+        }
+        for (name, checked, broken) in &self.checks {
+            let result = if broken.is_empty() {
+                "held".to_owned()
+            } else {
+                format!("**broken {} times**", broken.len())
+            };
+            out.push_str(&format!("| {name} | {checked} | {result} |\n"));
+        }
+        for (name, _, broken) in &self.checks {
+            for b in broken {
+                out.push_str(&format!("\n- {name}: {b}"));
+            }
+        }
+        out
+    }
+}
+
+/// SplitMix64: every random choice of a soak comes from its seed.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `low..=high`.
+    pub fn between(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next_u64() % (high.saturating_sub(low) + 1)
+    }
+
+    /// True with probability `percent`/100.
+    pub fn percent(&mut self, percent: u64) -> bool {
+        self.next_u64() % 100 < percent
+    }
+}
+
+/// Panics anywhere in the process since [`count_panics`] was first called.
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts every panic of the process from now on (the default hook still prints it).
+fn count_panics() {
+    static HOOKED: std::sync::Once = std::sync::Once::new();
+    HOOKED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+    });
+}
+
+/// The model entries: the same nodes answering fast, in a while, and slowly.
+fn models() -> String {
+    let script = |delay: u64| {
+        json!({
+            "draft": [{"delayMs": delay, "reply": "draft of: {{input}}"}],
+            "polish": [{"delayMs": delay / 2, "reply": "polished: {{input}}"}],
+            "publish": [{"delayMs": delay / 4, "reply": "published: {{input}}"}]
+        })
+    };
+    documents(&[
+        scripted_model("quick", script(200)),
+        scripted_model("steady", script(1500)),
+        scripted_model("slow", script(5000)),
+    ])
+}
+
+/// Run `name` on `model`: a pipeline, or (`asks`) draft → a person → publish.
+fn run_manifest(name: &str, model: &str, asks: bool) -> Value {
+    let composition = if asks {
+        json!({
+            "pattern": "Router",
+            "budgets": {"timeoutSeconds": 600},
+            "nodes": [
+                {"id": "draft", "kind": "LLMAgent", "model": model, "instruction": "Draft it."},
+                {"id": "review", "kind": "HumanApproval", "prompt": "Publish this?"},
+                {"id": "publish", "kind": "LLMAgent", "model": model, "instruction": "Publish it."}
+            ],
+            "edges": [{"from": "draft", "to": "review"},
+                      {"from": "review", "to": "publish", "when": "approved"}]
+        })
+    } else {
+        json!({
+            "pattern": "Pipeline",
+            "budgets": {"timeoutSeconds": 600},
+            "nodes": [
+                {"id": "draft", "kind": "LLMAgent", "model": model, "instruction": "Draft it."},
+                {"id": "polish", "kind": "LLMAgent", "model": model, "instruction": "Polish it."}
+            ],
+            "edges": [{"from": "draft", "to": "polish"}]
+        })
+    };
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1",
+        "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {"composition": composition, "input": format!("notes {name}"), "owner": ALICE}
+    })
+}
+
+/// Every phase each run (by UID) showed, in order, as a watch saw them.
+type Phases = Arc<Mutex<HashMap<String, (String, Vec<RunPhase>)>>>;
+
+/// Records the phases of every run of the namespace until the task is aborted.
+fn watch_phases(studio: &Studio) -> (Phases, tokio::task::JoinHandle<()>) {
+    let phases: Phases = Arc::default();
+    let runs = studio.runs();
+    let seen = phases.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = watcher(runs, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            let run = match event {
+                Ok(watcher::Event::Apply(run) | watcher::Event::InitApply(run)) => run,
+                _ => continue,
+            };
+            let (Some(uid), Some(phase)) = (
+                run.metadata.uid.clone(),
+                run.status.as_ref().and_then(|s| s.phase),
+            ) else {
+                continue;
+            };
+            if let Ok(mut all) = seen.lock() {
+                let entry = all
+                    .entry(uid)
+                    .or_insert_with(|| (run.metadata.name.clone().unwrap_or_default(), vec![]));
+                if entry.1.last() != Some(&phase) {
+                    entry.1.push(phase);
+                }
+            }
+        }
+    });
+    (phases, task)
+}
+
+/// The scripted person: decides every pending approval of the namespace once, approving,
+/// alternately through the sidecar's API and by appending to `status.decisions`.
+fn person(studio: &Studio, sidecar: String) -> Result<tokio::task::JoinHandle<()>> {
+    let runs = studio.runs();
+    let alice = token(studio.env, ALICE)?;
+    let ns = studio.ns.name.clone();
+    Ok(tokio::spawn(async move {
+        let mut decided: HashSet<(String, String)> = HashSet::new();
+        let mut by_api = true;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Ok(list) = runs.list(&ListParams::default()).await else {
+                continue;
+            };
+            for run in list.items {
+                let name = run.metadata.name.clone().unwrap_or_default();
+                let pending = run
+                    .status
+                    .as_ref()
+                    .map(|s| s.pending_approvals.clone())
+                    .unwrap_or_default();
+                for approval in pending {
+                    if !decided.insert((name.clone(), approval.id.clone())) {
+                        continue;
+                    }
+                    by_api = !by_api;
+                    if by_api {
+                        let url = format!(
+                            "{sidecar}/api/v1/runs/{ns}/{name}/approvals/{}",
+                            approval.id
+                        );
+                        let body = json!({"decision": "Approve", "digest": approval.digest});
+                        let alice = alice.clone();
+                        // The reply waits for the run to take it up: not awaited here.
+                        tokio::spawn(async move {
+                            let _ = api_call(reqwest::Method::POST, url, &alice, Some(body)).await;
+                        });
+                    } else {
+                        let patch = json!([{"op": "add", "path": "/status/decisions/-", "value": {
+                            "approvalId": approval.id, "decision": "Approve",
+                            "digest": approval.digest, "decidedBy": ALICE
+                        }}]);
+                        if let Ok(patch) = serde_json::from_value(patch) {
+                            let _ = runs
+                                .patch_status(
+                                    &name,
+                                    &PatchParams::default(),
+                                    &Patch::Json::<()>(patch),
+                                )
+                                .await;
+                        }
+                    }
+                }
+            }
+        }
+    }))
+}
+
+/// The stored trace of run `name`, page by page, as its owner reads it.
+async fn stored_trace(sidecar: &str, ns: &str, name: &str, alice: &str) -> Result<Vec<TraceEvent>> {
+    let mut events: Vec<TraceEvent> = Vec::new();
+    let mut after = 0;
+    for _ in 0..1000 {
+        let (status, body) = api_call(
+            reqwest::Method::GET,
+            format!("{sidecar}/api/v1/runs/{ns}/{name}/events?after={after}"),
+            alice,
+            None,
+        )
+        .await?;
+        ensure!(
+            status.is_success(),
+            "reading {name}'s events: {status} {body}"
+        );
+        let page: Vec<TraceEvent> = serde_json::from_value(body["events"].clone())?;
+        let next = body["next"].as_u64().unwrap_or(after);
+        let complete = body["complete"] == json!(true);
+        let empty = page.is_empty();
+        events.extend(page);
+        if complete || empty || next == after {
+            break;
+        }
+        after = next;
+    }
+    Ok(events)
+}
+
+/// Runs the soak and checks the invariants.
+pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
+    count_panics();
+    let panics_before = PANICS.load(Ordering::SeqCst);
+    let started = Instant::now();
+    let mut rng = Rng::new(options.seed);
+    let database = crate::postgres::database(&options.prefix).await?;
+    let mut sidecar = TestSidecar::start(&database, SidecarSettings::default()).await?;
+    let mut studio = Studio::start(StudioOptions {
+        prefix: &options.prefix,
+        sidecar_url: &sidecar.url,
+        manifests: &models(),
+        users: &[ALICE],
+        policies: false,
+        configure: &|config| {
+            config.run_limits.max_concurrent_runs_per_owner = None;
+            config.resync_seconds = 5;
+        },
+    })
+    .await?;
+    let proxy = FaultProxy::start(studio.env).await?;
+    let result = async {
+        studio.kill_operator().await?;
+        studio.start_operator_through(&proxy).await?;
+        let (phases, watching) = watch_phases(&studio);
+        // The sidecar comes back on the same port after each kill.
+        let deciding = person(&studio, sidecar.url.clone())?;
+
+        // The runs go in over the first part of the chaos.
+        let mut asks: HashMap<String, bool> = HashMap::new();
+        let mut plan: Vec<(String, Value, Duration)> = Vec::new();
+        for i in 0..options.runs {
+            let name = format!("soak-{i}");
+            let model = ["quick", "steady", "slow"][rng.between(0, 2) as usize];
+            let asking = rng.percent(30);
+            asks.insert(name.clone(), asking);
+            // Spread over the chaos (a fault every 3.5 s on average), at least 0.2 s apart.
+            let spacing = (options.faults as u64 * 3500 / options.runs.max(1) as u64).max(200);
+            let at = Duration::from_millis(i as u64 * spacing + rng.between(0, spacing / 2));
+            plan.push((name.clone(), run_manifest(&name, model, asking), at));
+        }
+        let submitting = {
+            let runs = studio.runs();
+            tokio::spawn(async move {
+                let began = Instant::now();
+                for (name, manifest, at) in plan {
+                    tokio::time::sleep(at.saturating_sub(began.elapsed())).await;
+                    let created = match serde_json::from_value::<StudioRun>(manifest) {
+                        Ok(run) => runs
+                            .create(&kube::api::PostParams::default(), &run)
+                            .await
+                            .map(|_| ())
+                            .map_err(anyhow::Error::from),
+                        Err(e) => Err(e.into()),
+                    };
+                    match created {
+                        Ok(()) => eprintln!(
+                            "soak: {:>5.1} s: {name} created",
+                            began.elapsed().as_secs_f64()
+                        ),
+                        Err(e) => eprintln!("soak: creating {name}: {e:#}"),
+                    }
+                }
+            })
+        };
+
+        let mut faults: BTreeMap<Chaos, usize> = BTreeMap::new();
+        let mut disrupted: HashSet<String> = HashSet::new();
+        // Every kind once, in a seeded order, before any comes again.
+        let mut order: Vec<Chaos> = Vec::new();
+        while order.len() < options.faults {
+            let mut round = Chaos::ALL.to_vec();
+            for i in (1..round.len()).rev() {
+                round.swap(i, rng.between(0, i as u64) as usize);
+            }
+            order.extend(round);
+        }
+        order.truncate(options.faults);
+        for chaos in order {
+            tokio::time::sleep(Duration::from_millis(rng.between(2000, 5000))).await;
+            eprintln!(
+                "soak: {:>5.1} s: {}",
+                started.elapsed().as_secs_f64(),
+                chaos.name()
+            );
+            let mut injected = true;
+            match chaos {
+                Chaos::Operator => {
+                    studio.kill_operator().await?;
+                    tokio::time::sleep(Duration::from_millis(rng.between(1000, 3000))).await;
+                    studio.start_operator_through(&proxy).await?;
+                }
+                Chaos::Sidecar => {
+                    sidecar.kill().await;
+                    tokio::time::sleep(Duration::from_millis(rng.between(1000, 3000))).await;
+                    sidecar.restart().await?;
+                }
+                Chaos::Runner => {
+                    let running: Vec<String> = studio
+                        .runs()
+                        .list(&ListParams::default())
+                        .await?
+                        .items
+                        .into_iter()
+                        .filter(|r| {
+                            matches!(
+                                r.status.as_ref().and_then(|s| s.phase),
+                                Some(RunPhase::Running | RunPhase::AwaitingApproval)
+                            )
+                        })
+                        .filter_map(|r| r.metadata.name)
+                        .collect();
+                    injected = false;
+                    if !running.is_empty() {
+                        let name = &running[rng.between(0, running.len() as u64 - 1) as usize];
+                        let pod = format!("{name}-runner");
+                        match studio.pods().delete(&pod, &DeleteParams::default()).await {
+                            Ok(_) => {
+                                disrupted.insert(name.clone());
+                                injected = true;
+                            }
+                            Err(e) => eprintln!("soak: deleting {pod}: {e}"),
+                        }
+                    }
+                }
+                Chaos::ApiOutage => {
+                    proxy.set(Fault::Reset, Matcher::all());
+                    proxy.cut_streams();
+                    tokio::time::sleep(Duration::from_millis(rng.between(3000, 5000))).await;
+                    proxy.clear();
+                }
+                Chaos::EventsDropped => {
+                    proxy.set(Fault::DropEvents, Matcher::all());
+                    tokio::time::sleep(Duration::from_secs(6)).await;
+                    proxy.clear();
+                }
+                Chaos::Database => {
+                    let server = crate::postgres::shared()?;
+                    server
+                        .execute(
+                            &database,
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                        )
+                        .await?;
+                }
+            }
+            if injected {
+                *faults.entry(chaos).or_default() += 1;
+            }
+        }
+        submitting.await.context("submitting the runs")?;
+
+        // Every run ends.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let runs = loop {
+            let runs = studio.runs().list(&ListParams::default()).await?.items;
+            let open: Vec<String> = runs
+                .iter()
+                .filter(|r| {
+                    !r.status
+                        .as_ref()
+                        .and_then(|s| s.phase)
+                        .is_some_and(RunPhase::is_terminal)
+                })
+                .map(|r| {
+                    let status = r.status.as_ref();
+                    format!(
+                        "{} ({:?}, {:?})",
+                        r.metadata.name.clone().unwrap_or_default(),
+                        status.and_then(|s| s.phase),
+                        status
+                            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+                            .map(|c| c.reason.clone())
+                    )
+                })
+                .collect();
+            if runs.len() == options.runs && open.is_empty() {
+                break runs;
+            }
+            if Instant::now() >= deadline {
+                // What the operator asked about the runs and their watches, for the report.
+                let asked: Vec<String> = proxy
+                    .seen()
+                    .iter()
+                    .filter(|s| s.path.contains("studioruns"))
+                    .map(|s| {
+                        format!(
+                            "{:.1}s {} {} {}",
+                            s.at.duration_since(started).as_secs_f64(),
+                            s.method,
+                            s.path,
+                            s.status
+                        )
+                    })
+                    .collect();
+                anyhow::bail!(
+                    "{} of {} runs created, still open: {open:?}; the operator's requests about runs:\n{}",
+                    runs.len(),
+                    options.runs,
+                    asked.join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        // The last settlements and counts reach the store and the status.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        deciding.abort();
+        watching.abort();
+
+        let mut report = SoakReport {
+            seed: options.seed,
+            faults,
+            ..SoakReport::default()
+        };
+        for run in &runs {
+            let phase = run.status.as_ref().and_then(|s| s.phase);
+            *report
+                .phases
+                .entry(phase.map(|p| format!("{p:?}")).unwrap_or_default())
+                .or_default() += 1;
+        }
+
+        // 1. One final phase, never changed once reached.
+        let seen = phases.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut broken = Vec::new();
+        for run in &runs {
+            let uid = run.metadata.uid.clone().unwrap_or_default();
+            let name = run.metadata.name.clone().unwrap_or_default();
+            let Some((_, shown)) = seen.get(&uid) else {
+                broken.push(format!("{name}: the watch saw no phase"));
+                continue;
+            };
+            if let Some(first) = shown.iter().position(|p| p.is_terminal())
+                && shown[first..].iter().any(|p| *p != shown[first])
+            {
+                broken.push(format!("{name}: phases {shown:?}"));
+            }
+        }
+        report
+            .checks
+            .push(("one final phase, never changed", runs.len(), broken));
+
+        // 2. Traces: 1..N, no gap or duplicate, ending with run.end, as printed.
+        let alice = token(studio.env, ALICE)?;
+        let ns = studio.ns.name.clone();
+        let mut broken = Vec::new();
+        let mut compared = 0;
+        let mut traces: HashMap<String, Vec<TraceEvent>> = HashMap::new();
+        for run in &runs {
+            let name = run.metadata.name.clone().unwrap_or_default();
+            let stored = stored_trace(&sidecar.url, &ns, &name, &alice).await?;
+            let seqs: Vec<u64> = stored.iter().map(|e| e.seq).collect();
+            let want: Vec<u64> = (1..=seqs.len() as u64).collect();
+            if seqs != want {
+                broken.push(format!("{name}: stored seqs {seqs:?}"));
+            } else if stored.last().map(TraceEvent::kind) != Some("run.end") {
+                broken.push(format!(
+                    "{name}: the stored trace ends with {:?}",
+                    stored.last().map(TraceEvent::kind)
+                ));
+            } else if let Ok(printed) = studio.runner_log(run).await {
+                compared += 1;
+                if printed != stored {
+                    broken.push(format!(
+                        "{name}: stored {} events, the runner printed {}",
+                        stored.len(),
+                        printed.len()
+                    ));
+                }
+            }
+            traces.insert(name, stored);
+        }
+        report
+            .checks
+            .push(("trace 1..N, ends run.end", runs.len(), broken));
+        report
+            .checks
+            .push(("stored trace = runner's stdout", compared, Vec::new()));
+
+        // 3. Approvals: settled once, at most one decision each.
+        let mut broken = Vec::new();
+        let mut asked = 0;
+        for run in &runs {
+            let name = run.metadata.name.clone().unwrap_or_default();
+            if !asks.get(&name).copied().unwrap_or(false) {
+                continue;
+            }
+            let trace = traces.get(&name).cloned().unwrap_or_default();
+            let requested = trace
+                .iter()
+                .filter(|e| e.kind() == "approval.requested")
+                .count();
+            let settled = trace
+                .iter()
+                .filter(|e| e.kind() == "approval.decided")
+                .count();
+            asked += requested;
+            if settled != requested {
+                broken.push(format!(
+                    "{name}: {requested} asked, {settled} settled in the trace"
+                ));
+            }
+            let (status, body) = api_call(
+                reqwest::Method::GET,
+                format!("{}/api/v1/runs/{ns}/{name}/approvals", sidecar.url),
+                &alice,
+                None,
+            )
+            .await?;
+            let items = body["items"].as_array().cloned().unwrap_or_default();
+            if !status.is_success() || items.iter().any(|a| a["state"] == "pending") {
+                broken.push(format!("{name}: the sidecar shows {status} {items:?}"));
+            }
+            let decisions = run
+                .status
+                .as_ref()
+                .map(|s| s.decisions.clone())
+                .unwrap_or_default();
+            let mut per: HashMap<String, usize> = HashMap::new();
+            for d in &decisions {
+                *per.entry(d.approval_id.clone()).or_default() += 1;
+            }
+            if per.values().any(|n| *n > 1) {
+                broken.push(format!("{name}: decisions {per:?}"));
+            }
+            if run
+                .status
+                .as_ref()
+                .is_some_and(|s| !s.pending_approvals.is_empty())
+            {
+                broken.push(format!(
+                    "{name}: ended with approvals pending in its status"
+                ));
+            }
+        }
+        report
+            .checks
+            .push(("approvals settled once, one decision", asked, broken));
+
+        // 4. Nothing orphaned: every child's run is there.
+        let live: HashSet<String> = runs.iter().filter_map(|r| r.metadata.uid.clone()).collect();
+        let labelled = ListParams::default().labels(RUN_UID_LABEL);
+        let mut children: Vec<(String, String)> = Vec::new();
+        let pods = studio.pods().list(&labelled).await?.items;
+        for p in pods {
+            children.push((
+                format!("Pod/{}", p.metadata.name.clone().unwrap_or_default()),
+                uid_of(&p.metadata),
+            ));
+        }
+        let secrets: kube::Api<Secret> = studio.ns.api(&studio.admin);
+        for s in secrets.list(&labelled).await?.items {
+            children.push((
+                format!("Secret/{}", s.metadata.name.clone().unwrap_or_default()),
+                uid_of(&s.metadata),
+            ));
+        }
+        let policies: kube::Api<NetworkPolicy> = studio.ns.api(&studio.admin);
+        for n in policies.list(&labelled).await?.items {
+            children.push((
+                format!(
+                    "NetworkPolicy/{}",
+                    n.metadata.name.clone().unwrap_or_default()
+                ),
+                uid_of(&n.metadata),
+            ));
+        }
+        let orphans: Vec<String> = children
+            .iter()
+            .filter(|(_, uid)| !live.contains(uid))
+            .map(|(what, _)| what.clone())
+            .collect();
+        report
+            .checks
+            .push(("no child without its run", children.len(), orphans));
+
+        // 5. Runs whose pod was deleted failed for it and were never started again.
+        let mut broken = Vec::new();
+        for name in &disrupted {
+            let pods: Vec<Pod> = match runs
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(name))
+            {
+                Some(run) => studio.runner_pods(run).await?,
+                None => continue,
+            };
+            if !pods.is_empty() {
+                broken.push(format!(
+                    "{name}: {} runner pod(s) after its pod was deleted",
+                    pods.len()
+                ));
+            }
+        }
+        report.checks.push((
+            "a deleted runner is never replayed",
+            disrupted.len(),
+            broken,
+        ));
+
+        // 6. No panic.
+        let panics = PANICS.load(Ordering::SeqCst) - panics_before;
+        report.checks.push((
+            "no panic in the process",
+            1,
+            if panics == 0 {
+                vec![]
+            } else {
+                vec![format!("{panics} panic(s)")]
+            },
+        ));
+        report.took = started.elapsed();
+        anyhow::Ok(report)
+    }
+    .await;
+    let stopped = studio.shutdown().await;
+    let sidecar_stopped = sidecar.stop().await;
+    let report = result?;
+    stopped?;
+    sidecar_stopped?;
+    Ok(report)
+}
+
+/// The run UID label of a child.
+fn uid_of(meta: &kube::api::ObjectMeta) -> String {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(RUN_UID_LABEL).cloned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_draws_the_same_choices_and_another_seed_others() {
+        let draw = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..20).map(|_| rng.between(0, 5)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let mut rng = Rng::new(1);
+        assert!(
+            (0..1000)
+                .map(|_| rng.between(2, 4))
+                .all(|n| (2..=4).contains(&n))
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The short chaos soak CI runs (issue 26; `tests/src/soak.rs` says what it does and checks):
+//! 40 runs, some asking a person, under 8 faults drawn from a fixed seed, every invariant
+//! holding. `ORRERY_SOAK_SEED`, `ORRERY_SOAK_RUNS` and `ORRERY_SOAK_FAULTS` change it; the
+//! long soak is the `soak` benchmark binary (`docs/reliability.md`).
+//!
+//! Control plane: `ORRERY_TESTENV_KUBECONFIG` (set by `tests/e2e.sh`), else one started for
+//! this test binary. Needs root and runc (the runners run as containers of the dev node), and
+//! PostgreSQL (the sidecar's store).
+
+use anyhow::{Result, ensure};
+use orrery_tests::soak::{SoakOptions, soak};
+
+fn setting(name: &str, default: u64) -> Result<u64> {
+    match std::env::var(name) {
+        Ok(v) => Ok(v.parse()?),
+        Err(_) => Ok(default),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forty_runs_under_eight_seeded_faults_keep_every_invariant() -> Result<()> {
+    let options = SoakOptions {
+        seed: setting("ORRERY_SOAK_SEED", 26)?,
+        runs: usize::try_from(setting("ORRERY_SOAK_RUNS", 40)?)?,
+        faults: usize::try_from(setting("ORRERY_SOAK_FAULTS", 8)?)?,
+        prefix: "soak".into(),
+    };
+    let report = soak(&options).await?;
+    println!("{}", report.table());
+    ensure!(report.held(), "an invariant broke:\n{}", report.table());
+    Ok(())
+}
