@@ -438,7 +438,8 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         };
 
         let mut faults: BTreeMap<Chaos, usize> = BTreeMap::new();
-        let mut disrupted: HashSet<String> = HashSet::new();
+        // The runs whose pod was deleted, with that pod's UID.
+        let mut disrupted: HashMap<String, String> = HashMap::new();
         // Every kind once, in a seeded order, before any comes again.
         let mut order: Vec<Chaos> = Vec::new();
         while order.len() < options.faults {
@@ -487,9 +488,15 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                     if !running.is_empty() {
                         let name = &running[rng.between(0, running.len() as u64 - 1) as usize];
                         let pod = format!("{name}-runner");
+                        let uid = studio
+                            .pods()
+                            .get_opt(&pod)
+                            .await?
+                            .and_then(|p| p.metadata.uid)
+                            .unwrap_or_default();
                         match studio.pods().delete(&pod, &DeleteParams::default()).await {
                             Ok(_) => {
-                                disrupted.insert(name.clone());
+                                disrupted.insert(name.clone(), uid);
                                 injected = true;
                             }
                             Err(e) => eprintln!("soak: deleting {pod}: {e}"),
@@ -750,7 +757,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
 
         // 5. Runs whose pod was deleted failed for it and were never started again.
         let mut broken = Vec::new();
-        for name in &disrupted {
+        for (name, deleted) in &disrupted {
             let pods: Vec<Pod> = match runs
                 .iter()
                 .find(|r| r.metadata.name.as_deref() == Some(name))
@@ -758,10 +765,15 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                 Some(run) => studio.runner_pods(run).await?,
                 None => continue,
             };
-            if !pods.is_empty() {
+            // The deleted pod may still be there, terminating; another one would be a replay.
+            let others: Vec<String> = pods
+                .iter()
+                .filter_map(|p| p.metadata.uid.clone())
+                .filter(|uid| uid != deleted)
+                .collect();
+            if !others.is_empty() {
                 broken.push(format!(
-                    "{name}: {} runner pod(s) after its pod was deleted",
-                    pods.len()
+                    "{name}: runner pod(s) {others:?} after its pod {deleted} was deleted"
                 ));
             }
         }
