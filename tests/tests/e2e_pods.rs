@@ -300,6 +300,35 @@ async fn a_running_pod_is_ready_and_deleting_it_stops_its_process() -> Result<()
     .await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_deleted_after_its_worker_ended_is_still_removed_by_the_node() -> Result<()> {
+    run("pe-late", async |f| {
+        // A pod deleted as its container exits reaches the API server while it still reads
+        // Running, so it gets a grace period and waits for the node's final delete; the
+        // node's worker for it may have ended already. Made certain here: the pod ends, its
+        // status is set back to Running (as it read when the delete came), then it is deleted.
+        f.create(podtest("late", &["--message", "done"])).await?;
+        f.wait_phase("late", "Succeeded").await?;
+        let pods = f.pods();
+        pods.patch_status(
+            "late",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "phase": "Running" } })),
+        )
+        .await?;
+        pods.delete("late", &DeleteParams::default()).await?;
+        let pod = pods.get_opt("late").await?;
+        ensure!(
+            pod.as_ref()
+                .is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+            "the pod is being deleted with a grace period"
+        );
+        wait_deleted(&pods, "late", Duration::from_secs(20)).await?;
+        Ok(())
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_lowered_active_deadline_stops_a_running_pod_and_keeps_it_with_its_message() -> Result<()>
 {

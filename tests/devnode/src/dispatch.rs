@@ -109,7 +109,7 @@ pub(super) async fn watch_pods(
                     if let (Some(seen), Some(uid)) = (relist.as_mut(), pod.uid()) {
                         seen.insert(uid);
                     }
-                    on_pod(&ctx, pod, &token, &mut workers, &finished, &mut binding, &mut tasks);
+                    on_pod(&ctx, pod, &token, &mut workers, &mut finished, &mut binding, &mut tasks);
                 }
                 Some(Ok(Event::InitDone)) => {
                     if let Some(seen) = relist.take() {
@@ -127,7 +127,7 @@ pub(super) async fn watch_pods(
                     }
                 }
                 Some(Ok(Event::Apply(pod))) => {
-                    on_pod(&ctx, pod, &token, &mut workers, &finished, &mut binding, &mut tasks);
+                    on_pod(&ctx, pod, &token, &mut workers, &mut finished, &mut binding, &mut tasks);
                 }
                 Some(Ok(Event::Delete(pod))) => {
                     let uid = pod.uid().unwrap_or_default();
@@ -150,7 +150,7 @@ fn on_pod(
     pod: Pod,
     token: &CancellationToken,
     workers: &mut HashMap<String, watch::Sender<Option<Pod>>>,
-    finished: &HashSet<String>,
+    finished: &mut HashSet<String>,
     binding: &mut HashSet<String>,
     tasks: &mut JoinSet<String>,
 ) {
@@ -166,6 +166,12 @@ fn on_pod(
         }
         Some(n) if n == ctx.node_name => {
             binding.remove(&uid);
+            // A pod whose worker ended is taken up again once it is being deleted: like the
+            // kubelet, the node makes the final delete of a pod that ended (it may have been
+            // deleted just as its containers exited, after the worker last looked).
+            if pod.metadata.deletion_timestamp.is_some() && finished.contains(&uid) {
+                finished.remove(&uid);
+            }
             if let Some(tx) = workers.get(&uid) {
                 tx.send_replace(Some(pod));
             } else if !finished.contains(&uid) {

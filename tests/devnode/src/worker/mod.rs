@@ -105,6 +105,14 @@ impl Signals {
         }
     }
 
+    /// The stop the newest version of the pod asks for, if any.
+    fn latest(&mut self) -> Option<Stop> {
+        if let Some(pod) = self.rx.borrow_and_update().clone() {
+            self.pod = pod;
+        }
+        self.stop()
+    }
+
     /// Waits until the pod is deleted, gone, past its deadline, or the executor shuts down.
     async fn stopped(&mut self) -> Stop {
         loop {
@@ -238,6 +246,10 @@ impl Worker {
     async fn run(&mut self) -> Result<(), PodExecutorError> {
         let phase = self.pod().status.as_ref().and_then(|s| s.phase.clone());
         if matches!(phase.as_deref(), Some("Succeeded" | "Failed")) {
+            // An ended pod being deleted: only the final delete is left.
+            if self.pod().metadata.deletion_timestamp.is_some() {
+                return self.delete_now().await;
+            }
             return Ok(());
         }
         if let Some(stop) = self.signals.stop() {
@@ -293,7 +305,13 @@ impl Worker {
                 } else {
                     Phase::Failed
                 };
-                self.patch().await
+                self.patch().await?;
+                // Deleted while its containers were ending: the final delete is this
+                // worker's (the API server gave the pod a grace period, as it was running).
+                if let Some(Stop::Deleting) = self.signals.latest() {
+                    return self.delete_now().await;
+                }
+                Ok(())
             }
             None => Ok(()),
         }

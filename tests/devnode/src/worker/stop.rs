@@ -152,7 +152,7 @@ impl Worker {
 
     /// `DELETE` with grace period 0 and a UID precondition (the kubelet's final step; the pod's
     /// finalizers, if any, stay).
-    async fn delete_now(&mut self) -> Result<(), PodExecutorError> {
+    pub(super) async fn delete_now(&mut self) -> Result<(), PodExecutorError> {
         let name = self.pod().name_any();
         let dp = DeleteParams {
             grace_period_seconds: Some(0),
