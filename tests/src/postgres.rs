@@ -89,6 +89,14 @@ struct Supervisor {
     // Dropping it closes the pipe: the supervisor stops the server and removes `dir`.
     stdin: Option<ChildStdin>,
     dir: PathBuf,
+    /// The server's data directory, log file and port.
+    data: PathBuf,
+    log: PathBuf,
+    port: u16,
+    /// The server's command line (the `setpriv` prefix included), to start it again.
+    command: Vec<std::ffi::OsString>,
+    /// `pg_ctl stop` for the data directory, without its mode (prefixed like the server).
+    stop: Vec<std::ffi::OsString>,
 }
 
 impl Drop for Supervisor {
@@ -153,8 +161,21 @@ impl Server {
         })
     }
 
-    /// Starts a private server (stopped on drop, or when the test process exits).
+    /// Starts a private server (stopped on drop, or when the test process exits). Fast, not
+    /// crash-safe: a commit is acknowledged before its write-ahead log leaves the server's
+    /// memory (`synchronous_commit=off`), so a killed server may lose the last ones.
     pub fn start() -> Result<Server> {
+        Server::start_with(false)
+    }
+
+    /// [`Server::start`], but every commit acknowledged survives [`Server::kill`]
+    /// (`synchronous_commit=on`, PostgreSQL's default; `fsync` stays off: the machine itself
+    /// does not crash).
+    pub fn start_crash_safe() -> Result<Server> {
+        Server::start_with(true)
+    }
+
+    fn start_with(crash_safe: bool) -> Result<Server> {
         let bin = bin_dir()?;
         let root = is_root()?;
         let user = if root {
@@ -163,11 +184,115 @@ impl Server {
             current_user()?
         };
         let dir = temp_dir()?;
-        let result = start_in(&bin, &dir, root, &user);
+        let result = start_in(&bin, &dir, root, &user, crash_safe);
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&dir);
         }
         result
+    }
+
+    /// Stops the server as a restart would (`pg_ctl stop --mode=fast`: every session ended,
+    /// a clean shutdown); [`Server::start_again`] brings it back. A server of this process only.
+    pub fn stop(&self) -> Result<()> {
+        let process = self.owned("stopped")?;
+        let (program, args) = process.stop.split_first().context("the stop command")?;
+        let out = Command::new(program)
+            .args(args)
+            .args(["--mode=fast", "--wait"])
+            .stdin(Stdio::null())
+            .output()
+            .context("running pg_ctl stop")?;
+        if !out.status.success() {
+            bail!(
+                "pg_ctl stop failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    /// Kills every process of the server with SIGKILL at once, as the OOM killer would (no
+    /// shutdown; the next start recovers from the write-ahead log; a server that is to keep
+    /// every acknowledged commit through this is started by [`Server::start_crash_safe`]). The
+    /// postmaster is stopped first so it starts no process meanwhile. A server of this
+    /// process only.
+    pub fn kill(&self) -> Result<()> {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let process = self.owned("killed")?;
+        let pid_file = process.data.join("postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file)
+            .with_context(|| format!("reading {}: is the server running?", pid_file.display()))?;
+        let pid: i32 = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .with_context(|| format!("no PID in {}", pid_file.display()))?;
+        let postmaster = Pid::from_raw(pid);
+        kill(postmaster, Signal::SIGSTOP).context("stopping the postmaster")?;
+        for child in children_of(pid) {
+            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+        }
+        kill(postmaster, Signal::SIGKILL).context("killing the postmaster")?;
+        // Gone once its PID is free (its parent reaps it).
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while std::path::Path::new(&format!("/proc/{pid}/stat")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+        {
+            if Instant::now() > deadline {
+                bail!("PostgreSQL's postmaster {pid} did not die of SIGKILL");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Starts the server again on its port, data and log, after [`Server::stop`] or
+    /// [`Server::kill`]; returns once it accepts connections. The supervisor still stops it
+    /// when the [`Server`] is dropped (`pg_ctl stop` finds it by its data directory).
+    pub fn start_again(&self) -> Result<()> {
+        let process = self.owned("started again")?;
+        let before = read_log(&process.log).len();
+        // Through `sh … &`: the server is nobody's child here, as the first one is the
+        // supervisor's.
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(r#"log=$1; shift; "$@" >>"$log" 2>&1 </dev/null &"#)
+            .arg("orrery-postgres")
+            .arg(&process.log)
+            .args(&process.command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .context("starting PostgreSQL again")?;
+        if !status.success() {
+            bail!("starting PostgreSQL again failed ({status})");
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let text = read_log(&process.log);
+            let new = text.get(before..).unwrap_or_default();
+            if new.contains("database system is ready to accept connections")
+                && std::net::TcpStream::connect(("127.0.0.1", process.port)).is_ok()
+            {
+                return Ok(());
+            }
+            if new.contains("FATAL:") || Instant::now() > deadline {
+                bail!(
+                    "PostgreSQL did not come back within {START_TIMEOUT:?}; its log:\n{}",
+                    tail(new)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn owned(&self, what: &str) -> Result<&Supervisor> {
+        self.process.as_ref().with_context(|| {
+            format!("the server {URL_ENV} names is not this process's to be {what}")
+        })
     }
 
     /// The URL of database `db`.
@@ -227,7 +352,7 @@ impl Server {
     }
 }
 
-fn start_in(bin: &Path, dir: &Path, root: bool, user: &str) -> Result<Server> {
+fn start_in(bin: &Path, dir: &Path, root: bool, user: &str, crash_safe: bool) -> Result<Server> {
     let data = dir.join("data");
     let sock = dir.join("sock");
     let log = dir.join("postgres.log");
@@ -310,7 +435,12 @@ fn start_in(bin: &Path, dir: &Path, root: bool, user: &str) -> Result<Server> {
         .arg("-k")
         .arg(&sock)
         .args(["-c", "listen_addresses=127.0.0.1"])
-        .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+        .args(["-c", "fsync=off", "-c"])
+        .arg(if crash_safe {
+            "synchronous_commit=on"
+        } else {
+            "synchronous_commit=off"
+        })
         .args(["-c", "full_page_writes=off", "-c", "max_connections=300"])
         .env("PG_STOP", stop)
         .current_dir(dir)
@@ -321,10 +451,25 @@ fn start_in(bin: &Path, dir: &Path, root: bool, user: &str) -> Result<Server> {
         .spawn()
         .context("starting the PostgreSQL supervisor")?;
     let stdin = child.stdin.take();
+    // After `-c SUPERVISOR $0 dir log`: the server's command line.
+    let command: Vec<std::ffi::OsString> = supervisor
+        .get_args()
+        .skip(5)
+        .map(ToOwned::to_owned)
+        .collect();
+    let mut stop_command: Vec<std::ffi::OsString> =
+        prefix.iter().map(std::ffi::OsString::from).collect();
+    stop_command.push(bin.join("pg_ctl").into());
+    stop_command.extend(["stop".into(), "--pgdata".into(), data.clone().into()]);
     let mut process = Supervisor {
         child,
         stdin,
         dir: dir.to_path_buf(),
+        data: data.clone(),
+        log: log.clone(),
+        port,
+        command,
+        stop: stop_command,
     };
 
     // Ready when the server says so and takes a TCP connection.
@@ -359,6 +504,24 @@ fn start_in(bin: &Path, dir: &Path, root: bool, user: &str) -> Result<Server> {
         checks_passwords: true,
         process: Some(process),
     })
+}
+
+/// The PIDs whose parent is `pid` (from `/proc`).
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+                stat.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
 }
 
 /// False once the log says the server gave up.

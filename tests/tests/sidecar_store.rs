@@ -432,6 +432,101 @@ async fn a_listener_whose_connection_is_cut_resyncs_and_hears_later_appends() ->
     Ok(())
 }
 
+/// Appends events `first..=last` of `uid`, trying again for a while as the sidecar's ingest
+/// would (the runner posts again) while the server comes back.
+async fn append_when_up(store: &Store, uid: &str, first: u64, last: u64) -> Result<Appended> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match store
+            .append(&run(uid), first, &bodies(uid, first, last))
+            .await
+        {
+            Ok(appended) => return Ok(appended),
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("append {first}..={last}: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_server_is_restarted_and_then_killed_keeps_every_event_once_and_listens_again()
+-> Result<()> {
+    // A server of this test's own: it is stopped and killed.
+    let server = tokio::task::spawn_blocking(postgres::Server::start_crash_safe).await??;
+    let url = server.create_database("restarted").await?;
+    let store = Store::open(&url).await?;
+    let mut listener = store.listen().await?.context("PostgreSQL has a listener")?;
+    append_when_up(&store, "u1", 1, 3).await?;
+    assert_eq!(
+        next_wake(&mut listener).await?,
+        Wake::Appended {
+            run_uid: "u1".into(),
+            last_seq: 3
+        }
+    );
+
+    let server = std::sync::Arc::new(server);
+    let mut last = 3;
+    for (down, how) in [("stop", "a clean restart"), ("kill", "SIGKILL")] {
+        let s = server.clone();
+        tokio::task::spawn_blocking(move || match down {
+            "stop" => s.stop(),
+            _ => s.kill(),
+        })
+        .await??;
+        // Down: reading fails (or waits for a connection, up to the pool's timeout).
+        let refused = tokio::time::timeout(Duration::from_secs(2), store.last_seq("u1")).await;
+        assert!(!matches!(refused, Ok(Ok(_))), "after {how}: {refused:?}");
+        let s = server.clone();
+        tokio::task::spawn_blocking(move || s.start_again()).await??;
+        // Up again: the events go on from where they were, none lost or repeated; the
+        // listener says it lost its connection (read again from the cursor: what was
+        // announced meanwhile is gone), listens on a new one and hears the appends after.
+        let listening = async {
+            let mut woke = Vec::new();
+            loop {
+                let wake = next_wake(&mut listener).await?;
+                woke.push(wake.clone());
+                if wake
+                    == (Wake::Appended {
+                        run_uid: "u1".into(),
+                        last_seq: last + 2,
+                    })
+                {
+                    return anyhow::Ok(woke);
+                }
+            }
+        };
+        let appending = async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            append_when_up(&store, "u1", last + 1, last + 2).await
+        };
+        let (woke, appended) = tokio::join!(listening, appending);
+        let (woke, appended) = (woke?, appended?);
+        assert_eq!(
+            (appended.stored, appended.last_seq),
+            (2, last + 2),
+            "after {how}"
+        );
+        last += 2;
+        assert!(woke.contains(&Wake::Resync), "after {how}: {woke:?}");
+    }
+    let events: Vec<u64> = store
+        .events_after("u1", 0, 100)
+        .await?
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(events, (1..=7).collect::<Vec<_>>());
+    drop(listener);
+    store.close().await;
+    tokio::task::spawn_blocking(move || drop(server)).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_url_with_a_password_logs_in_and_a_wrong_password_is_refused_without_showing_it()
 -> Result<()> {
