@@ -312,8 +312,13 @@ test.describe('compose: the canvas, its templates and validation', () => {
     const opening = page.getByRole('dialog', { name: /^Open a Composition/ });
     await opening.getByLabel('Filter by name or description').fill(name);
     await expect(opening.getByRole('button', { name: `Open ${name}` })).toBeVisible();
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('ControlOrMeta+Shift+S');
+    // The Open dialog closes and the copy dialog opens at once (as Escape then Ctrl+Shift+S
+    // typed fast): the browser tells of the first one's close only after the second opened,
+    // which must not close the second. Both in one task here, so the order is certain.
+    await page.evaluate(() => {
+      document.querySelector<HTMLDialogElement>('dialog[open]')?.close();
+      window.dispatchEvent(new KeyboardEvent('keydown', { key: 'S', ctrlKey: true, shiftKey: true }));
+    });
     const copying = page.getByRole('dialog', { name: 'Save a copy as a new Composition' });
     await expect(copying.getByLabel('Name of the new Composition')).toHaveValue(`${name}-copy`);
     await copying.getByRole('button', { name: 'Save' }).click();
