@@ -8,7 +8,7 @@
 //! - [`Fault::Unavailable`]: `503 Service Unavailable`, as an API server going away answers;
 //! - [`Fault::Reset`]: the connection dropped without an answer;
 //! - [`Fault::Hold`]: the request kept, unanswered, until [`FaultProxy::release`], then sent on
-//!   (a write delayed in flight);
+//!   (a write delayed in flight: sent on even if its client gave up or died meanwhile);
 //! - [`Fault::DropEvents`]: the events of the watches it picks dropped on the way (the watch
 //!   stays open and never says so; once the fault is cleared, a watch that lost events ends,
 //!   as a connection that lost bytes breaks, and the client resumes from what it last saw);
@@ -278,6 +278,15 @@ fn status_body(code: u16, reason: &str, message: &str, retry_after: Option<u32>)
 }
 
 async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Response<Body> {
+    // On a task of its own: a request that reached the proxy goes on to the API server even if
+    // its client gives up or dies meanwhile, as a write already on the wire is not taken back
+    // by its sender's end (a held write of a leader that lost its Lease, fault 3).
+    tokio::spawn(forward_now(proxy, request))
+        .await
+        .unwrap_or_else(|_| bad_gateway())
+}
+
+async fn forward_now(proxy: Arc<Proxy>, request: Request<Body>) -> Response<Body> {
     let method = request.method().clone();
     let path = request
         .uri()
@@ -286,6 +295,12 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         .unwrap_or_else(|| "/".to_owned());
     let at = Instant::now();
     let fault = proxy.shared.fault_for(&method, &path);
+    // The whole request is read before it is held: it was sent.
+    let headers = request.headers().clone();
+    let body = match axum::body::to_bytes(request.into_body(), 16 << 20).await {
+        Ok(b) => b,
+        Err(_) => return bad_gateway(),
+    };
     if fault == Some(Fault::Hold) {
         let mut gate = proxy.shared.gate.subscribe();
         gate.borrow_and_update();
@@ -356,11 +371,6 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         return response;
     }
 
-    let headers = request.headers().clone();
-    let body = match axum::body::to_bytes(request.into_body(), 16 << 20).await {
-        Ok(b) => b,
-        Err(_) => return bad_gateway(),
-    };
     let mut upstream = proxy
         .http
         .request(method.clone(), format!("{}{path}", proxy.upstream))

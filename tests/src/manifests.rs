@@ -30,13 +30,18 @@ pub fn scripted_model_with(name: &str, script: Value) -> String {
 /// both LLM nodes on the model entry `scripted`; a rejection ends the run Rejected. (A labelled
 /// edge out of a HumanApproval is a route: the pattern is Router.)
 pub fn draft_review_publish() -> Value {
+    draft_review_publish_on("scripted")
+}
+
+/// [`draft_review_publish`] with both LLM nodes on the model entry `model`.
+pub fn draft_review_publish_on(model: &str) -> Value {
     json!({
         "pattern": "Router",
         "budgets": {"timeoutSeconds": 600},
         "nodes": [
-            {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
+            {"id": "draft", "kind": "LLMAgent", "model": model, "instruction": "Draft it."},
             {"id": "review", "kind": "HumanApproval", "prompt": "Publish these notes?"},
-            {"id": "publish", "kind": "LLMAgent", "model": "scripted", "instruction": "Publish it."}
+            {"id": "publish", "kind": "LLMAgent", "model": model, "instruction": "Publish it."}
         ],
         "edges": [
             {"from": "draft", "to": "review"},

@@ -235,12 +235,8 @@ impl Server {
             let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
         }
         kill(postmaster, Signal::SIGKILL).context("killing the postmaster")?;
-        // Gone once its PID is free (its parent reaps it).
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while std::path::Path::new(&format!("/proc/{pid}/stat")).exists()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "))
-        {
+        while alive(pid) {
             if Instant::now() > deadline {
                 bail!("PostgreSQL's postmaster {pid} did not die of SIGKILL");
             }
@@ -254,6 +250,25 @@ impl Server {
     /// when the [`Server`] is dropped (`pg_ctl stop` finds it by its data directory).
     pub fn start_again(&self) -> Result<()> {
         let process = self.owned("started again")?;
+        // The lock files of a server that ended name its PID, which a zombie (its parent slow
+        // to reap it) still holds: the new server would take it for a live one. A killed
+        // container's successor starts without them the same way.
+        let locks = [
+            process.data.join("postmaster.pid"),
+            process
+                .dir
+                .join("sock")
+                .join(format!(".s.PGSQL.{}.lock", process.port)),
+        ];
+        for lock in locks {
+            let pid = std::fs::read_to_string(&lock)
+                .ok()
+                .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
+            if pid.is_some_and(|pid| !alive(pid)) {
+                std::fs::remove_file(&lock)
+                    .with_context(|| format!("removing the stale {}", lock.display()))?;
+            }
+        }
         let before = read_log(&process.log).len();
         // Through `sh … &`: the server is nobody's child here, as the first one is the
         // supervisor's.
@@ -279,9 +294,13 @@ impl Server {
             {
                 return Ok(());
             }
-            if new.contains("FATAL:") || Instant::now() > deadline {
+            // (A client turned away while it recovers is logged FATAL too; not a failure.)
+            let failed = new
+                .lines()
+                .any(|l| l.contains("FATAL:") && !l.contains("the database system is"));
+            if failed || Instant::now() > deadline {
                 bail!(
-                    "PostgreSQL did not come back within {START_TIMEOUT:?}; its log:\n{}",
+                    "PostgreSQL did not come back (or not within {START_TIMEOUT:?}); its log:\n{}",
                     tail(new)
                 );
             }
@@ -503,6 +522,15 @@ fn start_in(bin: &Path, dir: &Path, root: bool, user: &str, crash_safe: bool) ->
         query: String::new(),
         checks_passwords: true,
         process: Some(process),
+    })
+}
+
+/// Whether process `pid` runs: there, and not a zombie (dead, its parent slow to reap it).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, r)| r.starts_with('Z'))
     })
 }
 

@@ -16,33 +16,37 @@
 //! - **api-outage**: every request of the operator's dropped and its watches cut, 3 to 5 s;
 //! - **events-dropped**: the events of the operator's watches dropped, 6 s (the resync makes
 //!   them up);
-//! - **database**: every connection to the sidecar's database cut, as a restart does.
+//! - **database**: every connection to the sidecar's database cut;
+//! - **database restarted**: the sidecar's PostgreSQL server (one of the soak's own) stopped
+//!   cleanly and started again 1 to 3 s later;
+//! - **database killed**: every process of that server killed with SIGKILL, started again 1
+//!   to 3 s later (it recovers from its write-ahead log).
 //!
 //! Meanwhile a scripted person decides every approval that comes, by the sidecar's API or by
-//! appending to the run's `status.decisions` as `kubectl patch` does.
+//! appending to the run's `status.decisions` as `kubectl patch` does, and every run is
+//! followed live from its creation as its owner would (SSE, resumed with `Last-Event-ID`).
 //!
 //! The invariants: every run ends in exactly one final phase, which never changes once
 //! reached (a watch records every phase each run showed); every stored trace is `1..N` with no
 //! gap or duplicate and ends with `run.end`, and equals what the runner printed when its pod is
-//! still there to read; every approval asked is settled exactly once (one settlement event,
+//! still there to read; every followed stream sent each stored event once, in order, across
+//! its resumes; every approval asked is settled exactly once (one settlement event,
 //! not pending in the sidecar) and carries at most one decision; no pod, Secret or
 //! NetworkPolicy of a run that is gone; and no panic anywhere in the process.
 
 use crate::fault_proxy::{Fault, FaultProxy, Matcher};
-use crate::manifests::{documents, scripted_model};
+use crate::manifests::{documents, draft_review_publish_on, scripted_model};
 use crate::sidecar_fixture::TestSidecar;
 use crate::studio::{Studio, StudioOptions, api_call, token};
 use crate::testenv::ALICE;
 use anyhow::{Context as _, Result, ensure};
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use orrery_crds::StudioRun;
 use orrery_crds::events::TraceEvent;
 use orrery_crds::run::RunPhase;
-use orrery_operator::run::builders::RUN_UID_LABEL;
 use orrery_operator::sidecar::SidecarSettings;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -61,6 +65,8 @@ pub struct SoakOptions {
     pub faults: usize,
     /// The namespace's name prefix.
     pub prefix: String,
+    /// The kinds of fault drawn from; every kind when empty.
+    pub kinds: Vec<Chaos>,
 }
 
 /// A fault of the chaos loop.
@@ -78,17 +84,24 @@ pub enum Chaos {
     EventsDropped,
     /// Every connection to the sidecar's database cut.
     Database,
+    /// The sidecar's PostgreSQL server stopped (a clean shutdown) and started again.
+    DatabaseRestarted,
+    /// Every process of the sidecar's PostgreSQL server killed with SIGKILL, then started
+    /// again (it recovers from its write-ahead log).
+    DatabaseKilled,
 }
 
 impl Chaos {
     /// Every fault, in the order the seed picks from.
-    pub const ALL: [Chaos; 6] = [
+    pub const ALL: [Chaos; 8] = [
         Chaos::Operator,
         Chaos::Sidecar,
         Chaos::Runner,
         Chaos::ApiOutage,
         Chaos::EventsDropped,
         Chaos::Database,
+        Chaos::DatabaseRestarted,
+        Chaos::DatabaseKilled,
     ];
 
     /// Its name in the table.
@@ -100,6 +113,8 @@ impl Chaos {
             Chaos::ApiOutage => "API server unreachable",
             Chaos::EventsDropped => "watch events dropped",
             Chaos::Database => "database connections cut",
+            Chaos::DatabaseRestarted => "database restarted",
+            Chaos::DatabaseKilled => "database killed (SIGKILL)",
         }
     }
 }
@@ -220,17 +235,7 @@ fn models() -> String {
 /// Run `name` on `model`: a pipeline, or (`asks`) draft → a person → publish.
 fn run_manifest(name: &str, model: &str, asks: bool) -> Value {
     let composition = if asks {
-        json!({
-            "pattern": "Router",
-            "budgets": {"timeoutSeconds": 600},
-            "nodes": [
-                {"id": "draft", "kind": "LLMAgent", "model": model, "instruction": "Draft it."},
-                {"id": "review", "kind": "HumanApproval", "prompt": "Publish this?"},
-                {"id": "publish", "kind": "LLMAgent", "model": model, "instruction": "Publish it."}
-            ],
-            "edges": [{"from": "draft", "to": "review"},
-                      {"from": "review", "to": "publish", "when": "approved"}]
-        })
+        draft_review_publish_on(model)
     } else {
         json!({
             "pattern": "Pipeline",
@@ -342,6 +347,66 @@ fn person(studio: &Studio, sidecar: String) -> Result<tokio::task::JoinHandle<()
     }))
 }
 
+/// The seq of every event each followed run's stream sent, by run name.
+type Followed = Arc<Mutex<HashMap<String, Arc<Mutex<Vec<u64>>>>>>;
+
+/// Follows run `name`'s trace live as its owner would (SSE from its first event, resumed
+/// with `Last-Event-ID` after every drop) until `run.end`, recording in `got` the seq of each
+/// event the sidecar sent, repeats included, so a gap or a repeat across a resume shows.
+async fn follow(
+    sidecar: String,
+    ns: String,
+    name: String,
+    alice: String,
+    got: Arc<Mutex<Vec<u64>>>,
+) {
+    let Ok(client) = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+    else {
+        return;
+    };
+    let url = format!("{sidecar}/api/v1/runs/{ns}/{name}/events");
+    let mut last = 0u64;
+    loop {
+        let mut request = client
+            .get(&url)
+            .bearer_auth(&alice)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if last > 0 {
+            request = request.header("Last-Event-ID", last.to_string());
+        }
+        if let Ok(response) = request.send().await
+            && response.status().is_success()
+        {
+            let mut stream = response.bytes_stream();
+            let (mut pending, mut buf) = (Vec::<u8>::new(), String::new());
+            while let Some(Ok(chunk)) = stream.next().await {
+                pending.extend_from_slice(&chunk);
+                let valid = match std::str::from_utf8(&pending) {
+                    Ok(_) => pending.len(),
+                    Err(e) => e.valid_up_to(),
+                };
+                let text: Vec<u8> = pending.drain(..valid).collect();
+                buf.push_str(&String::from_utf8_lossy(&text).replace("\r\n", "\n"));
+                for frame in kubectl_orrery::logs::frames(&mut buf) {
+                    let Ok(event) = serde_json::from_str::<TraceEvent>(&frame.data) else {
+                        continue;
+                    };
+                    if let Ok(mut got) = got.lock() {
+                        got.push(event.seq);
+                    }
+                    last = event.seq;
+                    if event.kind() == "run.end" {
+                        return;
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 /// The stored trace of run `name`, page by page, as its owner reads it.
 async fn stored_trace(sidecar: &str, ns: &str, name: &str, alice: &str) -> Result<Vec<TraceEvent>> {
     let mut events: Vec<TraceEvent> = Vec::new();
@@ -377,7 +442,13 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
     let panics_before = PANICS.load(Ordering::SeqCst);
     let started = Instant::now();
     let mut rng = Rng::new(options.seed);
-    let database = crate::postgres::database(&options.prefix).await?;
+    // A server of the soak's own: it is stopped and killed.
+    let server = Arc::new(
+        tokio::task::spawn_blocking(crate::postgres::Server::start_crash_safe)
+            .await
+            .context("PostgreSQL start-up task")??,
+    );
+    let database = server.create_database(&options.prefix).await?;
     let mut sidecar = TestSidecar::start(&database, SidecarSettings::default()).await?;
     let mut studio = Studio::start(StudioOptions {
         prefix: &options.prefix,
@@ -398,6 +469,8 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         let (phases, watching) = watch_phases(&studio);
         // The sidecar comes back on the same port after each kill.
         let deciding = person(&studio, sidecar.url.clone())?;
+        let followed: Followed = Arc::default();
+        let alice = token(studio.env, ALICE)?;
 
         // The runs go in over the first part of the chaos.
         let mut asks: HashMap<String, bool> = HashMap::new();
@@ -414,7 +487,14 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         }
         let submitting = {
             let runs = studio.runs();
+            let (followed, sidecar_url, ns, alice) = (
+                followed.clone(),
+                sidecar.url.clone(),
+                studio.ns.name.clone(),
+                alice.clone(),
+            );
             tokio::spawn(async move {
+                let mut followers = Vec::new();
                 let began = Instant::now();
                 for (name, manifest, at) in plan {
                     tokio::time::sleep(at.saturating_sub(began.elapsed())).await;
@@ -427,13 +507,27 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                         Err(e) => Err(e.into()),
                     };
                     match created {
-                        Ok(()) => eprintln!(
-                            "soak: {:>5.1} s: {name} created",
-                            began.elapsed().as_secs_f64()
-                        ),
+                        Ok(()) => {
+                            eprintln!(
+                                "soak: {:>5.1} s: {name} created",
+                                began.elapsed().as_secs_f64()
+                            );
+                            let got = Arc::new(Mutex::new(Vec::new()));
+                            if let Ok(mut all) = followed.lock() {
+                                all.insert(name.clone(), got.clone());
+                            }
+                            followers.push(tokio::spawn(follow(
+                                sidecar_url.clone(),
+                                ns.clone(),
+                                name,
+                                alice.clone(),
+                                got,
+                            )));
+                        }
                         Err(e) => eprintln!("soak: creating {name}: {e:#}"),
                     }
                 }
+                followers
             })
         };
 
@@ -442,8 +536,13 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         let mut disrupted: HashMap<String, String> = HashMap::new();
         // Every kind once, in a seeded order, before any comes again.
         let mut order: Vec<Chaos> = Vec::new();
+        let kinds = if options.kinds.is_empty() {
+            Chaos::ALL.to_vec()
+        } else {
+            options.kinds.clone()
+        };
         while order.len() < options.faults {
-            let mut round = Chaos::ALL.to_vec();
+            let mut round = kinds.clone();
             for i in (1..round.len()).rev() {
                 round.swap(i, rng.between(0, i as u64) as usize);
             }
@@ -515,7 +614,6 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                     proxy.clear();
                 }
                 Chaos::Database => {
-                    let server = crate::postgres::shared()?;
                     server
                         .execute(
                             &database,
@@ -524,12 +622,26 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                         )
                         .await?;
                 }
+                Chaos::DatabaseRestarted | Chaos::DatabaseKilled => {
+                    let down = server.clone();
+                    tokio::task::spawn_blocking(move || match chaos {
+                        Chaos::DatabaseKilled => down.kill(),
+                        _ => down.stop(),
+                    })
+                    .await
+                    .context("stopping PostgreSQL")??;
+                    tokio::time::sleep(Duration::from_millis(rng.between(1000, 3000))).await;
+                    let up = server.clone();
+                    tokio::task::spawn_blocking(move || up.start_again())
+                        .await
+                        .context("starting PostgreSQL again")??;
+                }
             }
             if injected {
                 *faults.entry(chaos).or_default() += 1;
             }
         }
-        submitting.await.context("submitting the runs")?;
+        let followers = submitting.await.context("submitting the runs")?;
 
         // Every run ends.
         let deadline = Instant::now() + Duration::from_secs(300);
@@ -583,10 +695,18 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         };
-        // The last settlements and counts reach the store and the status.
+        // The last settlements and counts reach the store and the status, and the followers
+        // their run.end.
         tokio::time::sleep(Duration::from_secs(3)).await;
         deciding.abort();
         watching.abort();
+        let waited = Instant::now() + Duration::from_secs(30);
+        for follower in &followers {
+            while !follower.is_finished() && Instant::now() < waited {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            follower.abort();
+        }
 
         let mut report = SoakReport {
             seed: options.seed,
@@ -658,6 +778,25 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             .checks
             .push(("stored trace = runner's stdout", compared, Vec::new()));
 
+        // 2b. Followers: each event sent once, in order, across every resume.
+        let followed = followed.lock().map(|f| f.clone()).unwrap_or_default();
+        let mut broken = Vec::new();
+        for (name, stored) in &traces {
+            let got = followed
+                .get(name)
+                .and_then(|g| g.lock().ok().map(|g| g.clone()))
+                .unwrap_or_default();
+            let want: Vec<u64> = stored.iter().map(|e| e.seq).collect();
+            if got != want {
+                broken.push(format!("{name}: followed {got:?}, stored {want:?}"));
+            }
+        }
+        report.checks.push((
+            "followed live = stored, once each",
+            followed.len(),
+            broken,
+        ));
+
         // 3. Approvals: settled once, at most one decision each.
         let mut broken = Vec::new();
         let mut asked = 0;
@@ -720,32 +859,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
 
         // 4. Nothing orphaned: every child's run is there.
         let live: HashSet<String> = runs.iter().filter_map(|r| r.metadata.uid.clone()).collect();
-        let labelled = ListParams::default().labels(RUN_UID_LABEL);
-        let mut children: Vec<(String, String)> = Vec::new();
-        let pods = studio.pods().list(&labelled).await?.items;
-        for p in pods {
-            children.push((
-                format!("Pod/{}", p.metadata.name.clone().unwrap_or_default()),
-                uid_of(&p.metadata),
-            ));
-        }
-        let secrets: kube::Api<Secret> = studio.ns.api(&studio.admin);
-        for s in secrets.list(&labelled).await?.items {
-            children.push((
-                format!("Secret/{}", s.metadata.name.clone().unwrap_or_default()),
-                uid_of(&s.metadata),
-            ));
-        }
-        let policies: kube::Api<NetworkPolicy> = studio.ns.api(&studio.admin);
-        for n in policies.list(&labelled).await?.items {
-            children.push((
-                format!(
-                    "NetworkPolicy/{}",
-                    n.metadata.name.clone().unwrap_or_default()
-                ),
-                uid_of(&n.metadata),
-            ));
-        }
+        let children = studio.run_children(None).await?;
         let orphans: Vec<String> = children
             .iter()
             .filter(|(_, uid)| !live.contains(uid))
@@ -800,6 +914,8 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
     .await;
     let stopped = studio.shutdown().await;
     let sidecar_stopped = sidecar.stop().await;
+    // Dropping the server waits for it to stop.
+    let _ = tokio::task::spawn_blocking(move || drop(server)).await;
     let report = result?;
     stopped?;
     sidecar_stopped?;
@@ -807,13 +923,6 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
 }
 
 /// The run UID label of a child.
-fn uid_of(meta: &kube::api::ObjectMeta) -> String {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(RUN_UID_LABEL).cloned())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -955,6 +955,39 @@ impl Studio {
             .items)
     }
 
+    /// The children of runs in the namespace (pods, Secrets and NetworkPolicies with the run
+    /// UID label), of the run `uid` only when given: each as `Kind/name` and the run UID it
+    /// names.
+    pub async fn run_children(&self, uid: Option<&str>) -> Result<Vec<(String, String)>> {
+        use k8s_openapi::api::core::v1::Secret;
+        use k8s_openapi::api::networking::v1::NetworkPolicy;
+        let selector = ListParams::default().labels(&match uid {
+            Some(uid) => format!("{RUN_UID_LABEL}={uid}"),
+            None => RUN_UID_LABEL.to_owned(),
+        });
+        fn named(kind: &str, meta: kube::api::ObjectMeta) -> (String, String) {
+            let uid = meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(RUN_UID_LABEL).cloned())
+                .unwrap_or_default();
+            (format!("{kind}/{}", meta.name.unwrap_or_default()), uid)
+        }
+        let mut children = Vec::new();
+        for pod in self.pods().list(&selector).await?.items {
+            children.push(named("Pod", pod.metadata));
+        }
+        let secrets: Api<Secret> = self.ns.api(&self.admin);
+        for secret in secrets.list(&selector).await?.items {
+            children.push(named("Secret", secret.metadata));
+        }
+        let policies: Api<NetworkPolicy> = self.ns.api(&self.admin);
+        for policy in policies.list(&selector).await?.items {
+            children.push(named("NetworkPolicy", policy.metadata));
+        }
+        Ok(children)
+    }
+
     /// Where the dev node keeps what `pod`'s runner container wrote (`kubectl logs`).
     fn runner_log_file(&self, pod: &Pod) -> std::path::PathBuf {
         self.exec.pod_dir(pod).join("logs").join("runner.log")

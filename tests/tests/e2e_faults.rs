@@ -42,7 +42,8 @@ fn models() -> String {
         scripted_model(
             "scripted",
             json!({"draft": [{"reply": "draft of: {{input}}"}],
-                   "polish": [{"reply": "polished: {{input}}"}]}),
+                   "polish": [{"reply": "polished: {{input}}"}],
+                   "publish": [{"reply": "published: {{input}}"}]}),
         ),
         scripted_model(
             "steady",
@@ -417,15 +418,7 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
             "kind": "StudioRun",
             "metadata": {"name": "decided"},
             "spec": {
-                "composition": {
-                    "pattern": "Router",
-                    "nodes": [
-                        {"id": "draft", "kind": "LLMAgent", "model": "scripted", "instruction": "Draft it."},
-                        {"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"},
-                        {"id": "polish", "kind": "LLMAgent", "model": "scripted", "instruction": "Polish it."}
-                    ],
-                    "edges": [{"from": "draft", "to": "review"}, {"from": "review", "to": "polish", "when": "approved"}]
-                },
+                "composition": orrery_tests::manifests::draft_review_publish(),
                 "input": "the notes",
                 "owner": "jane@example.com"
             }
@@ -483,12 +476,11 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
                     .unwrap_or_default()
             })
             .collect();
+        ensure!(!operators.is_empty(), "the operator wrote the run's status");
         ensure!(
-            !operators.is_empty(),
-            "the operator wrote the run's status"
-        );
-        ensure!(
-            operators.iter().all(|fields| !fields.contains("f:decisions")),
+            operators
+                .iter()
+                .all(|fields| !fields.contains("f:decisions")),
             "the operator owns decisions: {operators:?}"
         );
         let refused = proxy
@@ -507,32 +499,11 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
 
 /// The children of the run whose UID is `uid` still in the namespace, as `kind/name`.
 async fn children_of(f: &Studio, uid: &str) -> Result<Vec<String>> {
-    use k8s_openapi::api::core::v1::Secret;
-    use k8s_openapi::api::networking::v1::NetworkPolicy;
-    use kube::api::ListParams;
-    let selector = ListParams::default().labels(&format!(
-        "{}={uid}",
-        orrery_operator::run::builders::RUN_UID_LABEL
-    ));
-    let mut left: Vec<String> = Vec::new();
-    for pod in f.pods().list(&selector).await?.items {
-        left.push(format!("Pod/{}", pod.metadata.name.unwrap_or_default()));
-    }
-    let secrets: kube::Api<Secret> = f.ns.api(&f.admin);
-    for secret in secrets.list(&selector).await?.items {
-        left.push(format!(
-            "Secret/{}",
-            secret.metadata.name.unwrap_or_default()
-        ));
-    }
-    let policies: kube::Api<NetworkPolicy> = f.ns.api(&f.admin);
-    for policy in policies.list(&selector).await?.items {
-        left.push(format!(
-            "NetworkPolicy/{}",
-            policy.metadata.name.unwrap_or_default()
-        ));
-    }
-    Ok(left)
+    Ok(f.run_children(Some(uid))
+        .await?
+        .into_iter()
+        .map(|(what, _)| what)
+        .collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
+use axum::http::Method;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
@@ -31,6 +32,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use orrery_crds::Composition;
 use orrery_crds::registry::RegistryEntry;
+use orrery_tests::fault_proxy::{Fault, FaultProxy, Matcher};
 use orrery_tests::harness::{
     TIMEOUT, TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, keep, unique_name,
     wait_for, workspace_binary, workspace_root,
@@ -104,6 +106,18 @@ impl Operator {
         files: &Files,
         namespace: &str,
         identity: &str,
+        lease: (u64, u64),
+    ) -> Result<Operator> {
+        Operator::start_with(bin, &env.kubeconfig, files, namespace, identity, lease).await
+    }
+
+    /// [`Operator::start`] with the kubeconfig `kubeconfig`.
+    async fn start_with(
+        bin: &Path,
+        kubeconfig: &Path,
+        files: &Files,
+        namespace: &str,
+        identity: &str,
         (duration, grace): (u64, u64),
     ) -> Result<Operator> {
         let duration = duration.to_string();
@@ -118,14 +132,14 @@ impl Operator {
             "--lease-grace",
             &grace,
         ];
-        Operator::spawn(bin, env, files, namespace, identity, &election).await
+        Operator::spawn(bin, kubeconfig, files, namespace, identity, &election).await
     }
 
     /// Starts `orrery-operator controller` for `namespace` with `extra` flags; `identity`
     /// names it in the test's log.
     async fn spawn(
         bin: &Path,
-        env: &TestEnv,
+        kubeconfig: &Path,
         files: &Files,
         namespace: &str,
         identity: &str,
@@ -138,7 +152,7 @@ impl Operator {
             .args(["--namespace", namespace])
             .args(extra)
             .args(["--listen", "127.0.0.1:0"])
-            .env("KUBECONFIG", &env.kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env_remove("POD_NAME")
             .env_remove("POD_NAMESPACE")
             .stdin(Stdio::null())
@@ -488,6 +502,140 @@ async fn a_leader_whose_lease_is_taken_stops_its_controllers_and_exits_1() -> Re
     Ok(())
 }
 
+/// `env`'s kubeconfig with its server the fault proxy's (and the proxy's CA, written beside
+/// it), its credentials kept; returns its path.
+fn kubeconfig_through(env: &TestEnv, proxy: &FaultProxy, files: &Files) -> Result<PathBuf> {
+    let ca = files.dir.join("proxy-ca.pem");
+    std::fs::write(&ca, proxy.ca().pem())?;
+    let mut config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&env.kubeconfig)?)?;
+    let clusters = config
+        .get_mut("clusters")
+        .and_then(serde_yaml::Value::as_sequence_mut)
+        .context("the kubeconfig has clusters")?;
+    for cluster in clusters {
+        let cluster = cluster
+            .get_mut("cluster")
+            .and_then(serde_yaml::Value::as_mapping_mut)
+            .context("a cluster entry")?;
+        cluster.remove("certificate-authority-data");
+        cluster.insert("server".into(), proxy.url().into());
+        cluster.insert(
+            "certificate-authority".into(),
+            ca.to_string_lossy().into_owned().into(),
+        );
+    }
+    let path = files.dir.join("kubeconfig-through-proxy");
+    std::fs::write(&path, serde_yaml::to_string(&config)?)?;
+    Ok(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_held_in_flight_while_its_leader_loses_the_lease_never_lands_over_the_new_leaders_fault_3()
+-> Result<()> {
+    let (env, ns, client, bin, files) = setup("op-handover").await?;
+    let proxy = FaultProxy::start(env).await?;
+    // The old leader reaches the API server through the fault proxy, the new one directly.
+    let through = kubeconfig_through(env, &proxy, &files)?;
+    let mut old = Operator::start_with(&bin, &through, &files, &ns.name, "op-old", SHORT).await?;
+    let leases: Api<Lease> = ns.api(&client);
+    wait_holder(&leases, &["op-old"], TIMEOUT).await?;
+    old.wait_log("leading", TIMEOUT).await?;
+    let mut new = Operator::start(&bin, env, &files, &ns.name, "op-new", SHORT).await?;
+    new.wait_log("held by op-old", TIMEOUT).await?;
+
+    // The old leader's status write for a new Composition is held in flight.
+    let holding = std::time::Instant::now();
+    proxy.set(
+        Fault::Hold,
+        Matcher::of(Method::PATCH, "/compositions/handed/status"),
+    );
+    apply_yaml(&client, Some(&ns.name), &composition("handed")).await?;
+    eventually(TIMEOUT, || async {
+        ensure!(proxy.held() >= 1, "no status write held yet");
+        Ok(())
+    })
+    .await?;
+    // Then it cannot renew its Lease: it stops and exits 1, its write still in flight.
+    proxy.set(Fault::Reset, Matcher::of(Method::PATCH, "/leases/"));
+    let status = old
+        .exited(Duration::from_secs(LEASE_DURATION) + TIMEOUT)
+        .await?;
+    assert_eq!(status.code(), Some(1), "{:#?}", old.lines());
+    assert!(proxy.held() >= 1, "the old leader's write is still held");
+
+    // The new leader takes over and writes the Composition's status, then again once it is
+    // changed (an edge to a node that does not exist: no longer valid).
+    wait_holder(
+        &leases,
+        &["op-new"],
+        Duration::from_secs(LEASE_DURATION) + TAKEOVER_MARGIN,
+    )
+    .await?;
+    let compositions: Api<Composition> = ns.api(&client);
+    wait_valid(&compositions, "handed").await?;
+    let broken = format!(
+        "{}  edges:\n    - {{from: editor, to: ghost}}\n",
+        composition("handed")
+    );
+    apply_yaml(&client, Some(&ns.name), &broken).await?;
+    let judged = |c: Option<&Composition>| {
+        c.and_then(|c| c.status.as_ref()).is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.r#type == "Valid"
+                    && c.status == orrery_crds::ConditionStatus::False
+                    && c.observed_generation == Some(2)
+            })
+        })
+    };
+    wait_for(
+        &compositions,
+        "handed",
+        "Valid=False at generation 2",
+        TIMEOUT,
+        judged,
+    )
+    .await?;
+
+    // The old write goes on now, late: the API server refuses it (it names the version the
+    // old leader read), and the new leader's status stands.
+    proxy.release();
+    eventually(TIMEOUT, || async {
+        let refused = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| {
+                s.method == Method::PATCH
+                    && s.path.contains("/compositions/handed/status")
+                    && s.status == 409
+            })
+            .count();
+        ensure!(
+            refused == 1,
+            "the held write was answered 409: {:?}",
+            proxy.seen()
+        );
+        Ok(())
+    })
+    .await?;
+    let after = compositions.get("handed").await?;
+    assert!(judged(Some(&after)), "{:?}", after.status);
+    assert_eq!(
+        proxy
+            .seen()
+            .iter()
+            .filter(|s| {
+                s.at >= holding && s.path.contains("/compositions/handed/status") && s.status == 200
+            })
+            .count(),
+        0,
+        "no status write of the old leader's for it landed"
+    );
+    drop(new);
+    proxy.stop().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_leader_stopped_with_sigterm_releases_the_lease_and_the_standby_takes_it_before_it_would_expire()
 -> Result<()> {
@@ -540,7 +688,7 @@ async fn without_leader_election_one_process_reconciles_at_once_and_makes_no_lea
     let (env, ns, client, bin, files) = setup("op-single").await?;
     let mut op = Operator::spawn(
         &bin,
-        env,
+        &env.kubeconfig,
         &files,
         &ns.name,
         "op-solo",

@@ -19,6 +19,7 @@ fn args() -> Result<SoakOptions> {
         runs: 1000,
         faults: 300,
         prefix: "soak".into(),
+        kinds: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
