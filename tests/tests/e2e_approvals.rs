@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use orrery_crds::run::RunPhase;
-use orrery_tests::harness::kubectl_ok;
+use orrery_tests::harness::{kubectl_fails, kubectl_ok};
 use orrery_tests::manifests::{
     Subject, demo_writer_entry, documents, draft_review_publish, scripted_model,
     writer_asks_which_version,
@@ -41,6 +41,21 @@ fn models() -> String {
         json!({"draft": [{"reply": "Release notes for: {{input}}"}],
                "publish": [{"reply": "Changelog: {{input}}"}]}),
     )
+}
+
+/// `kubectl` arguments that apply the JSON patch `patch` to run `name`'s status in `ns`.
+fn status_patch<'a>(name: &'a str, ns: &'a str, patch: &'a str) -> [&'a str; 9] {
+    [
+        "patch",
+        "studiorun",
+        name,
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        patch,
+    ]
 }
 
 /// Starts the draft → review → publish run through the sidecar at `sidecar` as the holder of
@@ -117,6 +132,78 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             status == StatusCode::NOT_FOUND,
             "bob decides: {status} {body}"
         );
+        // Bob tries to be Alice (attack 36). Through the sidecar, an `Impersonate-User` header
+        // changes nothing: it acts with the caller's own token and passes no such header on.
+        let response = http_client()?
+            .post(api(&format!("{name}/approvals/{id}")))
+            .bearer_auth(&bob)
+            .header("Impersonate-User", ALICE)
+            .json(&json!({"decision": "Approve", "digest": digest}))
+            .send()
+            .await?;
+        ensure!(
+            response.status() == StatusCode::NOT_FOUND,
+            "bob decides as alice through the sidecar: {}",
+            response.status()
+        );
+        // With kubectl `--as`: the API server refuses, Bob has no right to impersonate.
+        let as_alice = json!([{"op": "add", "path": "/status/decisions/-", "value": {
+            "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
+        }}])
+        .to_string();
+        let refused = kubectl_fails(
+            studio.env,
+            BOB,
+            &[&["--as", ALICE][..], &status_patch(&name, &ns, &as_alice)].concat(),
+        )
+        .await?;
+        ensure!(
+            refused.contains("cannot impersonate"),
+            "bob's kubectl --as alice: {refused}"
+        );
+        // Nor may he start a run as her.
+        let manifest = std::env::temp_dir().join(format!("{ns}-as-alice.json"));
+        std::fs::write(
+            &manifest,
+            json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+                "metadata": {"name": "as-alice", "namespace": ns},
+                "spec": {"composition": draft_review_publish(), "input": "x", "owner": ALICE}
+            })
+            .to_string(),
+        )?;
+        let manifest_path = manifest.to_string_lossy().into_owned();
+        let refused = kubectl_fails(
+            studio.env,
+            BOB,
+            &[
+                "--as",
+                ALICE,
+                "create",
+                "--validate=false",
+                "-f",
+                &manifest_path,
+            ],
+        )
+        .await;
+        let _ = std::fs::remove_file(&manifest);
+        let refused = refused?;
+        ensure!(
+            refused.contains("cannot impersonate"),
+            "bob's kubectl --as alice create: {refused}"
+        );
+        ensure!(
+            studio.runs().get_opt("as-alice").await?.is_none(),
+            "no run was started as alice"
+        );
+        let still = studio.runs().get(&name).await?;
+        ensure!(
+            still
+                .status
+                .as_ref()
+                .is_some_and(|s| s.decisions.is_empty()),
+            "nothing was decided by bob"
+        );
         // A digest that is not the text's: 409, nothing appended.
         let (status, body) = api_call(
             reqwest::Method::POST,
@@ -166,22 +253,7 @@ async fn the_owner_approves_one_run_through_the_api_and_another_by_kubectl_patch
             "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
         }}])
         .to_string();
-        kubectl_ok(
-            studio.env,
-            ALICE,
-            &[
-                "patch",
-                "studiorun",
-                &name,
-                "-n",
-                &ns,
-                "--subresource=status",
-                "--type=json",
-                "-p",
-                &decision,
-            ],
-        )
-        .await?;
+        kubectl_ok(studio.env, ALICE, &status_patch(&name, &ns, &decision)).await?;
         studio.wait_phase(&name, RunPhase::Succeeded).await?;
         Ok(())
     }

@@ -633,6 +633,59 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
             );
             ensure!(!body.contains(&token_a), "no token echoed");
         }
+        // A batch past the size limit: 413 over HTTP; a body that is no batch: 400.
+        let oversized = format!(
+            "{{\"events\":[{{\"pad\":\"{}\"}}]}}",
+            "x".repeat(orrery_crds::events::ingest::MAX_BATCH_BYTES)
+        );
+        let response = http_client()?
+            .post(format!("{sidecar_url}{}", ingest_path("uid-a")))
+            .bearer_auth(&token_a)
+            .header("content-type", "application/json")
+            .body(oversized)
+            .send()
+            .await?;
+        let (status, body) = (response.status(), response.text().await?);
+        ensure!(
+            status == StatusCode::PAYLOAD_TOO_LARGE
+                && serde_json::from_str::<ApiError>(&body)?.code == "too_large",
+            "{status} {body}"
+        );
+        let response = http_client()?
+            .post(format!("{sidecar_url}{}", ingest_path("uid-a")))
+            .bearer_auth(&token_a)
+            .header("content-type", "application/json")
+            .body("{\"events\": 3}")
+            .send()
+            .await?;
+        ensure!(
+            response.status() == StatusCode::BAD_REQUEST,
+            "not a batch: {}",
+            response.status()
+        );
+        // A run token posts its run's events and nothing else: it cannot read a run or
+        // decide on it through the run API (it is nobody's Kubernetes token).
+        for (method, path) in [
+            (reqwest::Method::GET, "/api/v1/runs/team/run-a/events"),
+            (reqwest::Method::GET, "/api/v1/runs/team/run-a/approvals"),
+            (
+                reqwest::Method::POST,
+                "/api/v1/runs/team/run-a/approvals/approval-1",
+            ),
+        ] {
+            let (status, body) = api_call(
+                method.clone(),
+                format!("{sidecar_url}{path}"),
+                &token_a,
+                Some(json!({"decision": "Approve", "digest": "0".repeat(64)}))
+                    .filter(|_| method == reqwest::Method::POST),
+            )
+            .await?;
+            ensure!(
+                status == StatusCode::UNAUTHORIZED,
+                "a run token on {method} {path}: {status} {body}"
+            );
+        }
         // What the refused batches did not store: run B starts at 1 with its own token, and
         // run A goes on at 6.
         let (status, body) = post("uid-b", Some(&token_b), &batch("uid-b", 1..=1)).await?;
@@ -655,6 +708,52 @@ async fn a_run_token_posts_only_to_its_own_run_and_a_forged_or_expired_one_is_re
                     last_seq: 6
                 },
             "the refused batches stored nothing: {body}"
+        );
+        // The trace ends with its run.end: an event after it in the same batch is 400, one
+        // posted later 409 (`ended`); sending the stored end again is still a plain replay.
+        let end = |seq: u64| TraceEvent {
+            seq,
+            run_id: "uid-a".into(),
+            ts: "2026-12-02T00:00:00.000Z".into(),
+            body: orrery_crds::events::EventBody::RunEnd {
+                outcome: orrery_crds::events::Outcome::Succeeded,
+                totals: Default::default(),
+                error: None,
+                dropped: 0,
+                output_size: 0,
+                output: None,
+            },
+        };
+        let mut past_end = batch("uid-a", 7..=8);
+        past_end.events[0] = end(7);
+        let (status, body) = post("uid-a", Some(&token_a), &past_end).await?;
+        ensure!(
+            status == StatusCode::BAD_REQUEST
+                && serde_json::from_str::<ApiError>(&body)?.loc
+                    == vec![json!("body"), json!("events"), json!(1)],
+            "an event after run.end in the batch: {status} {body}"
+        );
+        let ended = EventBatch {
+            events: vec![end(7)],
+        };
+        let (status, body) = post("uid-a", Some(&token_a), &ended).await?;
+        ensure!(status == StatusCode::OK, "run.end: {status} {body}");
+        let (status, body) = post("uid-a", Some(&token_a), &batch("uid-a", 8..=8)).await?;
+        ensure!(
+            status == StatusCode::CONFLICT
+                && serde_json::from_str::<ApiError>(&body)?.code == "ended",
+            "an event after run.end: {status} {body}"
+        );
+        let (status, body) = post("uid-a", Some(&token_a), &ended).await?;
+        ensure!(
+            status == StatusCode::OK
+                && serde_json::from_str::<IngestReply>(&body)?
+                    == IngestReply {
+                        stored: 0,
+                        duplicates: 1,
+                        last_seq: 7
+                    },
+            "run.end again: {status} {body}"
         );
         Ok(())
     }

@@ -29,6 +29,8 @@ enum Expect {
     Stored(u64, u64, u64),
     /// `Err(Gap { expected })`.
     Gap(u64),
+    /// `Err(Ended { last })`: the run's run.end is stored at `last`.
+    Ended(u64),
 }
 
 /// One step of a case; runs are named by UID (namespace `ns`, name `run-<uid>`).
@@ -38,6 +40,8 @@ enum Step {
     Append(&'static str, u64, u64, Expect),
     /// Appends no events; expects the run's last seq back.
     AppendNone(&'static str, u64),
+    /// Appends the run's `run.end` as event `seq`; expects it stored.
+    AppendEnd(&'static str, u64),
     /// `events_after(run, after, limit)` returns these seqs, each with its body.
     Events(&'static str, u64, u32, &'static [u64]),
     /// `last_seq(run)`.
@@ -48,8 +52,8 @@ enum Step {
     Runs(&'static [&'static str]),
 }
 
-use Expect::{Gap, Stored};
-use Step::{Append, AppendNone, Delete, Events, LastSeq, Runs};
+use Expect::{Ended, Gap, Stored};
+use Step::{Append, AppendEnd, AppendNone, Delete, Events, LastSeq, Runs};
 
 /// The behaviour both databases must share.
 const CASES: &[(&str, &[Step])] = &[
@@ -146,6 +150,19 @@ const CASES: &[(&str, &[Step])] = &[
             Events("u1", 2597, 10, &[2598, 2599, 2600]),
         ],
     ),
+    (
+        "nothing is stored after a run's run.end, and a replay of what is stored still is fine",
+        &[
+            Append("u1", 1, 3, Stored(3, 0, 3)),
+            AppendEnd("u1", 4),
+            Append("u1", 5, 6, Ended(4)),
+            Append("u1", 2, 5, Ended(4)),
+            Append("u1", 1, 3, Stored(0, 3, 4)),
+            AppendEnd("u1", 4),
+            LastSeq("u1", 4),
+            Append("u2", 1, 2, Stored(2, 0, 2)),
+        ],
+    ),
 ];
 
 fn run(uid: &str) -> RunRecord {
@@ -182,8 +199,16 @@ async fn run_step(store: &Store, step: Step) -> Result<()> {
                 (Gap(expected), Err(StoreError::Gap { expected: got })) => {
                     ensure!(got == expected, "gap expects {got}, want {expected}");
                 }
+                (Ended(last), Err(StoreError::Ended { last: got })) => {
+                    ensure!(got == last, "ended at {got}, want {last}");
+                }
                 (expect, got) => bail!("got {got:?}, want {expect:?}"),
             }
+        }
+        AppendEnd(uid, seq) => {
+            let end = format!(r#"{{"runId":"{uid}","seq":{seq},"type":"run.end"}}"#);
+            let got = store.append(&run(uid), seq, &[end]).await?;
+            ensure!(got.last_seq == seq, "got {got:?}");
         }
         AppendNone(uid, last_seq) => {
             let got = store.append(&run(uid), 1, &[]).await?;

@@ -84,6 +84,21 @@ pub async fn ingest(
             Problem::invalid(loc, e.to_string())
         }
     })?;
+    // A trace ends with its run.end: nothing after it in the batch either.
+    if let Some(end) = batch
+        .events
+        .iter()
+        .position(|e| matches!(e.body, orrery_crds::events::EventBody::RunEnd { .. }))
+        && end + 1 < batch.events.len()
+    {
+        return Err(Problem::invalid(
+            vec!["body".into(), "events".into(), (end + 1).into()],
+            format!(
+                "an event after the run.end at seq {}: a trace ends with its run.end",
+                batch.events[end].seq
+            ),
+        ));
+    }
     let bodies = batch
         .events
         .iter()
@@ -114,6 +129,13 @@ pub async fn ingest(
             );
             p.body.expected = Some(expected);
             return Err(p);
+        }
+        Err(e @ StoreError::Ended { .. }) => {
+            return Err(Problem::new(
+                axum::http::StatusCode::CONFLICT,
+                super::problem::codes::ENDED,
+                e.to_string(),
+            ));
         }
         Err(e) => {
             tracing::warn!(run_uid = %uid, "storing events of run {uid} failed: {e}");

@@ -19,6 +19,8 @@ pub mod codes {
     pub const INVALID: &str = "invalid";
     /// A batch starts past what the sidecar holds.
     pub const GAP: &str = "gap";
+    /// A batch brings events after the run's `run.end`.
+    pub const ENDED: &str = "ended";
     /// The body is too large.
     pub const TOO_LARGE: &str = "too_large";
     /// Back-pressure or a per-person limit.

@@ -51,6 +51,15 @@ pub enum StoreError {
         /// The `seq` the store expects next (its last stored `seq` + 1).
         expected: u64,
     },
+    /// An append past the run's `run.end`: a trace ends there. Nothing was stored.
+    #[error(
+        "the run's trace ended with run.end at seq {last}: nothing is stored after it (a \
+         runner never emits past its run.end)"
+    )]
+    Ended {
+        /// The `seq` of the stored `run.end`.
+        last: u64,
+    },
     /// A `seq` the store cannot hold: events are numbered from 1 and must fit a signed 64-bit
     /// integer (the column is a `BIGINT`).
     #[error(

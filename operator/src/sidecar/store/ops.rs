@@ -134,6 +134,24 @@ macro_rules! store_ops {
                 // Dropping the transaction rolls it back: nothing is stored.
                 return Err(StoreError::Gap { expected: last + 1 });
             }
+            // New events after a stored run.end are refused (a replay of what is stored is
+            // not new): the trace ended there.
+            let through = seq_from_db(first_seq)
+                .saturating_add(u64::try_from(bodies.len()).unwrap_or(u64::MAX))
+                .saturating_sub(1);
+            if last > 0 && through > last {
+                let end: Option<String> = sqlx::query_scalar(
+                    "SELECT body FROM trace_events WHERE run_uid = $1 AND seq = $2",
+                )
+                .bind(run.uid.as_str())
+                .bind(i64::try_from(last).unwrap_or(i64::MAX))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(failed)?;
+                if end.is_some_and(|b| crate::sidecar::events::is_run_end(&b)) {
+                    return Err(StoreError::Ended { last });
+                }
+            }
             sqlx::query(
                 "INSERT INTO runs (run_uid, namespace, name, first_seen) \
                  VALUES ($1, $2, $3, $4) ON CONFLICT (run_uid) DO NOTHING",
