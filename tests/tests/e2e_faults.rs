@@ -409,6 +409,78 @@ async fn watch_events_lost_on_the_way_are_made_up_by_the_periodic_resync_fault_1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_run_seen_through_a_stale_copy_is_neither_started_again_nor_failed_fault_6()
+-> Result<()> {
+    let (studio, proxy) = studio_behind("fault-stale").await?;
+    Studio::test(studio, async |f| {
+        f.apply(&run_of("stale", "brief")).await?;
+        f.wait_phase("stale", RunPhase::Running).await?;
+        // From here the operator hears nothing more of its runs (their watch stays open and
+        // says nothing) while it still hears of their pods: its copy of the run stays
+        // `Running` after the run succeeded.
+        proxy.set(Fault::DropEvents, Matcher::of(Method::GET, "/studioruns"));
+        let done = wait_final(f, "stale").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run ended {:?}",
+            outcome(&done)
+        );
+        let pods = f.runner_pods(&done).await?;
+        ensure!(pods.len() == 1, "{} runner pods", pods.len());
+        let pod = pods[0].metadata.name.clone().context("pod name")?;
+        let pod_uid = pods[0].metadata.uid.clone().context("pod uid")?;
+        // The completed run's pod goes (a person deletes it). To the stale copy that is a
+        // running run whose pod vanished: a run to fail, or to start again.
+        let before = proxy.seen().len();
+        f.pods()
+            .delete(&pod, &kube::api::DeleteParams::default())
+            .await?;
+        orrery_tests::harness::eventually(Duration::from_secs(60), || async {
+            let refused = proxy.seen()[before..]
+                .iter()
+                .filter(|s| {
+                    s.method == Method::PATCH
+                        && s.path.contains("/studioruns/stale/status")
+                        && s.status == 409
+                })
+                .count();
+            ensure!(
+                refused >= 1,
+                "the operator has not yet tried a status computed from its stale copy"
+            );
+            Ok(())
+        })
+        .await?;
+        // It was refused (it names the version the copy holds), the run read again is final,
+        // and nothing is written or started for it: it stays `Succeeded` with no pod.
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = f.runs().get("stale").await?;
+            ensure!(
+                outcome(&now) == outcome(&done),
+                "the completed run changed to {:?}",
+                outcome(&now)
+            );
+            let others: Vec<String> = f
+                .runner_pods(&now)
+                .await?
+                .into_iter()
+                .filter_map(|p| p.metadata.uid)
+                .filter(|uid| *uid != pod_uid)
+                .collect();
+            ensure!(others.is_empty(), "a second runner pod: {others:?}");
+        }
+        ensure!(
+            proxy.dropped() > 0,
+            "no watch event was dropped: the operator's copy was never stale"
+        );
+        proxy.clear();
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persons_decision_survives_the_operators_status_write_computed_before_it_fault_4()
 -> Result<()> {
     let (studio, proxy) = studio_behind("fault-decision").await?;
