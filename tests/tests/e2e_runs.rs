@@ -540,6 +540,148 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
     .await
 }
 
+/// An MCP server's stand-in in front of the demo fleet's tools: it passes every request on,
+/// except a `tools/call`, which it counts and never answers (a call the remote is still
+/// working on).
+struct HeldCalls {
+    upstream: String,
+    http: reqwest::Client,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+async fn pass_or_hold(
+    axum::extract::State(held): axum::extract::State<std::sync::Arc<HeldCalls>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 1 << 20).await else {
+        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    };
+    if body.windows(12).any(|w| w == b"\"tools/call\"") {
+        held.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending::<()>().await;
+    }
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut forward = held
+        .http
+        .request(parts.method.clone(), format!("{}{path}", held.upstream))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::HOST && name != axum::http::header::CONTENT_LENGTH {
+            forward = forward.header(name, value);
+        }
+    }
+    match forward.send().await {
+        Ok(answer) => {
+            let mut response = axum::response::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != axum::http::header::CONTENT_LENGTH
+                    && name != axum::http::header::TRANSFER_ENCODING
+                {
+                    response = response.header(name, value);
+                }
+            }
+            response
+                .body(axum::body::Body::from_stream(answer.bytes_stream()))
+                .unwrap_or_else(|_| axum::http::StatusCode::BAD_GATEWAY.into_response())
+        }
+        Err(_) => axum::http::StatusCode::BAD_GATEWAY.into_response(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_killed_while_a_tool_call_is_out_fails_its_run_and_the_call_is_never_made_again_fault_9()
+-> Result<()> {
+    use orrery_runner::demo::{FleetConfig, start_fleet};
+    let fleet = start_fleet(FleetConfig::ephemeral()).await?;
+    let held = std::sync::Arc::new(HeldCalls {
+        upstream: format!("http://{}", fleet.tools_addr()),
+        http: reqwest::Client::new(),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let server = tokio::spawn(
+        axum::serve(
+            listener,
+            axum::Router::new()
+                .fallback(pass_or_hold)
+                .with_state(held.clone()),
+        )
+        .into_future(),
+    );
+    let studio = chart("run-remote", &[]).await?;
+    let result = Studio::test(studio, async |f| {
+        f.apply(&documents(&[
+            json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+                "metadata": {"name": "held-tools"},
+                "spec": {"mcp": {"url": url, "tools": ["search_articles"],
+                                 "readOnly": ["search_articles"]}}
+            })
+            .to_string(),
+            scripted_model(
+                "researcher",
+                json!({"research": [
+                    {"toolCalls": [{"name": "mcp_held_tools_search_articles",
+                                    "arguments": {"query": "{{input}}", "limit": 3}}]},
+                    {"reply": "notes: {{tool_results}}"}
+                ]}),
+            ),
+        ]))
+        .await?;
+        // The run waits for its entries to be probed Ready (the probe's calls pass through).
+        f.apply(
+            &json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+                "metadata": {"name": "calling"},
+                "spec": {
+                    "composition": {
+                        "pattern": "Pipeline",
+                        "budgets": {"timeoutSeconds": 600},
+                        "nodes": [{"id": "research", "kind": "LLMAgent", "model": "researcher",
+                                   "instruction": "Look it up.",
+                                   "tools": ["mcp:held-tools.search_articles"]}]
+                    },
+                    "input": "Kafka consumer lag",
+                    "owner": "jane@example.com"
+                }
+            })
+            .to_string(),
+        )
+        .await?;
+        // The runner's call is out at the remote, unanswered; the runner is killed there.
+        eventually(RUN_TIMEOUT, || async {
+            let calls = held.calls.load(std::sync::atomic::Ordering::SeqCst);
+            ensure!(calls >= 1, "no tool call has reached the remote yet");
+            Ok(())
+        })
+        .await?;
+        f.kill_container("calling-runner", "runner").await?;
+        let failed = f.wait_phase("calling", RunPhase::Failed).await?;
+        assert_eq!(
+            condition_reason(&failed, "Succeeded").as_deref(),
+            Some("RunnerCrashed")
+        );
+        // Never replayed: no second pod, and the remote saw the call once.
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let pods = f.runner_pods(&failed).await?;
+        ensure!(pods.len() == 1, "{} runner pods", pods.len());
+        let calls = held.calls.load(std::sync::atomic::Ordering::SeqCst);
+        ensure!(calls == 1, "the remote saw the tool call {calls} times");
+        ensure!(
+            f.runs().get("calling").await?.status.and_then(|s| s.phase) == Some(RunPhase::Failed),
+            "the failed run changed"
+        );
+        Ok(())
+    })
+    .await;
+    server.abort();
+    fleet.shutdown().await?;
+    result
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_mid_run_and_started_again_creates_no_second_pod_and_records_the_outcome()
 -> Result<()> {
