@@ -85,6 +85,10 @@ pub mod reasons {
     /// The apiserver refused a run's Secret, NetworkPolicy or Pod: forbidden (a quota, an
     /// admission policy) is retried with the run `Pending`; invalid fails the run.
     pub const CREATE_REFUSED: &str = "CreateRefused";
+    /// An admission policy the deployment relies on (or its binding) is missing or does not
+    /// deny: a run that can ask a person waits `Pending` until it is back, since a decision
+    /// written by `kubectl patch` would go unchecked.
+    pub const ADMISSION_POLICY_MISSING: &str = "AdmissionPolicyMissing";
     /// A run's child name is taken by an object that is not its own, or a child left by an
     /// earlier attempt holds another plan: the run fails, saying which.
     pub const CHILD_CONFLICT: &str = "ChildConflict";

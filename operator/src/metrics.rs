@@ -85,6 +85,7 @@ pub struct Metrics {
     pod_start: Histogram,
     leader: Gauge,
     in_flight: Gauge,
+    policies_missing: Gauge,
 }
 
 /// One reconcile in flight: counted in `orrery_reconciles_in_flight` until dropped.
@@ -115,6 +116,7 @@ impl Metrics {
         let pod_start = Histogram::new(POD_START_BUCKETS);
         let leader = Gauge::default();
         let in_flight = Gauge::default();
+        let policies_missing = Gauge::default();
         registry.register(
             "orrery_reconciles",
             "Reconciles started, per kind (failed ones included)",
@@ -151,6 +153,11 @@ impl Metrics {
             "Reconciles running now",
             in_flight.clone(),
         );
+        registry.register(
+            "orrery_admission_policies_missing",
+            "Admission policies and bindings of config admissionPolicies missing, unreadable or not denying, at the last look (while above 0, runs that can ask a person wait)",
+            policies_missing.clone(),
+        );
         for kind in KINDS {
             drop(reconciles.get_or_create(&KindLabel { kind: kind.into() }));
             for error in Error::LABELS {
@@ -181,6 +188,7 @@ impl Metrics {
             pod_start,
             leader,
             in_flight,
+            policies_missing,
         }
     }
 
@@ -241,6 +249,11 @@ impl Metrics {
                 phase: phase_name(phase),
             })
             .set(saturating_i64(n));
+    }
+
+    /// Sets `orrery_admission_policies_missing`.
+    pub fn set_policies_missing(&self, n: usize) {
+        self.policies_missing.set(saturating_i64(n));
     }
 
     /// Sets `orrery_leader`: whether this process holds the Lease (and so runs the controllers).

@@ -89,6 +89,20 @@ pub struct PolicyBindings {
     pub bindings: Vec<String>,
 }
 
+impl PolicyBindings {
+    /// The policies and their bindings in namespace `ns`, as the operator's config
+    /// `admissionPolicies` names them.
+    pub fn refs(&self, ns: &str) -> Vec<orrery_operator::config::AdmissionPolicyRef> {
+        self.policies
+            .iter()
+            .map(|policy| orrery_operator::config::AdmissionPolicyRef {
+                policy: policy.clone(),
+                binding: binding_name(policy, ns),
+            })
+            .collect()
+    }
+}
+
 impl Drop for PolicyBindings {
     fn drop(&mut self) {
         if keep() || self.bindings.is_empty() {

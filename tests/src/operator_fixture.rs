@@ -47,6 +47,9 @@ pub fn test_config() -> Result<Config> {
     let path = workspace_root().join("examples/operator/config.yaml");
     let mut config = Config::load(&path.to_string_lossy()).map_err(|e| anyhow::anyhow!("{e}"))?;
     config.runner.image = RUNNER_IMAGE.to_owned();
+    // The example names the chart's cluster-wide policies; a test binds its own per namespace
+    // (`Studio::start` with `policies` names them).
+    config.admission_policies.clear();
     config.sidecar.url = Some(crate::sidecar_fixture::shared()?.url.clone());
     Ok(config)
 }

@@ -521,6 +521,9 @@ impl Studio {
         config.allowed_models = None;
         config.default_model = None;
         config.sidecar.url = Some(options.sidecar_url.to_owned());
+        if let Some(bound) = &bindings {
+            config.admission_policies = bound.refs(&ns.name);
+        }
         (options.configure)(&mut config);
         let mut studio = Studio {
             env,

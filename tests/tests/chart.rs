@@ -879,7 +879,8 @@ fn with_a_watch_namespace_the_controllers_rights_hold_in_it_alone() -> Result<()
         bindings(&docs)
     );
     // One namespace: only a RoleBinding there grants it; what stays cluster-wide is a get of
-    // Namespaces and the sidecar's list of StudioRuns.
+    // Namespaces and of the admission policies and their bindings (cluster-scoped kinds), and
+    // the sidecar's list of StudioRuns.
     let docs = documents(
         &template(
             RELEASE,
@@ -924,9 +925,13 @@ fn with_a_watch_namespace_the_controllers_rights_hold_in_it_alone() -> Result<()
             }
         }
         ensure!(
-            rights
-                .iter()
-                .all(|r| r == "get namespaces" || r == "list studioruns"),
+            rights.iter().all(|r| [
+                "get namespaces",
+                "list studioruns",
+                "get validatingadmissionpolicies",
+                "get validatingadmissionpolicybindings"
+            ]
+            .contains(&r.as_str())),
             "{kind} {cluster_role} grants cluster-wide {rights:?}"
         );
     }

@@ -752,3 +752,125 @@ async fn with_its_rbac_revoked_the_operator_says_what_is_missing_on_the_run_and_
     })
     .await
 }
+
+/// `run`'s `Succeeded` condition's message.
+fn condition_message(run: &orrery_crds::StudioRun) -> String {
+    run.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Succeeded"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_admission_policy_binding_gone_a_run_that_asks_a_person_waits_naming_it_and_starts_once_it_is_back_fault_16()
+-> Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+    use orrery_tests::testenv::ALICE;
+    let studio = Studio::start(StudioOptions {
+        prefix: "fault-policy",
+        sidecar_url: &sidecar_fixture::shared()?.url,
+        manifests: &models(),
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    Studio::test(studio, async |f| {
+        let alice = f.env.client(ALICE).await?;
+        let ns = f.ns.name.clone();
+        let binding = orrery_tests::admission::binding_name(
+            "studioruns-decisions.studio.orrery.dev",
+            &ns,
+        );
+        let bindings: kube::Api<ValidatingAdmissionPolicyBinding> = kube::Api::all(f.admin.clone());
+        ensure!(
+            bindings.get_opt(&binding).await?.is_some(),
+            "the test's binding {binding} is there to delete"
+        );
+        // The binding that checks decisions written to status.decisions is deleted: a
+        // `kubectl patch` decision would now go unchecked.
+        bindings
+            .delete(&binding, &kube::api::DeleteParams::default())
+            .await?;
+        let run = |name: &str, composition: serde_json::Value| {
+            json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+                "metadata": {"name": name},
+                "spec": {"composition": composition, "input": "the notes", "owner": ALICE}
+            })
+            .to_string()
+        };
+        orrery_tests::harness::apply_yaml(
+            &alice,
+            Some(&ns),
+            &run("asks", orrery_tests::manifests::draft_review_publish()),
+        )
+        .await?;
+        let plain: serde_json::Value = serde_json::from_str(&run_of("plain", "scripted"))?;
+        orrery_tests::harness::apply_yaml(
+            &alice,
+            Some(&ns),
+            &run("plain", plain["spec"]["composition"].clone()),
+        )
+        .await?;
+        // The run that can ask a person waits, saying which binding is missing and what to
+        // do; the one that cannot runs.
+        let waiting = f
+            .wait_run("asks", "waiting for the admission policies", |r| {
+                outcome(r).1.as_deref() == Some("AdmissionPolicyMissing")
+            })
+            .await?;
+        ensure!(
+            outcome(&waiting).0 == Some(RunPhase::Pending),
+            "{:?}",
+            outcome(&waiting)
+        );
+        let message = condition_message(&waiting);
+        ensure!(
+            message.contains(&format!("ValidatingAdmissionPolicyBinding {binding} is missing"))
+                && message.contains("review")
+                && message.contains("helm upgrade"),
+            "{message}"
+        );
+        ensure!(
+            f.runner_pods(&waiting).await?.is_empty(),
+            "the waiting run has no pod"
+        );
+        let done = wait_final(f, "plain").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run that asks nobody ended {:?}",
+            outcome(&done)
+        );
+        let events = f.events_of("asks").await?;
+        ensure!(
+            events
+                .iter()
+                .any(|(reason, note)| reason == "AdmissionPolicyMissing" && note.contains(&binding)),
+            "an Event names the missing binding: {events:?}"
+        );
+        // Still waiting a while later: looked at again, not started.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let later = f.runs().get("asks").await?;
+        ensure!(
+            outcome(&later).1.as_deref() == Some("AdmissionPolicyMissing"),
+            "{:?}",
+            outcome(&later)
+        );
+        // Back: the run starts on its own and asks its person.
+        let (_, docs) = orrery_tests::admission::policies_for(&ns)?;
+        let doc = docs
+            .iter()
+            .find(|d| d["metadata"]["name"] == json!(binding))
+            .context("the binding's document")?;
+        orrery_tests::harness::apply_yaml(&f.admin, None, &doc.to_string()).await?;
+        let asking = f.wait_pending_approval("asks").await?;
+        ensure!(
+            f.runner_pods(&asking).await?.len() == 1,
+            "the run started once"
+        );
+        Ok(())
+    })
+    .await
+}

@@ -75,6 +75,14 @@ app.kubernetes.io/component: operator
 {{- $_ := set $config "ttlSecondsAfterFinished" $c.ttlSecondsAfterFinished -}}
 {{- $_ := set $config "probeIntervalSeconds" $c.probeIntervalSeconds -}}
 {{- $_ := set $config "resyncSeconds" $c.resyncSeconds -}}
+{{- if .Values.admissionPolicies.enabled -}}
+{{- $policies := list -}}
+{{- range $base := list "studioruns-create" "studioruns-decisions" "studioruns-pending" -}}
+{{- $name := include "orrery.policyName" (dict "root" $ "base" $base) -}}
+{{- $policies = append $policies (dict "policy" $name "binding" $name) -}}
+{{- end -}}
+{{- $_ := set $config "admissionPolicies" $policies -}}
+{{- end -}}
 {{- $r := .Values.runner -}}
 {{- $runner := dict "image" (include "orrery.runnerImage" .) "imagePullPolicy" $r.image.pullPolicy "resources" $r.resources "deadlineMarginSeconds" $r.deadlineMarginSeconds "startTimeoutSeconds" $r.startTimeoutSeconds -}}
 {{- if $r.runtimeClassName }}{{- $_ := set $runner "runtimeClassName" $r.runtimeClassName -}}{{- end -}}

@@ -227,6 +227,17 @@ fn limits_and_timings(config: &Config, out: &mut Problems) {
             "set between 1 and 3600 seconds; the default is 60",
         );
     }
+    for (i, p) in config.admission_policies.iter().enumerate() {
+        for (field, name) in [("policy", &p.policy), ("binding", &p.binding)] {
+            if !is_dns_subdomain(name) {
+                out.add(
+                    format!("admissionPolicies[{i}].{field}"),
+                    format!("{name:?} is not a Kubernetes object name"),
+                    "name the ValidatingAdmissionPolicy and its ValidatingAdmissionPolicyBinding as installed (lowercase letters, digits, '-' and '.'), e.g. studioruns-decisions.studio.orrery.dev",
+                );
+            }
+        }
+    }
 }
 
 /// The runner pods: image, pull policy, runtime class, resources, trusted certificates.

@@ -103,6 +103,14 @@ pub struct Config {
     /// moment) delays a run's status by at most this long.
     #[serde(default = "default_resync")]
     pub resync_seconds: u64,
+    /// The ValidatingAdmissionPolicies (and their bindings) that check decisions written to
+    /// `status.decisions` and who may create a run (the chart's, when
+    /// `admissionPolicies.enabled`). Before a run that can ask a person starts, the operator
+    /// reads each: while one is missing the run waits `Pending` (reason
+    /// `AdmissionPolicyMissing`), because a `kubectl patch` decision would go unchecked. Empty:
+    /// none is checked.
+    #[serde(default)]
+    pub admission_policies: Vec<AdmissionPolicyRef>,
     /// The runner pods.
     pub runner: RunnerConfig,
     /// Where runners reach the sidecar.
@@ -125,6 +133,16 @@ fn default_probe_interval() -> u64 {
 
 fn default_resync() -> u64 {
     DEFAULT_RESYNC_SECONDS
+}
+
+/// One admission policy the deployment relies on, and the binding that makes it act.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionPolicyRef {
+    /// The ValidatingAdmissionPolicy's name.
+    pub policy: String,
+    /// The ValidatingAdmissionPolicyBinding's name.
+    pub binding: String,
 }
 
 /// The egress proxy.

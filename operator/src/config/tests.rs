@@ -202,6 +202,17 @@ fn each_semantic_rule_names_its_field() {
         ("resyncSeconds: 0", &["resyncSeconds"]),
         ("resyncSeconds: 3601", &["resyncSeconds"]),
         ("resyncSeconds: 5", &[]),
+        (
+            "admissionPolicies: [{policy: studioruns-decisions.studio.orrery.dev, binding: studioruns-decisions.studio.orrery.dev}]",
+            &[],
+        ),
+        (
+            "admissionPolicies: [{policy: '', binding: Not_A_Name}]",
+            &[
+                "admissionPolicies[0].policy",
+                "admissionPolicies[0].binding",
+            ],
+        ),
         // The daily ledger is the day's runs: deleting them sooner would forget spending.
         (
             "runLimits: {dailyTokenBudgetPerOwner: 1000}\nttlSecondsAfterFinished: 3600",

@@ -104,6 +104,18 @@ pub fn needs_approvers(run: &StudioRun, plan: &Plan) -> Option<String> {
     if is_person(owner) || named {
         return None;
     }
+    let asks = asking(plan);
+    (!asks.is_empty()).then(|| {
+        format!(
+            "the run's owner {owner} is not a person and can never decide, but the composition can ask a person ({}) and the run names no approvers: name the people who decide in spec.approvers.users or spec.approvers.groups and create the run again",
+            asks.join(" and ")
+        )
+    })
+}
+
+/// What in `plan` can ask a person, one phrase per kind (HumanApproval nodes; A2A tools, whose
+/// remote may ask a question or, acting, for confirmation); empty when nothing can.
+pub fn asking(plan: &Plan) -> Vec<String> {
     let approvals: Vec<&str> = plan
         .nodes
         .iter()
@@ -124,12 +136,7 @@ pub fn needs_approvers(run: &StudioRun, plan: &Plan) -> Option<String> {
     if !remotes.is_empty() {
         asks.push(format!("A2A tool(s) {}", remotes.join(", ")));
     }
-    (!asks.is_empty()).then(|| {
-        format!(
-            "the run's owner {owner} is not a person and can never decide, but the composition can ask a person ({}) and the run names no approvers: name the people who decide in spec.approvers.users or spec.approvers.groups and create the run again",
-            asks.join(" and ")
-        )
-    })
+    asks
 }
 
 /// Whether the entries a plan uses let it start.

@@ -6,12 +6,14 @@
 //! - [`prepare`]: what a run executes and whether it may start, compiled into its plan;
 //! - [`reconcile`]: the controller that acts on them, with its queue (`queue`: admitting a
 //!   run, waking the queued) and its children in the cluster (`children`: creating,
-//!   stopping and recovering them).
+//!   stopping and recovering them; `policies`: the admission policies a run that can ask a
+//!   person waits for).
 
 pub mod admission;
 pub mod builders;
 mod children;
 pub mod network;
+mod policies;
 pub mod prepare;
 mod queue;
 pub mod reconcile;

@@ -71,6 +71,8 @@ pub struct RunContext {
     /// Why each run's pod was being evicted, per run UID, as this process saw it (forgotten
     /// when the run is deleted): the pod can be gone by the next look.
     pub(super) evicted: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// The last look at the admission policies a run that can ask a person needs.
+    pub(super) policies: super::policies::PolicyLook,
 }
 
 /// Whether two statuses say the same, transition times aside.
@@ -403,6 +405,16 @@ impl RunContext {
             .items;
         match prepare(run, source, &entries, &self.base.config)? {
             Prepared::Ready(document) => {
+                let asks = super::admission::asking(&document.plan);
+                if !asks.is_empty() {
+                    let missing = self.missing_policies().await;
+                    if !missing.is_empty() {
+                        return Ok(Started::No(Prepared::Waiting {
+                            reason: reasons::ADMISSION_POLICY_MISSING,
+                            message: super::policies::waiting_message(&asks, &missing),
+                        }));
+                    }
+                }
                 self.start(run, &document, now).await?;
                 Ok(Started::Yes)
             }
@@ -543,7 +555,11 @@ pub fn controller(
         warned: std::sync::Mutex::new(HashSet::new()),
         written: std::sync::Mutex::new(std::collections::HashMap::new()),
         evicted: std::sync::Mutex::new(std::collections::HashMap::new()),
+        policies: Default::default(),
     });
+    if !ctx.base.config.admission_policies.is_empty() {
+        tokio::spawn(super::policies::watch_policies(Arc::downgrade(&ctx)));
+    }
     let stream = controller
         .watches(
             scoped::<Composition>(client.clone(), namespace),

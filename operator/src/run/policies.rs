@@ -1,0 +1,198 @@
+//! The admission policies a deployment relies on (config `admissionPolicies`): the
+//! ValidatingAdmissionPolicies that check who may create a run and who may append a decision
+//! to `status.decisions`, and the bindings that make them act (fault case 16, attack 46).
+//! Without them a `kubectl patch` of a run's status is not checked at all, so before a run that
+//! can ask a person starts, the operator reads each policy and binding (a look is reused for a
+//! few seconds); while one is missing, or a binding no longer denies, the run waits `Pending`
+//! with reason `AdmissionPolicyMissing` naming it, and starts on its own once it is back. The
+//! policies are also looked at when the controller starts and every minute after, and each
+//! change is logged.
+
+use super::reconcile::RunContext;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use kube::{Api, Client};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::config::AdmissionPolicyRef;
+
+/// How long one look at the policies is reused.
+const FRESH_FOR: Duration = Duration::from_secs(5);
+
+/// The last look at the policies: when, and what was missing (empty: all in place).
+#[derive(Default)]
+pub(super) struct PolicyLook {
+    last: Mutex<Option<(Instant, Vec<String>)>>,
+}
+
+impl RunContext {
+    /// What of the configured admission policies is missing, each named with what is wrong;
+    /// empty when all are in place (or none is configured).
+    pub(super) async fn missing_policies(&self) -> Vec<String> {
+        let wanted = &self.base.config.admission_policies;
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        if let Ok(last) = self.policies.last.lock()
+            && let Some((at, missing)) = last.as_ref()
+            && at.elapsed() < FRESH_FOR
+        {
+            return missing.clone();
+        }
+        let missing = look(&self.base.client, wanted).await;
+        if let Ok(mut last) = self.policies.last.lock() {
+            let before = last.as_ref().map(|(_, m)| m.clone());
+            if before.as_ref() != Some(&missing) {
+                if missing.is_empty() {
+                    tracing::info!("the admission policies are all in place");
+                } else {
+                    tracing::warn!(
+                        missing = %missing.join("; "),
+                        "admission policies missing: runs that can ask a person wait until they are back"
+                    );
+                }
+            }
+            *last = Some((Instant::now(), missing.clone()));
+        }
+        self.base.metrics.set_policies_missing(missing.len());
+        missing
+    }
+}
+
+/// Looks at the policies when the controller starts and then every [`WATCH_EVERY`] (or
+/// `resyncSeconds`, if longer), so a missing one is logged and counted in
+/// `orrery_admission_policies_missing` even while no run waits for it; ends with the
+/// controller (its context dropped).
+pub(super) async fn watch_policies(ctx: std::sync::Weak<RunContext>) {
+    loop {
+        let every = match ctx.upgrade() {
+            Some(ctx) => {
+                ctx.missing_policies().await;
+                WATCH_EVERY.max(Duration::from_secs(ctx.base.config.resync_seconds))
+            }
+            None => return,
+        };
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// How often the policies are looked at with no run asking.
+const WATCH_EVERY: Duration = Duration::from_secs(60);
+
+/// Reads each policy and binding of `wanted`.
+async fn look(client: &Client, wanted: &[AdmissionPolicyRef]) -> Vec<String> {
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let mut missing = Vec::new();
+    for want in wanted {
+        match policies.get_opt(&want.policy).await {
+            Ok(Some(_)) => {}
+            Ok(None) => missing.push(format!("ValidatingAdmissionPolicy {} is missing", want.policy)),
+            Err(e) => missing.push(format!(
+                "ValidatingAdmissionPolicy {} cannot be read ({e}); the operator needs get on validatingadmissionpolicies",
+                want.policy
+            )),
+        }
+        match bindings.get_opt(&want.binding).await {
+            Ok(Some(binding)) => {
+                if let Some(why) = binding_problem(&binding, &want.policy) {
+                    missing.push(format!(
+                        "ValidatingAdmissionPolicyBinding {} {why}",
+                        want.binding
+                    ));
+                }
+            }
+            Ok(None) => missing.push(format!(
+                "ValidatingAdmissionPolicyBinding {} is missing",
+                want.binding
+            )),
+            Err(e) => missing.push(format!(
+                "ValidatingAdmissionPolicyBinding {} cannot be read ({e}); the operator needs get on validatingadmissionpolicybindings",
+                want.binding
+            )),
+        }
+    }
+    missing
+}
+
+/// Why `binding` does not make `policy` refuse what it catches, if it does not: it binds
+/// another policy, or its `validationActions` lack `Deny` (`Warn` and `Audit` let the write
+/// through).
+fn binding_problem(binding: &ValidatingAdmissionPolicyBinding, policy: &str) -> Option<String> {
+    let spec = &binding.spec;
+    let bound = spec.policy_name.as_str();
+    if bound != policy {
+        return Some(format!("binds policy {bound:?}, not {policy}"));
+    }
+    let actions = &spec.validation_actions;
+    (!actions.iter().any(|a| a == "Deny")).then(|| {
+        format!("does not deny (validationActions {actions:?}): set validationActions to [Deny]")
+    })
+}
+
+/// The message of a run that waits for the policies.
+pub(super) fn waiting_message(asks: &[String], missing: &[String]) -> String {
+    format!(
+        "the run can ask a person ({}), but the admission policies that check decisions written to status.decisions are not all in place: {}. A decision made by kubectl patch would go unchecked, so the run waits until they are back: upgrade the release (helm upgrade) or apply them again",
+        asks.join(" and "),
+        missing.join("; ")
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding(spec: serde_json::Value) -> ValidatingAdmissionPolicyBinding {
+        serde_json::from_value(json!({"metadata": {"name": "b"}, "spec": spec}))
+            .expect("a test binding")
+    }
+
+    #[test]
+    fn a_binding_acts_only_when_it_binds_the_policy_and_denies() {
+        let cases = [
+            (
+                json!({"policyName": "p", "validationActions": ["Deny"]}),
+                None,
+            ),
+            (
+                json!({"policyName": "p", "validationActions": ["Warn", "Deny"]}),
+                None,
+            ),
+            (
+                json!({"policyName": "p", "validationActions": ["Warn", "Audit"]}),
+                Some("does not deny"),
+            ),
+            (json!({"policyName": "p"}), Some("does not deny")),
+            (
+                json!({"policyName": "other", "validationActions": ["Deny"]}),
+                Some("binds policy \"other\""),
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = binding_problem(&binding(spec.clone()), "p");
+            match want {
+                None => assert_eq!(got, None, "{spec}"),
+                Some(part) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(part)),
+                    "{spec}: {got:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn the_waiting_message_names_what_asks_and_what_is_missing_and_the_fix() {
+        let m = waiting_message(
+            &["HumanApproval node(s) review".into()],
+            &["ValidatingAdmissionPolicyBinding b is missing".into()],
+        );
+        for part in ["review", "b is missing", "kubectl patch", "helm upgrade"] {
+            assert!(m.contains(part), "{m}");
+        }
+    }
+}
