@@ -89,6 +89,9 @@ pub mod reasons {
     /// deny: a run that can ask a person waits `Pending` until it is back, since a decision
     /// written by `kubectl patch` would go unchecked.
     pub const ADMISSION_POLICY_MISSING: &str = "AdmissionPolicyMissing";
+    /// A kind the operator reads (Composition, RegistryEntry) is not served: its
+    /// CustomResourceDefinition was deleted. The run waits `Pending` until it is installed again.
+    pub const CRD_MISSING: &str = "CustomResourceDefinitionMissing";
     /// A run's child name is taken by an object that is not its own, or a child left by an
     /// earlier attempt holds another plan: the run fails, saying which.
     pub const CHILD_CONFLICT: &str = "ChildConflict";

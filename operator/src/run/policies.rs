@@ -1,4 +1,5 @@
-//! The admission policies a deployment relies on (config `admissionPolicies`): the
+//! What a run needs of the cluster beyond its own objects (fault case 16). First, the
+//! admission policies a deployment relies on (config `admissionPolicies`): the
 //! ValidatingAdmissionPolicies that check who may create a run and who may append a decision
 //! to `status.decisions`, and the bindings that make them act (fault case 16, attack 46).
 //! Without them a `kubectl patch` of a run's status is not checked at all, so before a run that
@@ -6,7 +7,9 @@
 //! few seconds); while one is missing, or a binding no longer denies, the run waits `Pending`
 //! with reason `AdmissionPolicyMissing` naming it, and starts on its own once it is back. The
 //! policies are also looked at when the controller starts and every minute after, and each
-//! change is logged.
+//! change is logged. Second, the kinds of `studio.orrery.dev`: when a list of one answers 404,
+//! API discovery says which CRDs are gone, and the run waits `Pending` with reason
+//! `CustomResourceDefinitionMissing` naming them until they are installed again.
 
 use super::reconcile::RunContext;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -141,6 +144,43 @@ pub(super) fn waiting_message(asks: &[String], missing: &[String]) -> String {
     )
 }
 
+/// The kinds of `studio.orrery.dev/v1alpha1` this operator needs.
+const KINDS: [&str; 3] = ["compositions", "registryentries", "studioruns"];
+
+/// The kinds of [`KINDS`] the API server does not serve now (their CRDs deleted), as
+/// `<plural>.studio.orrery.dev`; empty when all are served or discovery cannot tell.
+pub(super) async fn kinds_not_served(client: &Client) -> Vec<String> {
+    let served: Vec<String> = match client
+        .list_api_group_resources("studio.orrery.dev/v1alpha1")
+        .await
+    {
+        Ok(list) => list.resources.into_iter().map(|r| r.name).collect(),
+        // The whole group is gone: no kind of it is served.
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => {
+            tracing::warn!("API discovery of studio.orrery.dev/v1alpha1: {e}");
+            return Vec::new();
+        }
+    };
+    not_served(&served)
+}
+
+fn not_served(served: &[String]) -> Vec<String> {
+    KINDS
+        .iter()
+        .filter(|k| !served.iter().any(|s| s == *k))
+        .map(|k| format!("{k}.studio.orrery.dev"))
+        .collect()
+}
+
+/// The message of a run that waits for CRDs.
+pub(super) fn kinds_message(missing: &[String]) -> String {
+    format!(
+        "the API server does not serve {} (the CustomResourceDefinition was deleted, and every object of that kind with it); the run waits until it is installed again: upgrade the release (helm upgrade), or kubectl apply -f charts/orrery/crds/, then recreate the objects it needs",
+        missing.join(", ")
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used)]
 mod tests {
@@ -183,6 +223,34 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn the_kinds_not_served_are_named_by_their_resource() {
+        let served = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert!(
+            not_served(&served(&[
+                "compositions",
+                "compositions/status",
+                "registryentries",
+                "studioruns"
+            ]))
+            .is_empty()
+        );
+        assert_eq!(
+            not_served(&served(&[
+                "compositions",
+                "studioruns",
+                "studioruns/status"
+            ])),
+            ["registryentries.studio.orrery.dev"]
+        );
+        assert_eq!(not_served(&[]).len(), 3);
+        let m = kinds_message(&["registryentries.studio.orrery.dev".into()]);
+        assert!(
+            m.contains("registryentries.studio.orrery.dev") && m.contains("helm upgrade"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -359,6 +359,18 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
             record(&ctx, &run, outcome, now).await?;
             Ok(Action::requeue(CREATE_RETRY))
         }
+        Err(Error::Kube(kube::Error::Api(gone))) if gone.code == 404 => {
+            // A list answered 404: a kind this operator reads is not served, its CRD deleted.
+            let missing = super::policies::kinds_not_served(&ctx.base.client).await;
+            if missing.is_empty() {
+                return Err(Error::Kube(kube::Error::Api(gone)));
+            }
+            let outcome = Prepared::Waiting {
+                reason: reasons::CRD_MISSING,
+                message: super::policies::kinds_message(&missing),
+            };
+            record(&ctx, &run, outcome, now).await
+        }
         Err(e @ Error::Predecessor { .. }) => wait_for_predecessor(&ctx, &run, &e, now).await,
         Err(e @ (Error::NameTaken { .. } | Error::ChildDiffers { .. })) => {
             record(&ctx, &run, conflict(&e), now).await
@@ -508,7 +520,15 @@ async fn record(
         Prepared::Waiting { reason, message } => {
             ctx.transition(run, waiting_status(run, reason, message, now))
                 .await?;
-            Ok(Action::requeue(WAIT_RECHECK))
+            // No watch wakes a run waiting for an admission policy or a CRD: it looks again
+            // sooner.
+            Ok(Action::requeue(
+                if [reasons::ADMISSION_POLICY_MISSING, reasons::CRD_MISSING].contains(&reason) {
+                    CREATE_RETRY
+                } else {
+                    WAIT_RECHECK
+                },
+            ))
         }
         Prepared::Refused { reason, message } => {
             ctx.transition(run, refused_status(run, reason, &message, now))
