@@ -26,6 +26,7 @@ pub use orrery_devnode as pod_executor;
 pub mod postgres;
 pub mod shared_studio;
 pub mod sidecar_fixture;
+pub mod skew;
 pub mod soak;
 pub mod spec_sidecar;
 pub mod stub_model;

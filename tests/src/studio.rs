@@ -543,6 +543,23 @@ impl Studio {
         Ok(studio)
     }
 
+    /// Replaces the dev node of a [`Studio::start`] by one that sets `env` in every pod's
+    /// processes besides their own (a shifted clock: [`crate::skew::env`]). Call it before any
+    /// run starts: the pods of the old node are stopped.
+    pub async fn restart_node_with_env(&mut self, env: Vec<(String, String)>) -> Result<()> {
+        let mut config = ExecutorConfig::new(format!("node-{}", self.ns.name))
+            .namespace(&self.ns.name)
+            .bin_dir(default_bin_dir())
+            .api_server(&self.env.server);
+        for (name, value) in env {
+            config = config.extra_env(name, value);
+        }
+        let fresh = PodExecutor::start_with(self.admin.clone(), config).await?;
+        let old = std::mem::replace(&mut self.exec, fresh);
+        old.shutdown().await?;
+        Ok(())
+    }
+
     /// Starts the in-process controllers of a [`Studio::start`] again (after
     /// [`Studio::kill_operator`]), as the operator's ServiceAccount (never admin), with the
     /// config they first started with.

@@ -481,6 +481,163 @@ async fn an_approval_deadline_passing_while_the_sidecar_is_down_ends_the_run_rej
     result.and(stopped)
 }
 
+/// A router run of Alice's that asks her at `review` and goes on to `b` when approved.
+fn asking_run(name: &str) -> String {
+    json!({
+        "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+        "metadata": {"name": name},
+        "spec": {
+            "composition": {
+                "pattern": "Router",
+                "nodes": [
+                    {"id": "a", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."},
+                    {"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"},
+                    {"id": "b", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."}
+                ],
+                "edges": [{"from": "a", "to": "review"}, {"from": "review", "to": "b", "when": "approved"}]
+            },
+            "input": "the notes",
+            "owner": ALICE
+        }
+    })
+    .to_string()
+}
+
+/// A studio on the shared sidecar whose runners' wall clocks are `skew` seconds off the
+/// sidecar's and the API server's (`orrery_tests::skew`), approvals expiring after `timeout`
+/// seconds.
+async fn skewed_studio(prefix: &str, skew: i64, timeout: u64) -> Result<Studio> {
+    let mut f = Studio::start(StudioOptions {
+        prefix,
+        sidecar_url: &orrery_tests::sidecar_fixture::shared()?.url,
+        manifests: &models(200),
+        users: &[ALICE],
+        policies: false,
+        configure: &move |config| config.approval_timeout_seconds = timeout,
+    })
+    .await?;
+    if let Err(e) = f
+        .restart_node_with_env(orrery_tests::skew::env(skew)?)
+        .await
+    {
+        let _ = f.shutdown().await;
+        return Err(e);
+    }
+    Ok(f)
+}
+
+/// Seconds from now (the test's clock, the sidecar's) to the pending approval's `expiresAt`
+/// (the runner's clock).
+fn expires_in(run: &orrery_crds::StudioRun) -> Result<i64> {
+    let pending = run
+        .status
+        .as_ref()
+        .and_then(|s| s.pending_approvals.first())
+        .context("a pending approval")?;
+    let at: jiff::Timestamp = pending.expires_at.parse()?;
+    Ok(at.as_second() - jiff::Timestamp::now().as_second())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_whose_clock_is_two_hours_behind_still_takes_a_decision_made_in_time_fault_17()
+-> Result<()> {
+    let studio = skewed_studio("skew-behind", -7200, 120).await?;
+    Studio::test(studio, async |f| {
+        apply_yaml(&f.admin, Some(&f.ns.name), &asking_run("behind")).await?;
+        let waiting = f.wait_pending_approval("behind").await?;
+        // By the sidecar's clock the approval "expired" nearly two hours ago: its expiresAt is
+        // the runner's, two hours behind.
+        let left = expires_in(&waiting)?;
+        ensure!(
+            (-7200..=-6900).contains(&left),
+            "the runner's clock is two hours behind: expiresAt is {left} s from now"
+        );
+        let pending = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_approvals.first())
+            .context("a pending approval")?
+            .clone();
+        // The sidecar compares no time: Alice's decision, in time by the runner's clock,
+        // is taken, and the run goes on along the approved edge.
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!(
+                "{}/api/v1/runs/{}/behind/approvals/{}",
+                f.sidecar_url, f.ns.name, pending.id
+            ),
+            &token(f.env, ALICE)?,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+        let done = f.wait_phase("behind", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&done).await?;
+        ensure!(
+            printed.iter().any(|e| e.kind() == "node.enter"
+                && serde_json::to_value(e).is_ok_and(|v| v["nodeId"] == "b")),
+            "the approved edge was taken"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_whose_clock_is_two_hours_ahead_expires_an_approval_after_its_timeout_not_its_clock_fault_17()
+-> Result<()> {
+    let studio = skewed_studio("skew-ahead", 7200, 6).await?;
+    Studio::test(studio, async |f| {
+        apply_yaml(&f.admin, Some(&f.ns.name), &asking_run("ahead")).await?;
+        let waiting = f.wait_pending_approval("ahead").await?;
+        let asked = std::time::Instant::now();
+        // By the sidecar's clock the approval has two hours left.
+        let left = expires_in(&waiting)?;
+        ensure!(
+            (7000..=7300).contains(&left),
+            "the runner's clock is two hours ahead: expiresAt is {left} s from now"
+        );
+        let pending = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_approvals.first())
+            .context("a pending approval")?
+            .clone();
+        // Nobody decides: it expires after its 6 s, measured by the runner's monotonic clock,
+        // a rejection; a decision then is too late, whatever expiresAt says.
+        let done = f.wait_phase("ahead", RunPhase::Rejected).await?;
+        let took = asked.elapsed();
+        ensure!(
+            took < Duration::from_secs(60),
+            "expired after {took:?}, not after its 6 s"
+        );
+        let printed = f.runner_log(&done).await?;
+        ensure!(
+            printed.iter().any(|e| e.kind() == "approval.decided"
+                && serde_json::to_value(e).is_ok_and(|v| v["decision"] == "expired")),
+            "settled as expired"
+        );
+        let approvals = format!(
+            "{}/api/v1/runs/{}/ahead/approvals",
+            f.sidecar_url, f.ns.name
+        );
+        let alice = token(f.env, ALICE)?;
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!("{approvals}/{}", pending.id),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::CONFLICT,
+            "a decision after expiry: {status} {body}"
+        );
+        Ok(())
+    })
+    .await
+}
+
 /// The run-token pair the release uses (`runToken.existingSecret`, as a GitOps install makes it):
 /// the test's own key, so the test can sign tokens (and forge them).
 fn run_token_secret() -> String {

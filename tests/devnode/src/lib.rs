@@ -170,6 +170,10 @@ pub struct ExecutorConfig {
     /// The network of container-mode pods: the host's (the default) or a namespace per pod
     /// with NetworkPolicies enforced ([`NetworkMode::Isolated`], which needs `images_dir`).
     pub pod_network: NetworkMode,
+    /// Variables set in every container besides its own (after the pod's, which
+    /// they do not override): a test's way to run every pod of the node under a changed
+    /// environment (a shifted clock, see `orrery_tests::skew`).
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl ExecutorConfig {
@@ -187,7 +191,14 @@ impl ExecutorConfig {
             shutdown_grace: Duration::from_secs(5),
             images_dir: None,
             pod_network: NetworkMode::Host,
+            extra_env: Vec::new(),
         }
+    }
+
+    /// `name=value` in every container (see [`ExecutorConfig::extra_env`]).
+    pub fn extra_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_env.push((name.into(), value.into()));
+        self
     }
 
     /// How container-mode pods are networked (see [`ExecutorConfig::pod_network`]).
@@ -328,7 +339,10 @@ impl PodExecutor {
                 .api_server
                 .as_deref()
                 .map(service_env)
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .chain(config.extra_env.iter().cloned())
+                .collect(),
             restart_backoff: config.restart_backoff,
             max_restart_backoff: config.max_restart_backoff,
             shutdown_grace: config.shutdown_grace,
