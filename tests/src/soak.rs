@@ -37,7 +37,10 @@
 use crate::fault_proxy::{Fault, FaultProxy, Matcher};
 use crate::manifests::{documents, draft_review_publish_on, scripted_model};
 use crate::sidecar_fixture::TestSidecar;
-use crate::studio::{Studio, StudioOptions, api_call, token};
+use crate::studio::{
+    ChartStudioOptions, FRONT_LABEL, ReplicatedOptions, SIDECAR_PORT, Studio, StudioOptions,
+    api_call, release_name, token,
+};
 use crate::testenv::ALICE;
 use anyhow::{Context as _, Result, ensure};
 use futures::StreamExt as _;
@@ -65,8 +68,12 @@ pub struct SoakOptions {
     pub faults: usize,
     /// The namespace's name prefix.
     pub prefix: String,
-    /// The kinds of fault drawn from; every kind when empty.
+    /// The kinds of fault drawn from; every kind of the system's when empty
+    /// ([`Chaos::ALL`], [`Chaos::CHART`]).
     pub kinds: Vec<Chaos>,
+    /// The chart with two operator replicas (leader election, the sidecar on PostgreSQL, pods
+    /// with addresses of their own) instead of in-process controllers.
+    pub chart: bool,
 }
 
 /// A fault of the chaos loop.
@@ -89,16 +96,37 @@ pub enum Chaos {
     /// Every process of the sidecar's PostgreSQL server killed with SIGKILL, then started
     /// again (it recovers from its write-ahead log).
     DatabaseKilled,
+    /// The chart: the operator pod holding the leader Lease deleted (its Deployment makes
+    /// another; a standby takes the Lease).
+    LeaderPod,
+    /// The chart: an operator pod not holding the Lease deleted.
+    StandbyPod,
+    /// The API server stopped (SIGSTOP) for 3 to 5 s, then continued: every client's requests
+    /// and watches hang, none fails.
+    ApiStalled,
 }
 
 impl Chaos {
-    /// Every fault, in the order the seed picks from.
+    /// Every fault of the in-process system, in the order the seed picks from.
     pub const ALL: [Chaos; 8] = [
         Chaos::Operator,
         Chaos::Sidecar,
         Chaos::Runner,
         Chaos::ApiOutage,
         Chaos::EventsDropped,
+        Chaos::Database,
+        Chaos::DatabaseRestarted,
+        Chaos::DatabaseKilled,
+    ];
+
+    /// Every fault of the chart's system ([`SoakOptions::chart`]); a killed sidecar is its
+    /// container in an operator pod.
+    pub const CHART: [Chaos; 8] = [
+        Chaos::LeaderPod,
+        Chaos::StandbyPod,
+        Chaos::Sidecar,
+        Chaos::Runner,
+        Chaos::ApiStalled,
         Chaos::Database,
         Chaos::DatabaseRestarted,
         Chaos::DatabaseKilled,
@@ -115,6 +143,9 @@ impl Chaos {
             Chaos::Database => "database connections cut",
             Chaos::DatabaseRestarted => "database restarted",
             Chaos::DatabaseKilled => "database killed (SIGKILL)",
+            Chaos::LeaderPod => "leader's pod deleted",
+            Chaos::StandbyPod => "standby's pod deleted",
+            Chaos::ApiStalled => "API server stopped (SIGSTOP)",
         }
     }
 }
@@ -289,9 +320,19 @@ fn watch_phases(studio: &Studio) -> (Phases, tokio::task::JoinHandle<()>) {
     (phases, task)
 }
 
+/// The sidecars people reach (their base URLs): the in-process one, or each operator pod's of
+/// the chart, kept current as pods come and go.
+type Sidecars = Arc<Mutex<Vec<String>>>;
+
+/// One of `sidecars`, the `n`th in turn (another one on each try).
+fn pick(sidecars: &Sidecars, n: usize) -> Option<String> {
+    let all = sidecars.lock().ok()?;
+    (!all.is_empty()).then(|| all[n % all.len()].clone())
+}
+
 /// The scripted person: decides every pending approval of the namespace once, approving,
 /// alternately through the sidecar's API and by appending to `status.decisions`.
-fn person(studio: &Studio, sidecar: String) -> Result<tokio::task::JoinHandle<()>> {
+fn person(studio: &Studio, sidecars: Sidecars) -> Result<tokio::task::JoinHandle<()>> {
     let runs = studio.runs();
     let alice = token(studio.env, ALICE)?;
     let ns = studio.ns.name.clone();
@@ -315,7 +356,7 @@ fn person(studio: &Studio, sidecar: String) -> Result<tokio::task::JoinHandle<()
                         continue;
                     }
                     by_api = !by_api;
-                    if by_api {
+                    if by_api && let Some(sidecar) = pick(&sidecars, decided.len()) {
                         let url = format!(
                             "{sidecar}/api/v1/runs/{ns}/{name}/approvals/{}",
                             approval.id
@@ -354,7 +395,7 @@ type Followed = Arc<Mutex<HashMap<String, Arc<Mutex<Vec<u64>>>>>>;
 /// with `Last-Event-ID` after every drop) until `run.end`, recording in `got` the seq of each
 /// event the sidecar sent, repeats included, so a gap or a repeat across a resume shows.
 async fn follow(
-    sidecar: String,
+    sidecars: Sidecars,
     ns: String,
     name: String,
     alice: String,
@@ -366,9 +407,13 @@ async fn follow(
     else {
         return;
     };
-    let url = format!("{sidecar}/api/v1/runs/{ns}/{name}/events");
     let mut last = 0u64;
-    loop {
+    for attempt in 0usize.. {
+        let Some(sidecar) = pick(&sidecars, attempt) else {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            continue;
+        };
+        let url = format!("{sidecar}/api/v1/runs/{ns}/{name}/events");
         let mut request = client
             .get(&url)
             .bearer_auth(&alice)
@@ -436,6 +481,377 @@ async fn stored_trace(sidecar: &str, ns: &str, name: &str, alice: &str) -> Resul
     Ok(events)
 }
 
+/// What the soak runs on (one of it per soak: its size does not matter).
+#[allow(clippy::large_enum_variant)]
+enum System {
+    /// The controllers in-process, their client through `proxy`; a sidecar of the soak's own.
+    InProcess {
+        proxy: FaultProxy,
+        sidecar: TestSidecar,
+    },
+    /// The chart with two operator replicas.
+    Chart(Chart),
+}
+
+/// RSS samples in bytes per `(pod, container and its ID)`, in time order.
+type Samples = Arc<Mutex<BTreeMap<(String, String), Vec<u64>>>>;
+
+/// The chart's side of a soak: its release, and a task that keeps the sidecars' URLs current,
+/// puts every operator pod behind the runners' front and samples the containers' RSS.
+struct Chart {
+    release: String,
+    tending: tokio::task::JoinHandle<()>,
+    /// RSS samples in bytes per `(pod, container and its ID)`, in time order.
+    rss: Samples,
+    /// Panics found in the logs of operator pods before they were deleted.
+    panics: Arc<Mutex<Vec<String>>>,
+}
+
+/// The replicated chart's settings for a soak: a short Lease (a deleted leader's successor
+/// takes over in seconds), the resync of the in-process soak.
+const CHART_VALUES: &[&str] = &[
+    "controller.leaderElection.leaseDurationSeconds=6",
+    "controller.leaderElection.leaseGraceSeconds=2",
+    "config.resyncSeconds=5",
+];
+
+/// Starts the system `options` asks for on `database`: the studio, the system, and the
+/// sidecars people reach.
+async fn start_system(options: &SoakOptions, database: &str) -> Result<(Studio, System, Sidecars)> {
+    if options.chart {
+        let (studio, urls) = Studio::install_replicated(
+            ChartStudioOptions {
+                prefix: &options.prefix,
+                prelude: "",
+                manifests: &models(),
+                users: &[ALICE],
+                policies: false,
+                values: CHART_VALUES,
+            },
+            ReplicatedOptions {
+                replicas: 2,
+                bridge: "orxsoak1",
+                subnet: "10.213.141.0/24",
+                database,
+            },
+        )
+        .await?;
+        let sidecars: Sidecars = Arc::new(Mutex::new(urls));
+        let release = release_name(&studio.ns.name);
+        let rss = Arc::default();
+        let tending = tend(&studio, &release, sidecars.clone(), Arc::clone(&rss));
+        let chart = Chart {
+            release,
+            tending,
+            rss,
+            panics: Arc::default(),
+        };
+        return Ok((studio, System::Chart(chart), sidecars));
+    }
+    let mut sidecar = TestSidecar::start(database, SidecarSettings::default()).await?;
+    let studio = Studio::start(StudioOptions {
+        prefix: &options.prefix,
+        sidecar_url: &sidecar.url,
+        manifests: &models(),
+        users: &[ALICE],
+        policies: false,
+        configure: &|config| {
+            config.run_limits.max_concurrent_runs_per_owner = None;
+            config.resync_seconds = 5;
+        },
+    })
+    .await;
+    let studio = match studio {
+        Ok(studio) => studio,
+        Err(e) => {
+            let _ = sidecar.stop().await;
+            return Err(e);
+        }
+    };
+    let proxy = match FaultProxy::start(studio.env).await {
+        Ok(proxy) => proxy,
+        Err(e) => {
+            let _ = studio.shutdown().await;
+            let _ = sidecar.stop().await;
+            return Err(e);
+        }
+    };
+    let sidecars: Sidecars = Arc::new(Mutex::new(vec![sidecar.url.clone()]));
+    Ok((studio, System::InProcess { proxy, sidecar }, sidecars))
+}
+
+/// The operator pods of `release` that run both containers on an address of their own and
+/// are not being deleted: `(name, sidecar URL, labelled for the front)`.
+async fn live_operator_pods(
+    pods: &kube::Api<Pod>,
+    release: &str,
+) -> Result<Vec<(String, String, bool, Pod)>> {
+    let selector = crate::chart::operator_selector(release);
+    let mut live = Vec::new();
+    for pod in pods
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+    {
+        let status = pod.status.as_ref();
+        let running = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .map_or(0, |cs| {
+                cs.iter()
+                    .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+                    .count()
+            });
+        let ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+        if pod.metadata.deletion_timestamp.is_some()
+            || running < 2
+            || ip.is_empty()
+            || ip.starts_with("127.")
+        {
+            continue;
+        }
+        let front = pod
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.get(FRONT_LABEL).is_some_and(|v| v == "true"));
+        live.push((
+            pod.metadata.name.clone().unwrap_or_default(),
+            format!("http://{ip}:{SIDECAR_PORT}"),
+            front,
+            pod,
+        ));
+    }
+    live.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(live)
+}
+
+/// The chart's tending task: every half second the sidecars' URLs are the live operator pods',
+/// each of them is put behind the runners' front (a pod its Deployment made again has not
+/// been), and every 5 s each container's RSS is sampled.
+fn tend(
+    studio: &Studio,
+    release: &str,
+    sidecars: Sidecars,
+    rss: Samples,
+) -> tokio::task::JoinHandle<()> {
+    let pods = studio.pods();
+    let release = release.to_owned();
+    let runc = studio
+        .executor()
+        .runc_state_dir()
+        .map(std::path::Path::to_path_buf);
+    tokio::spawn(async move {
+        for tick in 0u64.. {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Ok(live) = live_operator_pods(&pods, &release).await else {
+                continue;
+            };
+            if !live.is_empty()
+                && let Ok(mut all) = sidecars.lock()
+            {
+                *all = live.iter().map(|(_, url, _, _)| url.clone()).collect();
+            }
+            for (name, _, front, _) in &live {
+                if !front {
+                    let patch = json!({"metadata": {"labels": {FRONT_LABEL: "true"}}});
+                    let _ = pods
+                        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await;
+                }
+            }
+            if tick % 10 != 0 {
+                continue;
+            }
+            let Some(runc) = &runc else { continue };
+            for (name, _, _, pod) in &live {
+                let statuses = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.clone())
+                    .unwrap_or_default();
+                for c in statuses {
+                    let Some(id) = c
+                        .container_id
+                        .as_deref()
+                        .and_then(|id| id.strip_prefix("runc://"))
+                    else {
+                        continue;
+                    };
+                    if let Some(bytes) = container_rss(runc, id).await
+                        && let Ok(mut all) = rss.lock()
+                    {
+                        // Per process: a container started again is another one.
+                        all.entry((name.clone(), format!("{} ({id})", c.name)))
+                            .or_default()
+                            .push(bytes);
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The resident set of runc container `id`'s first process, in bytes.
+async fn container_rss(state: &std::path::Path, id: &str) -> Option<u64> {
+    let out = tokio::process::Command::new("runc")
+        .arg("--root")
+        .arg(state)
+        .args(["state", id])
+        .output()
+        .await
+        .ok()?;
+    let state: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let pid = state["pid"].as_u64()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Lines of `log` that say a thread panicked.
+fn panic_lines(log: &str) -> impl Iterator<Item = &str> {
+    log.lines().filter(|l| l.contains("panicked at"))
+}
+
+impl Chart {
+    /// The live operator pods' names.
+    async fn operator_pods(&self, studio: &Studio) -> Result<Vec<String>> {
+        Ok(live_operator_pods(&studio.pods(), &self.release)
+            .await?
+            .into_iter()
+            .map(|(name, ..)| name)
+            .collect())
+    }
+
+    /// The pod holding the leader Lease, if any holds it.
+    async fn lease_holder(&self, studio: &Studio) -> Option<String> {
+        let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+            studio.ns.api(&studio.admin);
+        leases
+            .get_opt(&format!("{}-operator", self.release))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+    }
+
+    /// Keeps the panics in pod `pod`'s container logs before it is deleted (its logs go
+    /// with it).
+    async fn keep_logs(&self, studio: &Studio, pod: &str) {
+        let Ok(logs) = studio.container_logs().await else {
+            return;
+        };
+        for (p, container, text) in logs {
+            if p == pod
+                && let Ok(mut panics) = self.panics.lock()
+            {
+                panics.extend(panic_lines(&text).map(|l| format!("{p}/{container}: {l}")));
+            }
+        }
+    }
+
+    /// The chart's invariants: a live pod holds the Lease; each operator and sidecar container
+    /// that lived through the soak ends with an RSS within twice (and 64 MiB of) what it first
+    /// used; no container of an operator pod panicked.
+    async fn check(&self, studio: &Studio, report: &mut SoakReport) -> Result<()> {
+        let holder = crate::harness::eventually(Duration::from_secs(30), || async {
+            let live = self.operator_pods(studio).await?;
+            let holder = self.lease_holder(studio).await.context("no Lease holder")?;
+            ensure!(
+                live.contains(&holder),
+                "the Lease is held by {holder}, not one of the live pods {live:?}"
+            );
+            Ok(holder)
+        })
+        .await;
+        report.checks.push((
+            "the Lease held by a live pod",
+            1,
+            holder.err().map(|e| format!("{e:#}")).into_iter().collect(),
+        ));
+        let samples = self.rss.lock().map(|r| r.clone()).unwrap_or_default();
+        let mut measured = 0;
+        let mut grown = Vec::new();
+        for ((pod, container), rss) in &samples {
+            // Long enough to tell: half a minute of samples.
+            if rss.len() < 6 {
+                continue;
+            }
+            measured += 1;
+            let first = rss[..3].iter().copied().max().unwrap_or_default();
+            let last = rss.last().copied().unwrap_or_default();
+            eprintln!(
+                "soak: RSS {pod}/{container}: {} MiB at first, {} MiB at the end, {} samples",
+                first >> 20,
+                last >> 20,
+                rss.len()
+            );
+            if last > first.saturating_mul(2) && last - first > 64 << 20 {
+                grown.push(format!(
+                    "{pod}/{container}: {} MiB to {} MiB",
+                    first >> 20,
+                    last >> 20
+                ));
+            }
+        }
+        report
+            .checks
+            .push(("operator and sidecar RSS flat", measured, grown));
+        let mut panics = self.panics.lock().map(|p| p.clone()).unwrap_or_default();
+        let live = self.operator_pods(studio).await?;
+        for (pod, container, text) in studio.container_logs().await? {
+            if live.contains(&pod) {
+                panics.extend(panic_lines(&text).map(|l| format!("{pod}/{container}: {l}")));
+            }
+        }
+        report
+            .checks
+            .push(("no panic in an operator pod", live.len(), panics));
+        Ok(())
+    }
+}
+
+/// The API server stopped with SIGSTOP; continued when resumed or dropped (whatever
+/// happens, the control plane is never left stopped).
+struct ApiStall(i32);
+
+impl ApiStall {
+    /// Stops the API server of `env` (its `TESTENV_APISERVER_PID`).
+    fn stop(env: &crate::testenv::TestEnv) -> Result<ApiStall> {
+        let pid: i32 = env
+            .var("TESTENV_APISERVER_PID")
+            .context("the control plane does not say its API server's PID (TESTENV_APISERVER_PID)")?
+            .parse()
+            .context("TESTENV_APISERVER_PID")?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGSTOP,
+        )
+        .context("stopping the API server")?;
+        Ok(ApiStall(pid))
+    }
+
+    fn resume(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ApiStall {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGCONT,
+        );
+    }
+}
+
 /// Runs the soak and checks the invariants.
 pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
     count_panics();
@@ -449,26 +865,22 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             .context("PostgreSQL start-up task")??,
     );
     let database = server.create_database(&options.prefix).await?;
-    let mut sidecar = TestSidecar::start(&database, SidecarSettings::default()).await?;
-    let mut studio = Studio::start(StudioOptions {
-        prefix: &options.prefix,
-        sidecar_url: &sidecar.url,
-        manifests: &models(),
-        users: &[ALICE],
-        policies: false,
-        configure: &|config| {
-            config.run_limits.max_concurrent_runs_per_owner = None;
-            config.resync_seconds = 5;
-        },
-    })
-    .await?;
-    let proxy = FaultProxy::start(studio.env).await?;
+    let (mut studio, mut system, sidecars) = match start_system(options, &database).await {
+        Ok(started) => started,
+        Err(e) => {
+            let _ = tokio::task::spawn_blocking(move || drop(server)).await;
+            return Err(e);
+        }
+    };
     let result = async {
-        studio.kill_operator().await?;
-        studio.start_operator_through(&proxy).await?;
+        if let System::InProcess { proxy, .. } = &system {
+            studio.kill_operator().await?;
+            studio.start_operator_through(proxy).await?;
+        }
         let (phases, watching) = watch_phases(&studio);
-        // The sidecar comes back on the same port after each kill.
-        let deciding = person(&studio, sidecar.url.clone())?;
+        // The in-process sidecar comes back on the same port after each kill; the chart's are
+        // each operator pod's, kept current.
+        let deciding = person(&studio, sidecars.clone())?;
         let followed: Followed = Arc::default();
         let alice = token(studio.env, ALICE)?;
 
@@ -487,9 +899,9 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         }
         let submitting = {
             let runs = studio.runs();
-            let (followed, sidecar_url, ns, alice) = (
+            let (followed, sidecars, ns, alice) = (
                 followed.clone(),
-                sidecar.url.clone(),
+                sidecars.clone(),
                 studio.ns.name.clone(),
                 alice.clone(),
             );
@@ -517,7 +929,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                                 all.insert(name.clone(), got.clone());
                             }
                             followers.push(tokio::spawn(follow(
-                                sidecar_url.clone(),
+                                sidecars.clone(),
                                 ns.clone(),
                                 name,
                                 alice.clone(),
@@ -536,10 +948,12 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         let mut disrupted: HashMap<String, String> = HashMap::new();
         // Every kind once, in a seeded order, before any comes again.
         let mut order: Vec<Chaos> = Vec::new();
-        let kinds = if options.kinds.is_empty() {
-            Chaos::ALL.to_vec()
-        } else {
+        let kinds = if !options.kinds.is_empty() {
             options.kinds.clone()
+        } else if options.chart {
+            Chaos::CHART.to_vec()
+        } else {
+            Chaos::ALL.to_vec()
         };
         while order.len() < options.faults {
             let mut round = kinds.clone();
@@ -557,18 +971,52 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                 chaos.name()
             );
             let mut injected = true;
-            match chaos {
-                Chaos::Operator => {
+            match (chaos, &mut system) {
+                (Chaos::Operator, System::InProcess { proxy, .. }) => {
                     studio.kill_operator().await?;
                     tokio::time::sleep(Duration::from_millis(rng.between(1000, 3000))).await;
-                    studio.start_operator_through(&proxy).await?;
+                    studio.start_operator_through(proxy).await?;
                 }
-                Chaos::Sidecar => {
+                (Chaos::Sidecar, System::InProcess { sidecar, .. }) => {
                     sidecar.kill().await;
                     tokio::time::sleep(Duration::from_millis(rng.between(1000, 3000))).await;
                     sidecar.restart().await?;
                 }
-                Chaos::Runner => {
+                (Chaos::Sidecar, System::Chart(chart)) => {
+                    let live = chart.operator_pods(&studio).await?;
+                    injected = false;
+                    if !live.is_empty() {
+                        let pod = &live[rng.between(0, live.len() as u64 - 1) as usize];
+                        match studio.kill_container(pod, "sidecar").await {
+                            Ok(()) => injected = true,
+                            Err(e) => eprintln!("soak: killing {pod}'s sidecar: {e:#}"),
+                        }
+                    }
+                }
+                (Chaos::LeaderPod | Chaos::StandbyPod, System::Chart(chart)) => {
+                    let live = chart.operator_pods(&studio).await?;
+                    let holder = chart.lease_holder(&studio).await;
+                    let candidates: Vec<&String> = live
+                        .iter()
+                        .filter(|p| (Some(*p) == holder.as_ref()) == (chaos == Chaos::LeaderPod))
+                        .collect();
+                    injected = false;
+                    if !candidates.is_empty() {
+                        let pod =
+                            candidates[rng.between(0, candidates.len() as u64 - 1) as usize].clone();
+                        chart.keep_logs(&studio, &pod).await;
+                        match studio.pods().delete(&pod, &DeleteParams::default()).await {
+                            Ok(_) => injected = true,
+                            Err(e) => eprintln!("soak: deleting {pod}: {e}"),
+                        }
+                    }
+                }
+                (Chaos::ApiStalled, _) => {
+                    let stalled = ApiStall::stop(studio.env)?;
+                    tokio::time::sleep(Duration::from_millis(rng.between(3000, 5000))).await;
+                    stalled.resume();
+                }
+                (Chaos::Runner, _) => {
                     let running: Vec<String> = studio
                         .runs()
                         .list(&ListParams::default())
@@ -602,18 +1050,18 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                         }
                     }
                 }
-                Chaos::ApiOutage => {
+                (Chaos::ApiOutage, System::InProcess { proxy, .. }) => {
                     proxy.set(Fault::Reset, Matcher::all());
                     proxy.cut_streams();
                     tokio::time::sleep(Duration::from_millis(rng.between(3000, 5000))).await;
                     proxy.clear();
                 }
-                Chaos::EventsDropped => {
+                (Chaos::EventsDropped, System::InProcess { proxy, .. }) => {
                     proxy.set(Fault::DropEvents, Matcher::all());
                     tokio::time::sleep(Duration::from_secs(6)).await;
                     proxy.clear();
                 }
-                Chaos::Database => {
+                (Chaos::Database, _) => {
                     server
                         .execute(
                             &database,
@@ -622,7 +1070,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                         )
                         .await?;
                 }
-                Chaos::DatabaseRestarted | Chaos::DatabaseKilled => {
+                (Chaos::DatabaseRestarted | Chaos::DatabaseKilled, _) => {
                     let down = server.clone();
                     tokio::task::spawn_blocking(move || match chaos {
                         Chaos::DatabaseKilled => down.kill(),
@@ -635,6 +1083,10 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                     tokio::task::spawn_blocking(move || up.start_again())
                         .await
                         .context("starting PostgreSQL again")??;
+                }
+                (other, _) => {
+                    eprintln!("soak: {} is not a fault of this system", other.name());
+                    injected = false;
                 }
             }
             if injected {
@@ -672,8 +1124,11 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             }
             if Instant::now() >= deadline {
                 // What the operator asked about the runs and their watches, for the report.
-                let asked: Vec<String> = proxy
-                    .seen()
+                let seen = match &system {
+                    System::InProcess { proxy, .. } => proxy.seen(),
+                    System::Chart(_) => Vec::new(),
+                };
+                let asked: Vec<String> = seen
                     .iter()
                     .filter(|s| s.path.contains("studioruns"))
                     .map(|s| {
@@ -747,9 +1202,10 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         let mut broken = Vec::new();
         let mut compared = 0;
         let mut traces: HashMap<String, Vec<TraceEvent>> = HashMap::new();
+        let sidecar_url = pick(&sidecars, 0).context("no sidecar to read from")?;
         for run in &runs {
             let name = run.metadata.name.clone().unwrap_or_default();
-            let stored = stored_trace(&sidecar.url, &ns, &name, &alice).await?;
+            let stored = stored_trace(&sidecar_url, &ns, &name, &alice).await?;
             let seqs: Vec<u64> = stored.iter().map(|e| e.seq).collect();
             let want: Vec<u64> = (1..=seqs.len() as u64).collect();
             if seqs != want {
@@ -822,7 +1278,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             }
             let (status, body) = api_call(
                 reqwest::Method::GET,
-                format!("{}/api/v1/runs/{ns}/{name}/approvals", sidecar.url),
+                format!("{sidecar_url}/api/v1/runs/{ns}/{name}/approvals"),
                 &alice,
                 None,
             )
@@ -897,7 +1353,12 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             broken,
         ));
 
-        // 6. No panic.
+        // 6. The chart: the Lease held by a live pod, RSS flat, no panic in any container.
+        if let System::Chart(chart) = &system {
+            chart.check(&studio, &mut report).await?;
+        }
+
+        // 7. No panic.
         let panics = PANICS.load(Ordering::SeqCst) - panics_before;
         report.checks.push((
             "no panic in the process",
@@ -913,7 +1374,13 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
     }
     .await;
     let stopped = studio.shutdown().await;
-    let sidecar_stopped = sidecar.stop().await;
+    let sidecar_stopped = match &mut system {
+        System::InProcess { sidecar, .. } => sidecar.stop().await,
+        System::Chart(chart) => {
+            chart.tending.abort();
+            Ok(())
+        }
+    };
     // Dropping the server waits for it to stop.
     let _ = tokio::task::spawn_blocking(move || drop(server)).await;
     let report = result?;

@@ -343,7 +343,7 @@ pub struct ReplicatedOptions<'a> {
 
 /// The sidecar's and the controller's metrics port in a replicated install (each pod has its
 /// own address, so fixed ports do).
-const SIDECAR_PORT: u16 = 8080;
+pub const SIDECAR_PORT: u16 = 8080;
 const METRICS_PORT: u16 = 8081;
 
 /// PostgreSQL for pods: a front on the gateway forwarding to the server on loopback (which

@@ -25,6 +25,7 @@ async fn forty_runs_under_eight_seeded_faults_keep_every_invariant() -> Result<(
         faults: usize::try_from(setting("ORRERY_SOAK_FAULTS", 8)?)?,
         prefix: "soak".into(),
         kinds: Vec::new(),
+        chart: false,
     };
     let report = soak(&options).await?;
     println!("{}", report.table());
@@ -43,6 +44,7 @@ async fn twenty_runs_keep_every_event_once_and_in_order_while_postgresql_is_rest
         faults: 4,
         prefix: "soak-pg".into(),
         kinds: vec![Chaos::DatabaseRestarted, Chaos::DatabaseKilled],
+        chart: false,
     };
     let report = soak(&options).await?;
     println!("{}", report.table());
@@ -51,6 +53,34 @@ async fn twenty_runs_keep_every_event_once_and_in_order_while_postgresql_is_rest
         ensure!(
             report.faults.get(kind) == Some(&2),
             "{} twice: {:?}",
+            kind.name(),
+            report.faults
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_with_two_replicas_keeps_every_invariant_while_its_leader_standby_sidecar_api_server_and_database_fail()
+-> Result<()> {
+    // Every fault of the chart's system once: the leader's and a standby's pod deleted, a
+    // sidecar container killed, a runner pod deleted, the API server stopped, the database's
+    // connections cut, the server restarted and killed.
+    let options = SoakOptions {
+        seed: 28,
+        runs: 24,
+        faults: 8,
+        prefix: "soak-chart".into(),
+        kinds: Vec::new(),
+        chart: true,
+    };
+    let report = soak(&options).await?;
+    println!("{}", report.table());
+    ensure!(report.held(), "an invariant broke:\n{}", report.table());
+    for kind in Chaos::CHART {
+        ensure!(
+            report.faults.get(&kind).is_some_and(|n| *n >= 1) || kind == Chaos::Runner,
+            "{} at least once: {:?}",
             kind.name(),
             report.faults
         );

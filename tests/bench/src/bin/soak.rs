@@ -5,8 +5,11 @@
 //!
 //! ```text
 //! cargo build -p orrery-runner --bin orrery -p orrery-operator
-//! tests/e2e.sh cargo run -p orrery-bench --bin soak -- [--seed 26] [--runs 1000] [--faults 300]
+//! tests/e2e.sh cargo run -p orrery-bench --bin soak -- [--seed 26] [--runs 1000] [--faults 300] [--chart]
 //! ```
+//!
+//! `--chart` soaks the Helm chart with two operator replicas instead of in-process controllers
+//! (it needs the images: `tests/images.sh`-built, as the chart's end-to-end tests do).
 //!
 //! Needs root and runc (the runners run as containers of the dev node) and PostgreSQL.
 
@@ -20,9 +23,14 @@ fn args() -> Result<SoakOptions> {
         faults: 300,
         prefix: "soak".into(),
         kinds: Vec::new(),
+        chart: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--chart" {
+            out.chart = true;
+            continue;
+        }
         let value = it
             .next()
             .with_context(|| format!("{flag} needs a number"))?;
@@ -35,7 +43,9 @@ fn args() -> Result<SoakOptions> {
             "--seed" => out.seed = number()?,
             "--runs" => out.runs = usize::try_from(number()?)?,
             "--faults" => out.faults = usize::try_from(number()?)?,
-            other => bail!("unknown argument {other}; use --seed N, --runs N and --faults N"),
+            other => {
+                bail!("unknown argument {other}; use --seed N, --runs N, --faults N and --chart")
+            }
         }
     }
     Ok(out)
