@@ -493,7 +493,7 @@ enum System {
     Chart(Chart),
 }
 
-/// RSS samples in bytes per `(pod, container and its ID)`, in time order.
+/// RSS samples in bytes per `(pod, container and its restart count)`, in time order.
 type Samples = Arc<Mutex<BTreeMap<(String, String), Vec<u64>>>>;
 
 /// The chart's side of a soak: its release, and a task that keeps the sidecars' URLs current,
@@ -501,7 +501,7 @@ type Samples = Arc<Mutex<BTreeMap<(String, String), Vec<u64>>>>;
 struct Chart {
     release: String,
     tending: tokio::task::JoinHandle<()>,
-    /// RSS samples in bytes per `(pod, container and its ID)`, in time order.
+    /// RSS samples in bytes per `(pod, container and its restart count)`, in time order.
     rss: Samples,
     /// Panics found in the logs of operator pods before they were deleted.
     panics: Arc<Mutex<Vec<String>>>,
@@ -681,7 +681,7 @@ fn tend(
                         && let Ok(mut all) = rss.lock()
                     {
                         // Per process: a container started again is another one.
-                        all.entry((name.clone(), format!("{} ({id})", c.name)))
+                        all.entry((name.clone(), format!("{} #{}", c.name, c.restart_count)))
                             .or_default()
                             .push(bytes);
                     }
