@@ -540,6 +540,141 @@ async fn a_killed_runner_or_a_deleted_pod_fails_the_run_with_the_reason() -> Res
     .await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_api_key_echoed_back_by_its_model_is_found_nowhere_but_in_the_request_attack_43()
+-> Result<()> {
+    use orrery_tests::stub_model::{StubModel, StubReply, Wire};
+    use orrery_tests::studio::{api_call, token};
+    use orrery_tests::testenv::ALICE;
+    // A key nothing else contains, of no shape the general redaction knows (a vLLM or proxy
+    // key can be anything), and a model that answers 401 repeating it, as providers do
+    // ("Incorrect API key provided: …").
+    let canary = format!("canary{:016x}", rand_u64());
+    let stub = StubModel::start().await?;
+    stub.set_default(StubReply::error(
+        401,
+        &format!(
+            "Incorrect API key provided: {canary}. You can find your API key in your account."
+        ),
+    ));
+    let studio = Studio::install_on(
+        ChartNode::default(),
+        ChartStudioOptions {
+            prefix: "run-canary",
+            prelude: "",
+            manifests: &scripted(),
+            users: &[ALICE],
+            policies: false,
+            values: &[],
+        },
+    )
+    .await?;
+    Studio::test(studio, async |f| {
+        let ns = f.ns.name.clone();
+        f.apply(
+            &json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "model-key"},
+                "stringData": {"api-key": canary}
+            })
+            .to_string(),
+        )
+        .await?;
+        f.apply(
+            &json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+                "metadata": {"name": "leaky"},
+                "spec": {"model": {"provider": "OpenAI", "model": "gpt-test",
+                                   "baseUrl": stub.base_url(Wire::OpenAi),
+                                   "apiKey": {"secretKeyRef": {"name": "model-key", "key": "api-key"}}}}
+            })
+            .to_string(),
+        )
+        .await?;
+        f.apply(
+            &json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+                "metadata": {"name": "canary"},
+                "spec": {
+                    "composition": {
+                        "pattern": "Pipeline",
+                        "nodes": [{"id": "draft", "kind": "LLMAgent", "model": "leaky",
+                                   "instruction": "Draft it."}]
+                    },
+                    "input": "the notes",
+                    "owner": ALICE
+                }
+            })
+            .to_string(),
+        )
+        .await?;
+        let failed = f.wait_phase("canary", RunPhase::Failed).await?;
+        // The key went where it belongs, and the refusal came back: the test can see a leak.
+        let sent = stub.requests().iter().any(|r| {
+            r.headers.get("authorization").map(String::as_str) == Some(&format!("Bearer {canary}"))
+        });
+        ensure!(sent, "the runner sent the key to the model");
+        let error = failed.status.as_ref().and_then(|s| s.error.clone());
+        ensure!(
+            error.as_ref().is_some_and(|e| e.message.contains("401")),
+            "the run says the model refused: {error:?}"
+        );
+
+        // Nowhere else: the run and the entry, every Event of the namespace, every container's
+        // log (the runner's output, the operator's and the sidecar's), the stored trace.
+        let mut places: Vec<(String, String)> = Vec::new();
+        places.push(("the StudioRun".into(), serde_json::to_string(&f.runs().get("canary").await?)?));
+        let entries: Api<orrery_crds::RegistryEntry> = f.ns.api(&f.admin);
+        places.push(("the RegistryEntry".into(), serde_json::to_string(&entries.get("leaky").await?)?));
+        let events: Api<k8s_openapi::api::core::v1::Event> = f.ns.api(&f.admin);
+        for event in events.list(&Default::default()).await?.items {
+            places.push((format!("Event {}", event.name_any()), serde_json::to_string(&event)?));
+        }
+        let logs = f.container_logs().await?;
+        ensure!(
+            logs.iter().any(|(_, c, _)| c == "runner") && logs.iter().any(|(_, c, _)| c == "sidecar"),
+            "the runner's and the sidecar's logs are read: {:?}",
+            logs.iter().map(|(p, c, _)| format!("{p}/{c}")).collect::<Vec<_>>()
+        );
+        for (pod, container, text) in logs {
+            places.push((format!("the log of {pod}/{container}"), text));
+        }
+        let (status, body) = api_call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/runs/{ns}/canary/events", f.sidecar_url),
+            &token(f.env, ALICE)?,
+            None,
+        )
+        .await?;
+        ensure!(status.is_success(), "the stored trace: {status} {body}");
+        ensure!(
+            body["events"].as_array().is_some_and(|e| !e.is_empty()),
+            "the stored trace has events: {body}"
+        );
+        places.push(("the stored trace".into(), body.to_string()));
+        let leaks: Vec<&str> = places
+            .iter()
+            .filter(|(_, text)| text.contains(&canary))
+            .map(|(what, _)| what.as_str())
+            .collect();
+        ensure!(leaks.is_empty(), "the canary key leaked into {leaks:?}");
+        Ok(())
+    })
+    .await
+}
+
+/// A number for a test's own canary.
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
+}
+
 /// An MCP server's stand-in in front of the demo fleet's tools: it passes every request on,
 /// except a `tools/call`, which it counts and never answers (a call the remote is still
 /// working on).
