@@ -841,3 +841,112 @@ async fn the_probe_pod_of_a_private_entry_reaches_it_on_the_gateway_and_nothing_
     );
     Ok(())
 }
+
+/// Waits until pod `name` has ended; its phase and its container's termination message.
+async fn wait_ended(pods: &Api<Pod>, name: &str) -> Result<(String, String)> {
+    eventually(Duration::from_secs(90), || async {
+        let pod = pods.get(name).await?;
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
+        ensure!(
+            phase == "Succeeded" || phase == "Failed",
+            "pod {name} is {phase:?}"
+        );
+        let message = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|cs| cs.first())
+            .and_then(|c| c.state.as_ref())
+            .and_then(|s| s.terminated.as_ref())
+            .and_then(|t| t.message.clone())
+            .unwrap_or_default();
+        Ok((phase, message))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_shipped_egress_check_is_held_under_its_policy_and_reaches_the_api_server_without_it_attack_48()
+-> Result<()> {
+    require_prerequisites();
+    let env = testenv::shared_async().await?;
+    let ns = TestNamespace::create(env, "netpol-egress").await?;
+    let client = env.admin().await?;
+    let exec = isolated_executor(&client, env, &ns.name, "orxeg1", "10.213.142.0/24").await?;
+    let pods: Api<Pod> = ns.api(&client);
+    let outcome = async {
+        // The manifest a platform team applies, with the image the tests build.
+        let text = std::fs::read_to_string(workspace_root().join("deploy/egress-check.yaml"))?;
+        let mut policy: Option<NetworkPolicy> = None;
+        let mut pod: Option<Pod> = None;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value =
+                serde_json::to_value(<serde_yaml::Value as serde::Deserialize>::deserialize(doc)?)?;
+            match value["kind"].as_str() {
+                Some("NetworkPolicy") => policy = Some(serde_json::from_value(value)?),
+                Some("Pod") => pod = Some(serde_json::from_value(value)?),
+                other => bail!("deploy/egress-check.yaml holds a {other:?}"),
+            }
+        }
+        let (policy, mut pod) = (
+            policy.context("the manifest's NetworkPolicy")?,
+            pod.context("the manifest's Pod")?,
+        );
+        let container = pod
+            .spec
+            .as_mut()
+            .and_then(|s| s.containers.first_mut())
+            .context("the check's container")?;
+        container.image = Some(RUNNER_IMAGE.to_owned());
+        let post = PostParams::default();
+
+        // Without its policy (another name and label, so the policy never selects it), the
+        // network lets it out: it reaches the API server and fails, saying so.
+        let mut unheld = pod.clone();
+        unheld.metadata.name = Some("unheld".into());
+        unheld.metadata.labels = Some([("app".to_owned(), "unheld".to_owned())].into());
+        pods.create(&post, &unheld).await?;
+        let (phase, message) = wait_ended(&pods, "unheld").await?;
+        let report: serde_json::Value = serde_json::from_str(message.trim())
+            .with_context(|| format!("the report: {message:?}"))?;
+        ensure!(
+            phase == "Failed" && report["held"] == false,
+            "without a policy: {phase} {report}"
+        );
+        let reached: Vec<&str> = report["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["reached"] == true)
+            .filter_map(|t| t["target"].as_str())
+            .collect();
+        ensure!(!reached.is_empty(), "{report}");
+
+        // Under its policy, as shipped: nothing is reached, and it succeeds.
+        let policies: Api<NetworkPolicy> = ns.api(&client);
+        policies.create(&post, &policy).await?;
+        pods.create(&post, &pod).await?;
+        let (phase, message) = wait_ended(&pods, "orrery-egress-check").await?;
+        let report: serde_json::Value = serde_json::from_str(message.trim())
+            .with_context(|| format!("the report: {message:?}"))?;
+        ensure!(
+            phase == "Succeeded" && report["held"] == true,
+            "under the policy: {phase} {report}"
+        );
+        let tried: Vec<&str> = report["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["target"].as_str())
+            .collect();
+        ensure!(
+            reached.iter().all(|r| tried.contains(r)) && tried.contains(&"169.254.169.254:80"),
+            "the same targets were tried: {tried:?} (reached before: {reached:?})"
+        );
+        Ok(())
+    }
+    .await;
+    let shutdown = exec.shutdown().await;
+    outcome?;
+    shutdown?;
+    Ok(())
+}

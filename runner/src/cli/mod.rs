@@ -9,6 +9,7 @@ mod crds;
 #[cfg(feature = "cli")]
 mod demo;
 mod deployment;
+mod egress;
 #[cfg(feature = "cli")]
 mod import;
 #[cfg(feature = "cli")]
@@ -80,6 +81,11 @@ pub enum Command {
     /// report as one JSON line on standard output and in --termination-log. Exit code 0 pinned,
     /// 1 the probe failed, 2 unreadable entry.
     Probe(probe::ProbeArgs),
+    /// Whether this pod's network lets it reach what a runner pod must never reach (the cloud
+    /// metadata address, the API server, a public address): run it in a pod made like a runner
+    /// pod under a policy made like a run's (deploy/egress-check.yaml). Exit code 0 nothing was
+    /// reached, 1 something was, 2 usage.
+    EgressCheck(egress::EgressCheckArgs),
     /// Print a published document as JSON: the Composition spec's JSON Schema, the trace
     /// events' JSON Schema, or the capabilities (node kinds, patterns, limits, ceilings).
     #[cfg(feature = "cli")]
@@ -141,6 +147,7 @@ pub fn run(cli: Cli) -> ExitCode {
         #[cfg(feature = "cli")]
         Command::Pins(args) => pins::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::EgressCheck(args) => egress::run(&args),
         #[cfg(feature = "cli")]
         Command::Schema(args) => schema::run(&args),
         #[cfg(feature = "cli")]
