@@ -179,24 +179,28 @@ mod tests {
     #[test]
     fn the_full_cli_has_the_pod_commands_and_every_full_cli_only_command() {
         let names = command_names();
-        for name in ["run", "probe", "validate"]
-            .iter()
-            .chain(FULL_CLI_ONLY.iter())
-        {
+        for name in POD_COMMANDS.iter().chain(FULL_CLI_ONLY.iter()) {
             assert!(
                 names.iter().any(|n| n == name),
                 "{name} missing from {names:?}"
             );
         }
-        assert_eq!(names.len(), 3 + FULL_CLI_ONLY.len(), "{names:?}");
+        assert_eq!(
+            names.len(),
+            POD_COMMANDS.len() + FULL_CLI_ONLY.len(),
+            "{names:?}"
+        );
     }
+
+    /// What the runner image's binary runs: a run, a probe, the egress check, validation.
+    const POD_COMMANDS: [&str; 4] = ["egress-check", "probe", "run", "validate"];
 
     #[cfg(not(feature = "cli"))]
     #[test]
-    fn the_runner_image_build_has_run_probe_and_validate_only() {
+    fn the_runner_image_build_has_run_probe_egress_check_and_validate_only() {
         let mut names = command_names();
         names.sort();
-        assert_eq!(names, ["probe", "run", "validate"]);
+        assert_eq!(names, POD_COMMANDS);
     }
 
     #[cfg(not(feature = "cli"))]
