@@ -1095,8 +1095,10 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         }
         let followers = submitting.await.context("submitting the runs")?;
 
-        // Every run ends.
-        let deadline = Instant::now() + Duration::from_secs(300);
+        // Every run ends. A long soak can leave a backlog that takes a while: the runs must keep
+        // ending, and stalling 300 s with runs open is a failure.
+        let mut deadline = Instant::now() + Duration::from_secs(300);
+        let mut open_before = usize::MAX;
         let runs = loop {
             let runs = studio.runs().list(&ListParams::default()).await?.items;
             let open: Vec<String> = runs
@@ -1122,6 +1124,10 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             if runs.len() == options.runs && open.is_empty() {
                 break runs;
             }
+            if open.len() < open_before {
+                open_before = open.len();
+                deadline = Instant::now() + Duration::from_secs(300);
+            }
             if Instant::now() >= deadline {
                 // What the operator asked about the runs and their watches, for the report.
                 let seen = match &system {
@@ -1142,7 +1148,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                     })
                     .collect();
                 anyhow::bail!(
-                    "{} of {} runs created, still open: {open:?}; the operator's requests about runs:\n{}",
+                    "{} of {} runs created, no run ended for 300 s, still open: {open:?}; the operator's requests about runs:\n{}",
                     runs.len(),
                     options.runs,
                     asked.join("\n")
