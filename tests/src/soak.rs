@@ -852,6 +852,25 @@ impl Drop for ApiStall {
     }
 }
 
+/// Creates `run` as a person would under the faults: a request the API server never answered
+/// (a stalled or restarted server) is sent again, and a run found to exist already (its first
+/// request landed, its answer was lost) counts as created.
+async fn create_run(runs: &kube::Api<StudioRun>, run: &StudioRun) -> Result<()> {
+    let mut last = None;
+    for _ in 0..20 {
+        match runs.create(&kube::api::PostParams::default(), run).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code < 500 && s.code != 429 => {
+                return Err(kube::Error::Api(s).into());
+            }
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Err(last.map_or_else(|| anyhow::anyhow!("not created"), anyhow::Error::from))
+}
+
 /// Runs the soak and checks the invariants.
 pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
     count_panics();
@@ -911,11 +930,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                 for (name, manifest, at) in plan {
                     tokio::time::sleep(at.saturating_sub(began.elapsed())).await;
                     let created = match serde_json::from_value::<StudioRun>(manifest) {
-                        Ok(run) => runs
-                            .create(&kube::api::PostParams::default(), &run)
-                            .await
-                            .map(|_| ())
-                            .map_err(anyhow::Error::from),
+                        Ok(run) => create_run(&runs, &run).await,
                         Err(e) => Err(e.into()),
                     };
                     match created {
