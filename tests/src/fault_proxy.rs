@@ -242,6 +242,17 @@ impl FaultProxy {
             .clone()
     }
 
+    /// How many of the requests seen after the first `since` were `method` requests whose
+    /// path contains `part` and were answered `status` (e.g. the status writes of a run
+    /// refused `409`).
+    pub fn answered(&self, since: usize, method: &Method, part: &str, status: u16) -> usize {
+        self.seen()
+            .iter()
+            .skip(since)
+            .filter(|s| s.method == *method && s.path.contains(part) && s.status == status)
+            .count()
+    }
+
     /// Stops listening.
     pub async fn stop(mut self) {
         if let Some(front) = self.front.take() {

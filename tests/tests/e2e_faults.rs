@@ -306,15 +306,7 @@ async fn a_stale_status_write_never_lands_on_a_run_created_again_under_the_same_
             "{} runner pods for the second run",
             pods.len()
         );
-        let refused = proxy
-            .seen()
-            .into_iter()
-            .filter(|s| {
-                s.method == Method::PATCH
-                    && s.path.contains("/studioruns/reborn/status")
-                    && s.status == 409
-            })
-            .count();
+        let refused = proxy.answered(0, &Method::PATCH, "/studioruns/reborn/status", 409);
         ensure!(refused >= 1, "the held write was refused 409");
         Ok(())
     })
@@ -436,14 +428,7 @@ async fn a_completed_run_seen_through_a_stale_copy_is_neither_started_again_nor_
             .delete(&pod, &kube::api::DeleteParams::default())
             .await?;
         orrery_tests::harness::eventually(Duration::from_secs(60), || async {
-            let refused = proxy.seen()[before..]
-                .iter()
-                .filter(|s| {
-                    s.method == Method::PATCH
-                        && s.path.contains("/studioruns/stale/status")
-                        && s.status == 409
-                })
-                .count();
+            let refused = proxy.answered(before, &Method::PATCH, "/studioruns/stale/status", 409);
             ensure!(
                 refused >= 1,
                 "the operator has not yet tried a status computed from its stale copy"
@@ -555,11 +540,7 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
                 .all(|fields| !fields.contains("f:decisions")),
             "the operator owns decisions: {operators:?}"
         );
-        let refused = proxy
-            .seen()
-            .into_iter()
-            .filter(|s| s.path.contains("/studioruns/decided/status") && s.status == 409)
-            .count();
+        let refused = proxy.answered(0, &Method::PATCH, "/studioruns/decided/status", 409);
         ensure!(
             refused >= 1,
             "the held write, computed before the decision, was refused and read again"

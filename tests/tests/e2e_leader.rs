@@ -601,15 +601,7 @@ async fn a_write_held_in_flight_while_its_leader_loses_the_lease_never_lands_ove
     // old leader read), and the new leader's status stands.
     proxy.release();
     eventually(TIMEOUT, || async {
-        let refused = proxy
-            .seen()
-            .into_iter()
-            .filter(|s| {
-                s.method == Method::PATCH
-                    && s.path.contains("/compositions/handed/status")
-                    && s.status == 409
-            })
-            .count();
+        let refused = proxy.answered(0, &Method::PATCH, "/compositions/handed/status", 409);
         ensure!(
             refused == 1,
             "the held write was answered 409: {:?}",
