@@ -117,6 +117,34 @@ pub fn frames(buf: &mut String) -> Vec<Frame> {
     out
 }
 
+/// Reads Server-Sent Events frames from a stream's chunks, which may end anywhere: inside a
+/// frame, a line or a UTF-8 character.
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    /// Bytes of a character not whole yet.
+    pending: Vec<u8>,
+    /// Text of a frame not ended yet.
+    buf: String,
+}
+
+impl FrameReader {
+    /// The frames `chunk` completes.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Frame> {
+        self.pending.extend_from_slice(chunk);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let text: Vec<u8> = self.pending.drain(..valid).collect();
+        self.buf.push_str(&String::from_utf8_lossy(&text));
+        // Over the whole of what is not a frame yet: a chunk may end between `\r` and `\n`.
+        if self.buf.contains("\r\n") {
+            self.buf = self.buf.replace("\r\n", "\n");
+        }
+        frames(&mut self.buf)
+    }
+}
+
 /// How a followed trace ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -207,18 +235,9 @@ pub async fn follow(
         };
         waiting_since = Instant::now();
         let mut chunks = body_chunks(response.into_body());
-        let mut buf = String::new();
-        let mut pending: Vec<u8> = Vec::new();
+        let mut reader = FrameReader::default();
         while let Some(Ok(chunk)) = chunks.next().await {
-            pending.extend_from_slice(&chunk);
-            // Only whole UTF-8 characters: a chunk may end inside one.
-            let valid = match std::str::from_utf8(&pending) {
-                Ok(_) => pending.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            let text: Vec<u8> = pending.drain(..valid).collect();
-            buf.push_str(&String::from_utf8_lossy(&text).replace("\r\n", "\n"));
-            for frame in frames(&mut buf) {
+            for frame in reader.push(&chunk) {
                 let event: TraceEvent =
                     serde_json::from_str(&frame.data).map_err(|e| PluginError::SidecarAnswer {
                         what: what.clone(),
@@ -276,6 +295,32 @@ mod tests {
             }]
         );
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn chunks_cut_inside_a_character_a_line_break_or_a_frame_still_make_whole_frames() {
+        let stream = "id: 7\r\ndata: {\"t\":\"é→\"}\r\n\r\nid: 8\ndata: {}\n\n";
+        let bytes = stream.as_bytes();
+        // Every way of cutting the stream in two gives the same two frames.
+        for cut in 0..=bytes.len() {
+            let mut reader = FrameReader::default();
+            let mut got = reader.push(&bytes[..cut]);
+            got.extend(reader.push(&bytes[cut..]));
+            assert_eq!(
+                got,
+                vec![
+                    Frame {
+                        id: Some(7),
+                        data: "{\"t\":\"é→\"}".into()
+                    },
+                    Frame {
+                        id: Some(8),
+                        data: "{}".into()
+                    }
+                ],
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]

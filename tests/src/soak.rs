@@ -425,16 +425,9 @@ async fn follow(
             && response.status().is_success()
         {
             let mut stream = response.bytes_stream();
-            let (mut pending, mut buf) = (Vec::<u8>::new(), String::new());
+            let mut reader = kubectl_orrery::logs::FrameReader::default();
             while let Some(Ok(chunk)) = stream.next().await {
-                pending.extend_from_slice(&chunk);
-                let valid = match std::str::from_utf8(&pending) {
-                    Ok(_) => pending.len(),
-                    Err(e) => e.valid_up_to(),
-                };
-                let text: Vec<u8> = pending.drain(..valid).collect();
-                buf.push_str(&String::from_utf8_lossy(&text).replace("\r\n", "\n"));
-                for frame in kubectl_orrery::logs::frames(&mut buf) {
+                for frame in reader.push(&chunk) {
                     let Ok(event) = serde_json::from_str::<TraceEvent>(&frame.data) else {
                         continue;
                     };
