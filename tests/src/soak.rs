@@ -586,15 +586,12 @@ async fn live_operator_pods(
         .await?
         .items
     {
-        let status = pod.status.as_ref();
-        let running = status
-            .and_then(|s| s.container_statuses.as_ref())
-            .map_or(0, |cs| {
-                cs.iter()
-                    .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-                    .count()
-            });
-        let ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+        let running = crate::studio::running_containers(&pod);
+        let ip = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .unwrap_or_default();
         if pod.metadata.deletion_timestamp.is_some()
             || running < 2
             || ip.is_empty()

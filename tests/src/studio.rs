@@ -409,6 +409,18 @@ async fn sidecar_front(admin: &Client, ns: &str) -> Result<String> {
         .context("sidecar-front got no cluster IP")
 }
 
+/// How many of `pod`'s containers are running.
+pub fn running_containers(pod: &Pod) -> usize {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map_or(0, |cs| {
+            cs.iter()
+                .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+                .count()
+        })
+}
+
 /// The label that puts an operator pod behind `sidecar-front`.
 pub const FRONT_LABEL: &str = "test.orrery.dev/front";
 
@@ -431,15 +443,12 @@ async fn wait_replicas(
         list.sort_by_key(ResourceExt::name_any);
         let mut found = Vec::new();
         for pod in &list {
-            let status = pod.status.as_ref();
-            let running = status
-                .and_then(|s| s.container_statuses.as_ref())
-                .map_or(0, |cs| {
-                    cs.iter()
-                        .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-                        .count()
-                });
-            let ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+            let running = running_containers(pod);
+            let ip = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ip.clone())
+                .unwrap_or_default();
             ensure!(
                 running == 2 && !ip.is_empty() && !ip.starts_with("127."),
                 "pod {} not running both containers on an address of its own yet",

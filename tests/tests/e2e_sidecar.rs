@@ -393,24 +393,7 @@ async fn an_approval_deadline_passing_while_the_sidecar_is_down_ends_the_run_rej
     })
     .await?;
     let result = async {
-        let run = json!({
-            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
-            "metadata": {"name": "unanswered"},
-            "spec": {
-                "composition": {
-                    "pattern": "Router",
-                    "nodes": [
-                        {"id": "a", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."},
-                        {"id": "review", "kind": "HumanApproval", "prompt": "Ship it?"},
-                        {"id": "b", "kind": "LLMAgent", "model": "scripted", "instruction": "Go on."}
-                    ],
-                    "edges": [{"from": "a", "to": "review"}, {"from": "review", "to": "b", "when": "approved"}]
-                },
-                "input": "the notes",
-                "owner": ALICE
-            }
-        });
-        apply_yaml(&f.admin, Some(&f.ns.name), &run.to_string()).await?;
+        apply_yaml(&f.admin, Some(&f.ns.name), &asking_run("unanswered")).await?;
         let waiting = f.wait_pending_approval("unanswered").await?;
         let pending = waiting
             .status
@@ -472,7 +455,10 @@ async fn an_approval_deadline_passing_while_the_sidecar_is_down_ends_the_run_rej
             Some(json!({"decision": "Approve", "digest": pending.digest})),
         )
         .await?;
-        ensure!(status == StatusCode::CONFLICT, "a late decision: {status} {body}");
+        ensure!(
+            status == StatusCode::CONFLICT,
+            "a late decision: {status} {body}"
+        );
         Ok(())
     }
     .await;
