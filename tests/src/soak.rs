@@ -486,6 +486,73 @@ enum System {
     Chart(Chart),
 }
 
+/// A line every half minute for the person watching a long soak: how many runs are queued,
+/// running and ended, and (in-process) how many status writes of runs the operator sent since
+/// the last line (a queue rewritten on every start shows here).
+struct Progress {
+    last: Instant,
+    seen: usize,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            last: Instant::now(),
+            seen: 0,
+        }
+    }
+
+    async fn say(&mut self, studio: &Studio, system: &System, started: Instant) {
+        if self.last.elapsed() < Duration::from_secs(30) {
+            return;
+        }
+        let Ok(runs) = studio.runs().list(&ListParams::default()).await else {
+            return;
+        };
+        let (mut queued, mut running, mut ended) = (0, 0, 0);
+        for run in &runs.items {
+            let status = run.status.as_ref();
+            if status
+                .and_then(|s| s.phase)
+                .is_some_and(RunPhase::is_terminal)
+            {
+                ended += 1;
+            } else if status.is_some_and(|s| s.runner_pod.is_some()) {
+                running += 1;
+            } else if status.is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.r#type == "Succeeded" && c.reason == "Queued")
+            }) {
+                queued += 1;
+            }
+        }
+        let writes = match system {
+            System::InProcess { proxy, .. } => {
+                let seen = proxy.seen();
+                let since = seen.get(self.seen..).unwrap_or_default();
+                let writes = since
+                    .iter()
+                    .filter(|s| s.path.contains("studioruns") && s.path.contains("/status"))
+                    .filter(|s| s.method != http::Method::GET)
+                    .count();
+                self.seen = seen.len();
+                format!(
+                    ", {:.1} status writes of runs a second",
+                    writes as f64 / self.last.elapsed().as_secs_f64()
+                )
+            }
+            System::Chart(_) => String::new(),
+        };
+        eprintln!(
+            "soak: {:>5.1} s: {} runs: {queued} queued, {running} with a pod, {ended} ended{writes}",
+            started.elapsed().as_secs_f64(),
+            runs.items.len()
+        );
+        self.last = Instant::now();
+    }
+}
+
 /// RSS samples in bytes per `(pod, container and its restart count)`, in time order.
 type Samples = Arc<Mutex<BTreeMap<(String, String), Vec<u64>>>>;
 
@@ -968,8 +1035,10 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             order.extend(round);
         }
         order.truncate(options.faults);
+        let mut progress = Progress::new();
         for chaos in order {
             tokio::time::sleep(Duration::from_millis(rng.between(2000, 5000))).await;
+            progress.say(&studio, &system, started).await;
             eprintln!(
                 "soak: {:>5.1} s: {}",
                 started.elapsed().as_secs_f64(),
@@ -1133,6 +1202,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
                 open_before = open.len();
                 deadline = Instant::now() + Duration::from_secs(300);
             }
+            progress.say(&studio, &system, started).await;
             if Instant::now() >= deadline {
                 // What the operator asked about the runs and their watches, for the report.
                 let seen = match &system {

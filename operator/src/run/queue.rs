@@ -5,6 +5,7 @@
 use super::admission::{QueueDecision, check_daily_budget, queue_decision};
 use super::reconcile::RunContext;
 use super::status::{is_final, queued_status, refused_status};
+use crate::config::RunLimits;
 use crate::error::Result;
 use crate::kstatus::find;
 use k8s_openapi::jiff::Timestamp;
@@ -14,6 +15,7 @@ use orrery_crds::conditions::{SUCCEEDED, reasons};
 use orrery_crds::{StudioRun, StudioRunStatus};
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) fn reason_of(run: &StudioRun) -> Option<&str> {
     run.status
@@ -43,19 +45,43 @@ pub(super) fn waiting_runs(
         .collect()
 }
 
-/// How many queued runs a freed slot wakes (the first in creation order of the namespace and
-/// the owner): the rest keep waiting for their own recheck, so a long queue is not rewritten
-/// on every slot.
+/// How many queued runs one change may wake at most (the first in creation order of the
+/// namespace and the owner that the limits let start).
 pub(super) const QUEUE_WAKE: usize = 8;
 
-/// The first [`QUEUE_WAKE`] queued runs that `freed` (a run that held a slot) may let start:
-/// of its namespace or its owner, oldest first.
-pub(super) fn queue_head(store: &Store<StudioRun>, freed: &StudioRun) -> Vec<ObjectRef<StudioRun>> {
-    let mut queued: Vec<Arc<StudioRun>> = store
-        .state()
-        .into_iter()
+/// The queued runs that `changed` (a run as its watch just brought it) lets start now: of
+/// the first [`QUEUE_WAKE`] queued runs of its namespace or its owner, oldest first, those
+/// the limits admit, with `changed` counted as it now is. A change that frees no slot (a
+/// running run's progress, a decision, a run joining the queue) wakes none, so a long queue
+/// is neither read nor rewritten on every event of the runs that hold the slots; a slot the
+/// watch cannot show freeing (a run deleted while it ran) is found by the head's own
+/// recheck ([`head_recheck`]).
+pub(super) fn freed_for(
+    store: &Store<StudioRun>,
+    changed: &StudioRun,
+    limits: &RunLimits,
+) -> Vec<ObjectRef<StudioRun>> {
+    woken(store.state(), changed, limits)
+}
+
+/// [`freed_for`] over the runs `all` the operator sees.
+fn woken(
+    mut all: Vec<Arc<StudioRun>>,
+    changed: &StudioRun,
+    limits: &RunLimits,
+) -> Vec<ObjectRef<StudioRun>> {
+    let key = ObjectRef::from_obj(changed);
+    match all
+        .iter_mut()
+        .find(|r| ObjectRef::from_obj(r.as_ref()) == key)
+    {
+        Some(cached) => *cached = Arc::new(changed.clone()),
+        None => all.push(Arc::new(changed.clone())),
+    }
+    let mut queued: Vec<&Arc<StudioRun>> = all
+        .iter()
         .filter(|r| {
-            (r.namespace() == freed.namespace() || r.spec.owner == freed.spec.owner)
+            (r.namespace() == changed.namespace() || r.spec.owner == changed.spec.owner)
                 && waits_for(r, &[reasons::QUEUED])
         })
         .collect();
@@ -66,19 +92,37 @@ pub(super) fn queue_head(store: &Store<StudioRun>, freed: &StudioRun) -> Vec<Obj
         )
     });
     queued
-        .iter()
+        .into_iter()
         .take(QUEUE_WAKE)
+        .filter(|r| queue_decision(r, &all, limits) == QueueDecision::Start)
         .map(|r| ObjectRef::from_obj(r.as_ref()))
         .collect()
 }
 
+/// How soon a queued run at `position` looks again by itself: the head of the queue soon
+/// (a slot whose freeing no watch showed costs it at most that), the rest rarely (a long
+/// queue is not rewritten on every start).
+pub(super) fn head_recheck(position: usize) -> Duration {
+    if position <= QUEUE_WAKE {
+        HEAD_RECHECK
+    } else {
+        TAIL_RECHECK
+    }
+}
+
+/// How often the first [`QUEUE_WAKE`] queued runs look again by themselves.
+pub(super) const HEAD_RECHECK: Duration = Duration::from_secs(10);
+/// How often the queued runs behind them do.
+pub(super) const TAIL_RECHECK: Duration = Duration::from_secs(60);
+
 impl RunContext {
-    /// The daily budget and the queue, decided one run at a time: `Ok(None)` admits the run.
+    /// The daily budget and the queue, decided one run at a time: `Ok(None)` admits the run;
+    /// otherwise the status to write and when to look again.
     pub(super) async fn admit(
         &self,
         run: &StudioRun,
         now: Timestamp,
-    ) -> Result<Option<StudioRunStatus>> {
+    ) -> Result<Option<(StudioRunStatus, Duration)>> {
         let limits = &self.base.config.run_limits;
         let uid = run.uid().unwrap_or_default();
         let mut admitted = self.admitted.lock().await;
@@ -118,21 +162,19 @@ impl RunContext {
             .count();
         self.base.metrics.set_queue_depth(queued);
         if let Err(error) = check_daily_budget(run, &all, limits, now) {
-            return Ok(Some(refused_status(
-                run,
-                reasons::DAILY_BUDGET_EXCEEDED,
-                &error.to_string(),
-                now,
-            )));
+            let refused =
+                refused_status(run, reasons::DAILY_BUDGET_EXCEEDED, &error.to_string(), now);
+            return Ok(Some((refused, Duration::from_secs(1))));
         }
         match queue_decision(run, &all, limits) {
             QueueDecision::Start => {
                 admitted.insert(uid);
                 Ok(None)
             }
-            QueueDecision::Queued { position, why } => {
-                Ok(Some(queued_status(run, position, &why, now)))
-            }
+            QueueDecision::Queued { position, why } => Ok(Some((
+                queued_status(run, position, &why, now),
+                head_recheck(position),
+            ))),
         }
     }
 
@@ -168,6 +210,117 @@ mod tests {
         status.runner_pod = pod.map(str::to_owned);
         r.status = Some(status);
         r
+    }
+
+    /// `name` of `owner`, created `created` seconds in, holding a slot ("run"), queued
+    /// ("queued"), ended ("done") or as it just asked to start (no status).
+    fn at(name: &str, owner: &str, created: i64, state: &str) -> StudioRun {
+        let mut r = run(name);
+        r.spec.owner = owner.into();
+        r.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            Timestamp::from_second(1_800_000_000 + created).unwrap_or(Timestamp::UNIX_EPOCH),
+        ));
+        match state {
+            "run" => {
+                r = with_reason(r, reasons::RUNNING, Some("pod"));
+                if let Some(s) = r.status.as_mut() {
+                    s.phase = Some(orrery_crds::run::RunPhase::Running);
+                }
+            }
+            "queued" => r = with_reason(r, reasons::QUEUED, None),
+            "done" => {
+                r = with_reason(r, reasons::RUNNING, Some("pod"));
+                r.status = Some(crate::run::status::cancelled_status(
+                    &r,
+                    Timestamp::UNIX_EPOCH,
+                ));
+            }
+            _ => {}
+        }
+        r
+    }
+
+    fn limit(namespace: u32, owner: Option<u32>) -> RunLimits {
+        RunLimits {
+            max_concurrent_runs_per_namespace: Some(namespace),
+            max_concurrent_runs_per_owner: owner,
+            daily_token_budget_per_owner: None,
+        }
+    }
+
+    fn names(woken: Vec<ObjectRef<StudioRun>>) -> Vec<String> {
+        woken.into_iter().map(|r| r.name).collect()
+    }
+
+    fn cluster(runs: &[StudioRun]) -> Vec<Arc<StudioRun>> {
+        runs.iter().cloned().map(Arc::new).collect()
+    }
+
+    #[test]
+    fn progress_of_a_run_that_holds_a_slot_wakes_no_queued_run() {
+        let runs = [
+            at("a", "alice", 0, "run"),
+            at("b", "alice", 1, "run"),
+            at("c", "alice", 2, "queued"),
+            at("d", "alice", 3, "queued"),
+        ];
+        let mut progressed = runs[0].clone();
+        if let Some(s) = progressed.status.as_mut() {
+            s.phase = Some(orrery_crds::run::RunPhase::AwaitingApproval);
+        }
+        assert!(woken(cluster(&runs), &progressed, &limit(2, None)).is_empty());
+        // Nor does a run joining the queue.
+        assert!(
+            woken(
+                cluster(&runs),
+                &at("e", "alice", 4, "queued"),
+                &limit(2, None)
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_run_that_ends_wakes_the_oldest_queued_run_and_only_as_many_as_slots_freed() {
+        let runs = [
+            at("a", "alice", 0, "run"),
+            at("b", "alice", 1, "run"),
+            at("d", "alice", 3, "queued"),
+            at("c", "alice", 2, "queued"),
+            at("e", "alice", 4, "queued"),
+        ];
+        // The cache may not show the end yet: the copy the watch brought counts.
+        let ended = at("a", "alice", 0, "done");
+        assert_eq!(names(woken(cluster(&runs), &ended, &limit(2, None))), ["c"]);
+        let mut both = runs.to_vec();
+        both[1] = at("b", "alice", 1, "done");
+        assert_eq!(
+            names(woken(cluster(&both), &ended, &limit(2, None))),
+            ["c", "d"]
+        );
+    }
+
+    #[test]
+    fn a_freed_slot_wakes_a_later_run_that_another_owners_limit_does_not_hold() {
+        let runs = [
+            at("a", "alice", 0, "run"),
+            at("b", "bob", 1, "run"),
+            at("c", "alice", 2, "queued"),
+            at("d", "bob", 3, "queued"),
+        ];
+        // Alice may run one at a time: bob's run takes the slot her ended run freed.
+        let ended = at("b", "bob", 1, "done");
+        assert_eq!(
+            names(woken(cluster(&runs), &ended, &limit(2, Some(1)))),
+            ["d"]
+        );
+    }
+
+    #[test]
+    fn the_head_of_the_queue_looks_again_soon_and_the_tail_rarely() {
+        assert_eq!(head_recheck(1), HEAD_RECHECK);
+        assert_eq!(head_recheck(QUEUE_WAKE), HEAD_RECHECK);
+        assert_eq!(head_recheck(QUEUE_WAKE + 1), TAIL_RECHECK);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::children::{
     CREATE_RETRY, check_pod_owner, create_refusal, of_predecessor, start_time_left, stuck_starting,
 };
 use super::prepare::{Prepared, Source, prepare};
-use super::queue::{queue_head, reason_of, waiting_runs};
+use super::queue::{freed_for, reason_of, waiting_runs};
 use super::status::{
     cancelled_status, disruption, gone_status, is_final, refused_status, run_status, ttl_remaining,
     waiting_status,
@@ -338,14 +338,9 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     // The queue first: a waiting run costs no reads of its composition or entries.
-    if let Some(status) = ctx.admit(&run, now).await? {
-        let finished = is_final(Some(&status));
+    if let Some((status, recheck)) = ctx.admit(&run, now).await? {
         ctx.transition(&run, status).await?;
-        return Ok(Action::requeue(if finished {
-            Duration::from_secs(1)
-        } else {
-            WAIT_RECHECK
-        }));
+        return Ok(Action::requeue(recheck));
     }
     let started = ctx.prepare_and_start(&run, &id.namespace, now).await;
     if !matches!(started, Ok(Started::Yes)) {
@@ -567,6 +562,7 @@ pub fn controller(
     );
     let store = controller.store();
     let (for_compositions, for_entries, for_slots) = (store.clone(), store.clone(), store.clone());
+    let limits = base.config.run_limits.clone();
     let ctx = Arc::new(RunContext {
         base,
         signer,
@@ -600,16 +596,9 @@ pub fn controller(
         .watches(
             scoped::<StudioRun>(client, namespace),
             watches.clone(),
-            move |r| {
-                // A slot frees when a run that holds one ends or goes; any change of such a
-                // run (few per run: started, running, ended, deleted) wakes the queue's head.
-                let holds = r.status.as_ref().is_some_and(|s| s.runner_pod.is_some());
-                if holds || is_final(r.status.as_ref()) || r.metadata.deletion_timestamp.is_some() {
-                    queue_head(&for_slots, &r)
-                } else {
-                    Vec::new()
-                }
-            },
+            // A slot frees when a run that holds one ends, goes or is let go before its pod:
+            // the queued runs that may then start are woken.
+            move |r| freed_for(&for_slots, &r, &limits),
         )
         .graceful_shutdown_on(shutdown)
         .run(crate::controller::counted(reconcile), error_policy, ctx);
