@@ -49,23 +49,13 @@ pub(super) fn waiting_runs(
 /// namespace and the owner that the limits let start).
 pub(super) const QUEUE_WAKE: usize = 8;
 
-/// The queued runs that `changed` (a run as its watch just brought it) lets start now: of
+/// The queued runs that `changed` (a run as the reconciler just saw it) lets start now: of
 /// the first [`QUEUE_WAKE`] queued runs of its namespace or its owner, oldest first, those
-/// the limits admit, with `changed` counted as it now is. A change that frees no slot (a
-/// running run's progress, a decision, a run joining the queue) wakes none, so a long queue
-/// is neither read nor rewritten on every event of the runs that hold the slots; a slot the
-/// watch cannot show freeing (a run deleted while it ran) is found by the head's own
-/// recheck ([`head_recheck`]).
-pub(super) fn freed_for(
-    store: &Store<StudioRun>,
-    changed: &StudioRun,
-    limits: &RunLimits,
-) -> Vec<ObjectRef<StudioRun>> {
-    woken(store.state(), changed, limits)
-}
-
-/// [`freed_for`] over the runs `all` the operator sees.
-fn woken(
+/// the limits admit, with `changed` counted as it now is. A change that frees no slot wakes
+/// none, so a long queue is neither read nor rewritten on every event of the runs that hold
+/// the slots; a slot no reconcile sees freeing (a run deleted while it ran) is found by the
+/// head's own recheck ([`head_recheck`]).
+pub(super) fn startable(
     mut all: Vec<Arc<StudioRun>>,
     changed: &StudioRun,
     limits: &RunLimits,
@@ -178,6 +168,17 @@ impl RunContext {
         }
     }
 
+    /// Wakes the queued runs that may start now that `changed` ended, went, started or was
+    /// let go before its pod: the reconciler sees the freshest copy of a run (a second watch's
+    /// event may come before the cache shows it), and a start wakes the next startable runs
+    /// too, so a burst of freed slots fills without waiting for the rechecks.
+    pub(super) fn wake_queue(&self, changed: &StudioRun) {
+        for queued in startable(self.runs.state(), changed, &self.base.config.run_limits) {
+            // The receiver lives as long as the controller; a send after it ended is moot.
+            let _ = self.wake.unbounded_send(queued);
+        }
+    }
+
     /// Forgets a run admitted whose pod was not created (it waits, was refused, or failed):
     /// it holds no slot.
     pub(super) async fn release(&self, uid: &str) {
@@ -268,10 +269,10 @@ mod tests {
         if let Some(s) = progressed.status.as_mut() {
             s.phase = Some(orrery_crds::run::RunPhase::AwaitingApproval);
         }
-        assert!(woken(cluster(&runs), &progressed, &limit(2, None)).is_empty());
+        assert!(startable(cluster(&runs), &progressed, &limit(2, None)).is_empty());
         // Nor does a run joining the queue.
         assert!(
-            woken(
+            startable(
                 cluster(&runs),
                 &at("e", "alice", 4, "queued"),
                 &limit(2, None)
@@ -291,11 +292,14 @@ mod tests {
         ];
         // The cache may not show the end yet: the copy the watch brought counts.
         let ended = at("a", "alice", 0, "done");
-        assert_eq!(names(woken(cluster(&runs), &ended, &limit(2, None))), ["c"]);
+        assert_eq!(
+            names(startable(cluster(&runs), &ended, &limit(2, None))),
+            ["c"]
+        );
         let mut both = runs.to_vec();
         both[1] = at("b", "alice", 1, "done");
         assert_eq!(
-            names(woken(cluster(&both), &ended, &limit(2, None))),
+            names(startable(cluster(&both), &ended, &limit(2, None))),
             ["c", "d"]
         );
     }
@@ -311,7 +315,7 @@ mod tests {
         // Alice may run one at a time: bob's run takes the slot her ended run freed.
         let ended = at("b", "bob", 1, "done");
         assert_eq!(
-            names(woken(cluster(&runs), &ended, &limit(2, Some(1)))),
+            names(startable(cluster(&runs), &ended, &limit(2, Some(1)))),
             ["d"]
         );
     }

@@ -15,7 +15,7 @@ use super::children::{
     CREATE_RETRY, check_pod_owner, create_refusal, of_predecessor, start_time_left, stuck_starting,
 };
 use super::prepare::{Prepared, Source, prepare};
-use super::queue::{freed_for, reason_of, waiting_runs};
+use super::queue::{reason_of, waiting_runs};
 use super::status::{
     cancelled_status, disruption, gone_status, is_final, refused_status, run_status, ttl_remaining,
     waiting_status,
@@ -73,6 +73,9 @@ pub struct RunContext {
     pub(super) evicted: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// The last look at the admission policies a run that can ask a person needs.
     pub(super) policies: super::policies::PolicyLook,
+    /// Asks the controller to reconcile queued runs a freed slot lets start.
+    pub(super) wake:
+        futures::channel::mpsc::UnboundedSender<kube::runtime::reflector::ObjectRef<StudioRun>>,
 }
 
 /// Whether two statuses say the same, transition times aside.
@@ -237,6 +240,8 @@ impl RunContext {
 
     /// A finished run: deleted (with its children) once its TTL has passed.
     async fn after_finish(&self, run: &StudioRun, now: Timestamp) -> Result<Action> {
+        // Its slot is free (it may have ended a moment ago).
+        self.wake_queue(run);
         // A finished run's spec may still change (a GitOps re-apply setting `cancel`): the
         // outcome stands, and the status says it saw the new generation.
         if let Some(status) = super::status::observed(run) {
@@ -343,8 +348,17 @@ pub async fn reconcile(run: Arc<StudioRun>, ctx: Arc<RunContext>) -> Result<Acti
         return Ok(Action::requeue(recheck));
     }
     let started = ctx.prepare_and_start(&run, &id.namespace, now).await;
-    if !matches!(started, Ok(Started::Yes)) {
+    if matches!(started, Ok(Started::Yes)) {
+        // It holds a slot now: the runs behind it that still fit start too.
+        let mut holding = run.clone();
+        holding
+            .status
+            .get_or_insert_with(Default::default)
+            .runner_pod = Some(names.pod.clone());
+        ctx.wake_queue(&holding);
+    } else {
         ctx.release(&id.uid).await;
+        ctx.wake_queue(&run);
     }
     match started {
         Ok(Started::Yes) => Ok(Action::requeue(ctx.resync())),
@@ -561,8 +575,8 @@ pub fn controller(
             .labels(&format!("app.kubernetes.io/name={RUNNER_APP}")),
     );
     let store = controller.store();
-    let (for_compositions, for_entries, for_slots) = (store.clone(), store.clone(), store.clone());
-    let limits = base.config.run_limits.clone();
+    let (for_compositions, for_entries) = (store.clone(), store.clone());
+    let (wake, woken) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(RunContext {
         base,
         signer,
@@ -572,6 +586,7 @@ pub fn controller(
         written: std::sync::Mutex::new(std::collections::HashMap::new()),
         evicted: std::sync::Mutex::new(std::collections::HashMap::new()),
         policies: Default::default(),
+        wake,
     });
     if !ctx.base.config.admission_policies.is_empty() {
         tokio::spawn(super::policies::watch_policies(Arc::downgrade(&ctx)));
@@ -593,13 +608,9 @@ pub fn controller(
             watches.clone(),
             move |e| waiting_runs(&for_entries, e.namespace(), &[reasons::WAITING_FOR_ENTRIES]),
         )
-        .watches(
-            scoped::<StudioRun>(client, namespace),
-            watches.clone(),
-            // A slot frees when a run that holds one ends, goes or is let go before its pod:
-            // the queued runs that may then start are woken.
-            move |r| freed_for(&for_slots, &r, &limits),
-        )
+        // A slot frees when a run that holds one ends or is let go before its pod: its
+        // reconcile wakes the queued runs that may then start.
+        .reconcile_on(woken)
         .graceful_shutdown_on(shutdown)
         .run(crate::controller::counted(reconcile), error_policy, ctx);
     drain("StudioRun", stream)
