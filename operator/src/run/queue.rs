@@ -47,7 +47,7 @@ pub(super) fn waiting_runs(
 
 /// How many queued runs one change may wake at most (the first in creation order of the
 /// namespace and the owner that the limits let start).
-pub(super) const QUEUE_WAKE: usize = 8;
+pub(super) const QUEUE_WAKE: usize = super::status::QUEUE_HEAD;
 
 /// The queued runs that `changed` (a run as the reconciler just saw it) lets start now: of
 /// the first [`QUEUE_WAKE`] queued runs of its namespace or its owner, oldest first, those

@@ -456,20 +456,30 @@ pub fn waiting_status(
     status
 }
 
-/// A run waiting for a slot: `Pending`, reason `Queued`, its position in the message.
+/// A run waiting for a slot: `Pending`, reason `Queued`, its position in the message when it
+/// is among the first [`QUEUE_HEAD`]; further back the message says only that, so a long
+/// queue's statuses are not rewritten on every start (each would move every position).
 pub fn queued_status(
     run: &StudioRun,
     position: usize,
     why: &str,
     now: Timestamp,
 ) -> StudioRunStatus {
+    let place = if position <= QUEUE_HEAD {
+        format!("queued at position {position}")
+    } else {
+        format!("queued behind {QUEUE_HEAD} or more runs")
+    };
     waiting_status(
         run,
         reasons::QUEUED,
-        format!("queued at position {position}: {why}; it starts by itself when a slot frees"),
+        format!("{place}: {why}; it starts by itself when a slot frees"),
         now,
     )
 }
+
+/// How many runs at the head of a queue have their position in their status.
+pub const QUEUE_HEAD: usize = 8;
 
 /// A run cancelled (or deleted) before its runner pod was created: `Cancelled`.
 pub fn cancelled_status(run: &StudioRun, now: Timestamp) -> StudioRunStatus {

@@ -515,6 +515,25 @@ fn queued_refused_and_started_states_read_as_documented() {
         message.contains("position 2") && message.contains("jane has 3 of 3"),
         "{message}"
     );
+    // Further back than the head, the message does not move with each start.
+    let far = |position| {
+        let status = queued_status(
+            &run("r"),
+            position,
+            "owner jane has 3 of 3 runs executing",
+            at(0),
+        );
+        find(&status.conditions, SUCCEEDED)
+            .map(|c| c.message.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(far(QUEUE_HEAD + 1), far(QUEUE_HEAD + 40));
+    assert!(
+        far(QUEUE_HEAD + 1).starts_with("queued behind 8 or more runs: owner jane"),
+        "{}",
+        far(QUEUE_HEAD + 1)
+    );
+    assert!(far(QUEUE_HEAD).starts_with("queued at position 8:"));
     let refused = refused_status(
         &run("r"),
         reasons::DAILY_BUDGET_EXCEEDED,
