@@ -7,6 +7,8 @@
 //! | `orrery_reconcile_retries_total{kind,reason}` | counter | retries scheduled after a failure, by [`Reason`]: `transient` (backoff), `throttled` (the API server's `Retry-After`), `needs_fix` (at the cap) |
 //! | `orrery_queue_depth` | gauge | StudioRuns waiting for a slot (`Pending`, reason `Queued`) |
 //! | `orrery_runs{phase}` | gauge | StudioRuns per phase |
+//! | `orrery_runs_ended_total{phase,reason}` | counter | StudioRuns this process recorded as ended, by final phase and condition reason |
+//! | `orrery_run_tokens_total{run_namespace}` | counter | model tokens of the runs this process recorded as ended, per namespace of the run (not `namespace`, which a scrape sets to the operator's own) |
 //! | `orrery_run_pod_start_seconds` | histogram | StudioRun creation → its runner pod created |
 //! | `orrery_leader` | gauge | 1 while this process holds the Lease (or runs without one), else 0 |
 //! | `orrery_reconciles_in_flight` | gauge | reconciles running now (graceful shutdown waits for 0) |
@@ -73,6 +75,17 @@ struct PhaseLabel {
     phase: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndLabels {
+    phase: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamespaceLabel {
+    run_namespace: String,
+}
+
 /// The operator's metrics and the registry that encodes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -82,6 +95,8 @@ pub struct Metrics {
     retries: Family<RetryLabels, Counter>,
     queue_depth: Gauge,
     runs: Family<PhaseLabel, Gauge>,
+    ended: Family<EndLabels, Counter>,
+    tokens: Family<NamespaceLabel, Counter>,
     pod_start: Histogram,
     leader: Gauge,
     in_flight: Gauge,
@@ -113,6 +128,8 @@ impl Metrics {
         let retries = Family::<RetryLabels, Counter>::default();
         let queue_depth = Gauge::default();
         let runs = Family::<PhaseLabel, Gauge>::default();
+        let ended = Family::<EndLabels, Counter>::default();
+        let tokens = Family::<NamespaceLabel, Counter>::default();
         let pod_start = Histogram::new(POD_START_BUCKETS);
         let leader = Gauge::default();
         let in_flight = Gauge::default();
@@ -138,6 +155,16 @@ impl Metrics {
             queue_depth.clone(),
         );
         registry.register("orrery_runs", "StudioRuns per phase", runs.clone());
+        registry.register(
+            "orrery_runs_ended",
+            "StudioRuns this process recorded as ended, by final phase and condition reason",
+            ended.clone(),
+        );
+        registry.register(
+            "orrery_run_tokens",
+            "Model tokens of the StudioRuns this process recorded as ended, per namespace",
+            tokens.clone(),
+        );
         registry.register(
             "orrery_run_pod_start_seconds",
             "Seconds from a StudioRun's creation to its runner pod's creation",
@@ -185,6 +212,8 @@ impl Metrics {
             retries,
             queue_depth,
             runs,
+            ended,
+            tokens,
             pod_start,
             leader,
             in_flight,
@@ -230,6 +259,22 @@ impl Metrics {
                 reason: reason.label().into(),
             })
             .inc();
+    }
+
+    /// Counts one run recorded as ended in `phase` for `reason`, with the `tokens` its models
+    /// used, in `namespace`.
+    pub fn run_ended(&self, namespace: &str, phase: RunPhase, reason: &str, tokens: u64) {
+        self.ended
+            .get_or_create(&EndLabels {
+                phase: phase_name(phase),
+                reason: reason.into(),
+            })
+            .inc();
+        self.tokens
+            .get_or_create(&NamespaceLabel {
+                run_namespace: namespace.into(),
+            })
+            .inc_by(tokens);
     }
 
     /// Records how long a StudioRun waited from its creation until its runner pod was created.
@@ -351,6 +396,28 @@ mod tests {
                 "# TYPE {name} {type_} in {text}"
             );
         }
+    }
+
+    #[test]
+    fn ended_runs_are_counted_by_phase_and_reason_and_their_tokens_per_namespace() {
+        let m = Metrics::new();
+        m.run_ended("team-a", RunPhase::Succeeded, "Succeeded", 120);
+        m.run_ended("team-a", RunPhase::Failed, "PodDeleted", 30);
+        m.run_ended("team-b", RunPhase::Succeeded, "Succeeded", 5);
+        let text = m.encode();
+        assert_eq!(
+            value(
+                &text,
+                "orrery_runs_ended_total{phase=\"Succeeded\",reason=\"Succeeded\"}"
+            ),
+            Some(2.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&text, "orrery_run_tokens_total{run_namespace=\"team-a\"}"),
+            Some(150.0),
+            "{text}"
+        );
     }
 
     #[test]

@@ -57,13 +57,38 @@ fn find_helm() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The ports of the operator's pod on the development node: the sidecar's API, the
+/// controller's metrics and the sidecar's metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevPorts {
+    /// `sidecar.port`.
+    pub sidecar: u16,
+    /// `controller.metricsPort`.
+    pub metrics: u16,
+    /// `sidecar.metricsPort`.
+    pub sidecar_metrics: u16,
+}
+
+impl DevPorts {
+    /// Three distinct ports free on loopback now (all held while the next is found), for an
+    /// operator pod that shares the host's network.
+    pub fn free() -> anyhow::Result<DevPorts> {
+        let ports = crate::harness::free_ports(3)?;
+        Ok(DevPorts {
+            sidecar: ports[0],
+            metrics: ports[1],
+            sidecar_metrics: ports[2],
+        })
+    }
+}
+
 /// The values that run the chart on the development node from the project's local images
 /// (`localhost/orrery/{operator,runner}:dev`, never pulled), with no PVC (the store is SQLite
-/// in the pod), one replica without leader election, and the sidecar and metrics on the given
-/// ports (which must be free on this machine when the operator's pod shares the host's
-/// network). Runners reach the sidecar at `sidecar_host`: 127.0.0.1 when pods share the host's
-/// network; with isolated pods, a cluster IP of a Service in front of the operator's pods.
-pub fn dev_node_values(sidecar_host: &str, sidecar_port: u16, metrics_port: u16) -> Vec<String> {
+/// in the pod), one replica without leader election, and the sidecar and metrics on `ports`
+/// (which must be free on this machine when the operator's pod shares the host's network).
+/// Runners reach the sidecar at `sidecar_host`: 127.0.0.1 when pods share the host's network;
+/// with isolated pods, a cluster IP of a Service in front of the operator's pods.
+pub fn dev_node_values(sidecar_host: &str, ports: DevPorts) -> Vec<String> {
     vec![
         "image.registry=localhost".to_owned(),
         "image.repository=orrery/operator".to_owned(),
@@ -73,9 +98,10 @@ pub fn dev_node_values(sidecar_host: &str, sidecar_port: u16, metrics_port: u16)
         "runner.image.tag=dev".to_owned(),
         "store.sqlite.persistence.enabled=false".to_owned(),
         "controller.leaderElection.enabled=false".to_owned(),
-        format!("sidecar.url=http://{sidecar_host}:{sidecar_port}"),
-        format!("sidecar.port={sidecar_port}"),
-        format!("controller.metricsPort={metrics_port}"),
+        format!("sidecar.url=http://{sidecar_host}:{}", ports.sidecar),
+        format!("sidecar.port={}", ports.sidecar),
+        format!("controller.metricsPort={}", ports.metrics),
+        format!("sidecar.metricsPort={}", ports.sidecar_metrics),
     ]
 }
 

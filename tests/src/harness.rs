@@ -586,12 +586,13 @@ pub fn free_port() -> Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// Two distinct free ports on loopback (both held while the second is found: two calls of
+/// `n` distinct free ports on loopback (all held while the next is found: two calls of
 /// [`free_port`] may return the same one).
-pub fn free_port_pair() -> Result<(u16, u16)> {
-    let first = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
-    let second = std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port")?;
-    Ok((first.local_addr()?.port(), second.local_addr()?.port()))
+pub fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).context("finding a free port"))
+        .collect::<Result<Vec<_>>>()?;
+    held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 
 /// The processes whose command line names `needle` (e.g. a pod executor's work directory),

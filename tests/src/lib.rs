@@ -24,6 +24,7 @@ pub mod operator_identity;
 /// The development node (crate `orrery-devnode`), under the name the tests have always used.
 pub use orrery_devnode as pod_executor;
 pub mod postgres;
+pub mod promcheck;
 pub mod shared_studio;
 pub mod sidecar_fixture;
 pub mod skew;

@@ -23,9 +23,7 @@
 
 use crate::admission::{PolicyBindings, bind_policies, wait_policies_act};
 use crate::front::Front;
-use crate::harness::{
-    TestNamespace, apply_yaml, ensure_crds, free_port_pair, kubectl_ok, wait_allowed, wait_for,
-};
+use crate::harness::{TestNamespace, apply_yaml, ensure_crds, kubectl_ok, wait_allowed, wait_for};
 use crate::manifests::{Subject, role_binding, studio_user_binding};
 use crate::operator_fixture::{Operator, test_config};
 use crate::operator_identity::operator_client;
@@ -205,6 +203,9 @@ pub struct ChartOperator {
     pub sidecar_url: String,
     /// Its port (the pod's and the host's).
     pub sidecar_port: u16,
+    /// The controller's and the sidecar's `/metrics` on loopback, when the pod shares the
+    /// host's network (`(controller, sidecar)`).
+    pub metrics_urls: Option<(String, String)>,
     namespace: String,
     admin: Client,
 }
@@ -234,12 +235,13 @@ impl ChartOperator {
         policies: bool,
         values: &[&str],
     ) -> Result<ChartOperator> {
-        let (sidecar_port, metrics_port) = free_port_pair()?;
+        let ports = crate::chart::DevPorts::free()?;
+        let sidecar_port = ports.sidecar;
         let sidecar_url = format!("http://127.0.0.1:{sidecar_port}");
-        let mut sets = crate::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+        let mut sets = crate::chart::dev_node_values("127.0.0.1", ports);
         // Where people reach it from this machine (`kubectl orrery` finds it there).
         sets.push(format!("service.publicUrl={sidecar_url}"));
-        let operator = ChartOperator::helm_install(
+        let mut operator = ChartOperator::helm_install(
             env,
             release_ns,
             served,
@@ -250,6 +252,10 @@ impl ChartOperator {
             sidecar_port,
         )
         .await?;
+        operator.metrics_urls = Some((
+            format!("http://127.0.0.1:{}/metrics", ports.metrics),
+            format!("http://127.0.0.1:{}/metrics", ports.sidecar_metrics),
+        ));
         wait_sidecar(&operator.sidecar_url, INSTALL_TIMEOUT)
             .await
             .context(
@@ -300,6 +306,7 @@ impl ChartOperator {
             name,
             sidecar_url: sidecar_url.to_owned(),
             sidecar_port,
+            metrics_urls: None,
             namespace: ns.to_owned(),
             admin: env.admin().await?,
         })
@@ -341,10 +348,12 @@ pub struct ReplicatedOptions<'a> {
     pub database: &'a str,
 }
 
-/// The sidecar's and the controller's metrics port in a replicated install (each pod has its
+/// The sidecar's port and the controller's metrics port in a replicated install (each pod has its
 /// own address, so fixed ports do).
 pub const SIDECAR_PORT: u16 = 8080;
 const METRICS_PORT: u16 = 8081;
+/// The sidecar's metrics port of each replicated operator pod (the chart's default).
+const SIDECAR_METRICS_PORT: u16 = 9091;
 
 /// PostgreSQL for pods: a front on the gateway forwarding to the server on loopback (which
 /// trusts its superuser from 127.0.0.1, where the front connects from), and a Secret
@@ -776,7 +785,12 @@ impl Studio {
                 postgres_front(&admin, &ns.name, gateway, replicated.database).await?;
             let cluster_ip = sidecar_front(&admin, &ns.name).await?;
             let sidecar_url = format!("http://{cluster_ip}:{SIDECAR_PORT}");
-            let mut sets = crate::chart::dev_node_values(&cluster_ip, SIDECAR_PORT, METRICS_PORT);
+            let ports = crate::chart::DevPorts {
+                sidecar: SIDECAR_PORT,
+                metrics: METRICS_PORT,
+                sidecar_metrics: SIDECAR_METRICS_PORT,
+            };
+            let mut sets = crate::chart::dev_node_values(&cluster_ip, ports);
             sets.extend([
                 format!("replicaCount={}", replicated.replicas),
                 "controller.leaderElection.enabled=true".to_owned(),

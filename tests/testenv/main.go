@@ -10,6 +10,7 @@
 //	testenv kube-apiserver [flags]          upstream kube-apiserver
 //	testenv kube-controller-manager [flags] upstream kube-controller-manager
 //	testenv version                         print the Kubernetes version compiled in
+//	testenv promcheck < metrics.txt         parse and lint Prometheus text (see promcheck.go)
 //
 // The binary also dispatches on its own name, so a symlink called
 // kube-apiserver or kube-controller-manager behaves like the upstream binary.
@@ -40,6 +41,7 @@ commands:
   kube-apiserver            run the upstream kube-apiserver (all upstream flags)
   kube-controller-manager   run the upstream kube-controller-manager (all upstream flags)
   version                   print the compiled-in Kubernetes version
+  promcheck                 parse and lint the Prometheus text on stdin; print JSON
 `
 
 func main() {
@@ -63,6 +65,8 @@ func main() {
 		os.Exit(cli.Run(kcmapp.NewControllerManagerCommand()))
 	case "up":
 		os.Exit(up(args))
+	case "promcheck":
+		os.Exit(promcheck(os.Stdin, os.Stdout, os.Stderr))
 	case "version", "--version", "-version":
 		v := version.Get()
 		fmt.Printf("testenv %s (kube-apiserver, kube-controller-manager; etcd %s; %s)\n", v.GitVersion, etcdVersion(), v.GoVersion)

@@ -679,6 +679,8 @@ fn aggregated_to(role: &serde_json::Value, label: &str) -> bool {
 fn the_optional_extras_are_off_by_default() -> Result<()> {
     let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
     ensure!(!docs.iter().any(|d| d["kind"] == "ServiceMonitor"));
+    ensure!(!docs.iter().any(|d| d["kind"] == "PrometheusRule"));
+    ensure!(find(&docs, "ConfigMap", "orrery-operator-dashboard").is_none());
     ensure!(find(&docs, "Service", "orrery-operator-metrics").is_none());
     ensure!(find(&docs, "ClusterRole", "orrery-studio-view").is_none());
     ensure!(find(&docs, "ClusterRole", "orrery-studio-edit").is_none());
@@ -742,6 +744,181 @@ fn a_service_monitor_scrapes_the_controllers_metrics_port() -> Result<()> {
         controller["ports"][0]["name"] == "metrics"
             && controller["ports"][0]["containerPort"] == 9100
     );
+    Ok(())
+}
+
+#[test]
+fn the_service_monitor_scrapes_the_sidecars_metrics_port_too_and_the_network_policy_admits_it()
+-> Result<()> {
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "metrics.serviceMonitor.enabled=true,sidecar.metricsPort=9200",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let monitor = find(&docs, "ServiceMonitor", "orrery-operator").context("no ServiceMonitor")?;
+    let ports: Vec<&serde_json::Value> = monitor["spec"]["endpoints"]
+        .as_array()
+        .context("endpoints")?
+        .iter()
+        .map(|e| &e["port"])
+        .collect();
+    ensure!(ports == ["metrics", "sidecar-metrics"], "{ports:?}");
+    let service =
+        find(&docs, "Service", "orrery-operator-metrics").context("no metrics Service")?;
+    ensure!(
+        service["spec"]["ports"][1]
+            == serde_json::json!({"name": "sidecar-metrics", "port": 9200, "targetPort": "sidecar-metrics", "protocol": "TCP"}),
+        "{}",
+        service["spec"]["ports"]
+    );
+    let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
+    let sidecar = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "sidecar"))
+        .context("no sidecar container")?;
+    ensure!(
+        sidecar["args"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a == "--metrics-listen=0.0.0.0:9200")),
+        "{}",
+        sidecar["args"]
+    );
+    ensure!(
+        sidecar["ports"][1]
+            == serde_json::json!({"name": "sidecar-metrics", "containerPort": 9200, "protocol": "TCP"})
+    );
+    let policy = find(&docs, "NetworkPolicy", "orrery-operator").context("no NetworkPolicy")?;
+    ensure!(
+        policy["spec"]["ingress"][1]["ports"][1]["port"] == 9200,
+        "{}",
+        policy["spec"]["ingress"]
+    );
+    // The sidecar's metrics port may not be another's.
+    let clash = template(RELEASE, NAMESPACE, &["--set", "sidecar.metricsPort=8081"])?;
+    ensure!(
+        !clash.success
+            && clash
+                .stderr
+                .contains("controller.metricsPort and sidecar.metricsPort are both 8081"),
+        "{}",
+        clash.stderr
+    );
+    Ok(())
+}
+
+/// Every `orrery_…` series an expression names, without a histogram's `_bucket`, `_count`
+/// or `_sum`.
+fn series_named(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("orrery_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        names.push(family.to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn the_alerts_and_the_dashboard_query_only_series_the_operator_and_sidecar_export() -> Result<()> {
+    use orrery_operator::sidecar::metrics::{SidecarMetrics, store_ops};
+    // Every family shows once it has a series: one of each.
+    let operator = orrery_operator::metrics::Metrics::new();
+    operator.run_ended("team-a", orrery_crds::run::RunPhase::Failed, "PodDeleted", 10);
+    let ops = store_ops();
+    let sidecar = SidecarMetrics::new(&ops);
+    sidecar.answered("/api/v1/me", "GET", 200, std::time::Duration::from_millis(1));
+    ops.get_or_create(&orrery_operator::sidecar::metrics::StoreOpLabels {
+        backend: "sqlite".into(),
+        operation: "append".into(),
+    })
+    .observe(0.001);
+    let exported: std::collections::BTreeSet<String> = [operator.encode(), sidecar.encode()]
+    .iter()
+    .flat_map(|text| text.lines())
+    .filter_map(|l| l.strip_prefix("# TYPE "))
+    .filter_map(|l| l.split(' ').next())
+    .map(str::to_owned)
+    .collect();
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &["--set", "metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true,metrics.prometheusRule.labels.release=kps"],
+        )?
+        .ok()?,
+    )?;
+    let rule = find(&docs, "PrometheusRule", "orrery-operator").context("no PrometheusRule")?;
+    ensure!(rule["metadata"]["labels"]["release"] == "kps");
+    let mut exprs: Vec<(String, String)> = Vec::new();
+    for group in rule["spec"]["groups"].as_array().context("groups")? {
+        for r in group["rules"].as_array().context("rules")? {
+            let alert = r["alert"].as_str().context("alert")?.to_owned();
+            let expr = r["expr"].as_str().context("expr")?;
+            ensure!(
+                expr.contains(&format!("namespace=\"{NAMESPACE}\"")),
+                "{alert} selects the release's namespace: {expr}"
+            );
+            ensure!(
+                r["annotations"]["description"].is_string(),
+                "{alert} says what to do"
+            );
+            exprs.push((alert, expr.to_owned()));
+        }
+    }
+    let alerts: Vec<&str> = exprs.iter().map(|(a, _)| a.as_str()).collect();
+    for wanted in [
+        "OrreryRunsFailing",
+        "OrreryIngestRefusing",
+        "OrreryApprovalsExpiring",
+        "OrreryLeaderMissing",
+    ] {
+        ensure!(alerts.contains(&wanted), "{wanted} in {alerts:?}");
+    }
+    let dashboard =
+        find(&docs, "ConfigMap", "orrery-operator-dashboard").context("no dashboard")?;
+    ensure!(dashboard["metadata"]["labels"]["grafana_dashboard"] == "1");
+    let json: serde_json::Value = serde_json::from_str(
+        dashboard["data"]["orrery.json"]
+            .as_str()
+            .context("orrery.json")?,
+    )?;
+    let mut panels = 0;
+    for panel in json["panels"].as_array().context("panels")? {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().context("a target's expr")?;
+            exprs.push((format!("panel {}", panel["title"]), expr.to_owned()));
+            panels += 1;
+        }
+    }
+    ensure!(panels >= 20, "{panels} queries");
+    for (what, expr) in &exprs {
+        let named = series_named(expr);
+        ensure!(
+            !named.is_empty(),
+            "{what} queries no series of ours: {expr}"
+        );
+        for name in named {
+            ensure!(
+                exported.contains(&name),
+                "{what} queries {name}, which neither process exports ({exported:?})"
+            );
+        }
+    }
     Ok(())
 }
 

@@ -31,8 +31,8 @@ use orrery_crds::{Composition, StudioRun};
 use orrery_runner::demo::{Fleet, FleetConfig, start_fleet};
 use orrery_tests::chart::{Release, wait_operator_pod};
 use orrery_tests::harness::{
-    TestNamespace, apply_yaml, ensure_crds, eventually, free_port_pair, has_condition,
-    processes_naming, wait_for, wait_succeeded, workspace_root,
+    TestNamespace, apply_yaml, ensure_crds, eventually, has_condition, processes_naming, wait_for,
+    wait_succeeded, workspace_root,
 };
 use orrery_tests::images;
 use orrery_tests::pod_executor::{ExecutorConfig, PodExecutor};
@@ -249,8 +249,9 @@ async fn the_charts_operator_runs_from_its_image_in_container_mode_and_serves_it
     .await?;
     let work_dir = exec.work_dir().to_string_lossy().into_owned();
     let release = orrery_tests::studio::release_name(&ns.name);
-    let (sidecar_port, metrics_port) = free_port_pair()?;
-    let mut sets = orrery_tests::chart::dev_node_values("127.0.0.1", sidecar_port, metrics_port);
+    let ports = orrery_tests::chart::DevPorts::free()?;
+    let sidecar_port = ports.sidecar;
+    let mut sets = orrery_tests::chart::dev_node_values("127.0.0.1", ports);
     sets.extend([
         format!("watchNamespace={}", ns.name),
         format!("tenantNamespaces={{{}}}", ns.name),

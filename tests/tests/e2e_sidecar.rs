@@ -1216,3 +1216,182 @@ async fn a_live_stream_dropped_mid_run_resumes_with_last_event_id_with_no_gap_an
     let stopped = f.shutdown().await;
     result.and(stopped)
 }
+
+/// The chart's sidecar serves its metrics on a port of its own (`sidecar.metricsPort`): after a
+/// run that asked Alice and was approved through the API, followed live from its start, and a
+/// batch posted with a forged run token, the text parses with Prometheus' own parser, passes its
+/// linter, and counts what happened: each event stored once, the refused batch by its reason,
+/// the ask, the decision and the settlement once each, requests by route template, the store's
+/// calls by backend, the stream closed again and its live events' delay. The controller's
+/// metrics pass the same linter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidecars_metrics_count_ingest_streams_and_approvals_and_pass_the_prometheus_linter()
+-> Result<()> {
+    use orrery_tests::promcheck::promcheck;
+    let studio = chart_studio("sc-metrics", 200, &[]).await?;
+    Studio::test(studio, async |f| {
+        let (controller_metrics, sidecar_metrics) = f
+            .chart()
+            .and_then(|c| c.metrics_urls.clone())
+            .context("the chart's metrics on loopback")?;
+        let alice = token(f.env, ALICE)?;
+        apply_yaml(&f.admin, Some(&f.ns.name), &asking_run("measured")).await?;
+        // Followed live from the start (the stream ends with run.end).
+        let following = {
+            let (url, ns, alice) = (f.sidecar_url.clone(), f.ns.name.clone(), alice.clone());
+            tokio::spawn(async move { sse(&url, &ns, "measured", &alice, None, None).await })
+        };
+        let waiting = f.wait_pending_approval("measured").await?;
+        let pending = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_approvals.first())
+            .context("a pending approval")?
+            .clone();
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!(
+                "{}/api/v1/runs/{}/measured/approvals/{}",
+                f.sidecar_url, f.ns.name, pending.id
+            ),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+        let done = f.wait_phase("measured", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&done).await?;
+        let followed = following.await??;
+        ensure!(followed.len() == printed.len(), "followed every event live");
+        // A batch with a forged token is refused before anything is read.
+        let uid = done.uid().context("the run's UID")?;
+        let forged = http_client()?
+            .post(format!("{}{}", f.sidecar_url, ingest_path(&uid)))
+            .bearer_auth("forged.token.here")
+            .json(&json!({"runUid": uid, "events": []}))
+            .send()
+            .await?;
+        ensure!(
+            forged.status() == StatusCode::UNAUTHORIZED,
+            "{}",
+            forged.status()
+        );
+
+        let text = http_client()?
+            .get(&sidecar_metrics)
+            .send()
+            .await?
+            .text()
+            .await?;
+        let report = promcheck(&text)?;
+        ensure!(
+            report.problems.is_empty(),
+            "the linter: {:?}",
+            report.problems
+        );
+        let stored = report.value("orrery_sidecar_events_stored_total", &[]);
+        ensure!(
+            stored == Some(printed.len() as f64),
+            "events stored: {stored:?}, the runner printed {}",
+            printed.len()
+        );
+        for (family, labels, want) in [
+            (
+                "orrery_sidecar_ingest_batches_refused_total",
+                vec![("reason", "unauthenticated")],
+                1.0,
+            ),
+            (
+                "orrery_sidecar_ingest_batches_refused_total",
+                vec![("reason", "gap")],
+                0.0,
+            ),
+            ("orrery_sidecar_approvals_asked_total", vec![], 1.0),
+            (
+                "orrery_sidecar_approval_decisions_total",
+                vec![("decision", "approve")],
+                1.0,
+            ),
+            (
+                "orrery_sidecar_approvals_settled_total",
+                vec![("outcome", "approved")],
+                1.0,
+            ),
+            (
+                "orrery_sidecar_approvals_settled_total",
+                vec![("outcome", "expired")],
+                0.0,
+            ),
+            ("orrery_sidecar_streams_open", vec![], 0.0),
+            (
+                "orrery_sidecar_http_requests_total",
+                vec![
+                    ("route", "/api/v1/runs/{namespace}/{name}/approvals/{id}"),
+                    ("method", "POST"),
+                    ("code", "200"),
+                ],
+                1.0,
+            ),
+        ] {
+            let got = report.value(family, &labels);
+            ensure!(
+                got == Some(want),
+                "{family}{labels:?}: {got:?}, want {want}"
+            );
+        }
+        let family = &report.families["orrery_sidecar_http_requests_total"];
+        ensure!(
+            family
+                .metrics
+                .iter()
+                .all(|m| !m.labels["route"].contains(&uid)),
+            "a route is its template, never a path with a UID"
+        );
+        let batches = report.count("orrery_sidecar_ingest_batch_duration_seconds", &[]);
+        ensure!(
+            batches.is_some_and(|n| n >= 2),
+            "ingest batches timed: {batches:?}"
+        );
+        let appends = report.count(
+            "orrery_sidecar_store_operation_duration_seconds",
+            &[("backend", "sqlite"), ("operation", "append")],
+        );
+        ensure!(
+            appends.is_some_and(|n| n >= 1),
+            "appends timed: {appends:?}"
+        );
+        let delayed = report.count("orrery_sidecar_stream_delay_seconds", &[]);
+        ensure!(
+            delayed.is_some_and(|n| n >= 1),
+            "live events' delay: {delayed:?}"
+        );
+        ensure!(
+            report.families["orrery_sidecar_stream_delay_seconds"].kind == "HISTOGRAM",
+            "a histogram"
+        );
+
+        // The controller's gauges follow its cache: the run's end shows within a reconcile.
+        let mut succeeded = None;
+        for _ in 0..50 {
+            let text = http_client()?
+                .get(&controller_metrics)
+                .send()
+                .await?
+                .text()
+                .await?;
+            let report = promcheck(&text)?;
+            ensure!(
+                report.problems.is_empty(),
+                "the linter: {:?}",
+                report.problems
+            );
+            succeeded = report.value("orrery_runs", &[("phase", "Succeeded")]);
+            if succeeded == Some(1.0) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        anyhow::bail!("orrery_runs{{phase=Succeeded}}: {succeeded:?}, want 1")
+    })
+    .await
+}

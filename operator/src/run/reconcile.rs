@@ -161,6 +161,13 @@ impl RunContext {
         if before.as_deref() == Some(now.reason.as_str()) {
             return Ok(());
         }
+        if let Some(phase) = status.phase.filter(|p| p.is_terminal()) {
+            let tokens = status.totals.as_ref().map_or(0, |t| t.tokens);
+            let namespace = run.metadata.namespace.as_deref().unwrap_or_default();
+            self.base
+                .metrics
+                .run_ended(namespace, phase, &now.reason, tokens);
+        }
         let failed = status.phase.is_some_and(RunPhase::is_terminal)
             && status.phase != Some(RunPhase::Succeeded);
         // Progress inside a pod that is already running (Starting → Running) is in the status;

@@ -188,6 +188,7 @@ pub async fn decide(
         .as_ref()
         .and_then(|s| s.decisions.iter().rposition(|d| d.approval_id == id))
         .unwrap_or(0) as u64;
+    sidecar.metrics.decided(approve);
     // Who decided what, for the audit trail: identifiers only, never the text, comment or answer.
     tracing::info!(
         run_uid = %uid,

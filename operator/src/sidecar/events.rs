@@ -123,7 +123,14 @@ pub fn live_response<S>(sidecar: &Sidecar, stream: S) -> Response
 where
     S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    let stream = stream.take_until(sidecar.shutdown.clone().cancelled_owned());
+    // Counted open while the stream lives (the guard goes with the stream).
+    let open = sidecar.metrics.stream_opened();
+    let stream = stream
+        .map(move |event| {
+            let _open = &open;
+            event
+        })
+        .take_until(sidecar.shutdown.clone().cancelled_owned());
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();
@@ -211,7 +218,8 @@ struct Follow {
     uid: String,
     cursor: u64,
     rx: broadcast::Receiver<Live>,
-    pending: VecDeque<StoredEvent>,
+    /// Events to send, with when this process stored them when they came live (not read back).
+    pending: VecDeque<(StoredEvent, Option<std::time::Instant>)>,
     /// The store may hold events past the cursor.
     read_store: bool,
     /// `run.end` went out.
@@ -226,9 +234,12 @@ struct Follow {
 
 async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)> {
     loop {
-        if let Some(e) = f.pending.pop_front() {
+        if let Some((e, stored_at)) = f.pending.pop_front() {
             if e.seq <= f.cursor {
                 continue;
+            }
+            if let Some(at) = stored_at {
+                f.sidecar.metrics.delivered(at);
             }
             f.cursor = e.seq;
             let kind = event_type(&e.body);
@@ -253,7 +264,7 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
             {
                 Ok(events) => {
                     f.read_store = events.len() == MAX_PAGE as usize;
-                    f.pending.extend(events);
+                    f.pending.extend(events.into_iter().map(|e| (e, None)));
                 }
                 Err(e) => {
                     tracing::warn!(run_uid = %f.uid, "following run {}: {e}", f.uid);
@@ -282,9 +293,10 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
             continue;
         };
         match woken {
-            Ok(Live::Events(events)) => match (events.first(), events.last()) {
+            Ok(Live::Events { events, stored_at }) => match (events.first(), events.last()) {
                 (Some(first), _) if first.seq == f.cursor + 1 => {
-                    f.pending.extend(events.iter().cloned());
+                    f.pending
+                        .extend(events.iter().cloned().map(|e| (e, Some(stored_at))));
                 }
                 (_, Some(last)) if last.seq > f.cursor => f.read_store = true,
                 _ => {}

@@ -7,6 +7,7 @@
 use super::store::StoredEvent;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::broadcast;
 
 /// Wakes kept per run for a slow follower before it lags (and then reads the store).
@@ -15,8 +16,13 @@ pub const CHANNEL_CAPACITY: usize = 64;
 /// What a follower of a run is woken with.
 #[derive(Clone, Debug)]
 pub enum Live {
-    /// Events this process just stored, consecutive.
-    Events(Arc<[StoredEvent]>),
+    /// Events this process just stored, consecutive, and when they were stored.
+    Events {
+        /// The events.
+        events: Arc<[StoredEvent]>,
+        /// When their batch was stored.
+        stored_at: Instant,
+    },
     /// Another replica stored events up to this `seq` (`u64::MAX`: unknown, read the store).
     Wake(u64),
 }
@@ -92,9 +98,15 @@ mod tests {
         hub.publish("a", Live::Wake(1));
         let mut rx = hub.subscribe("a");
         let mut other = hub.subscribe("b");
-        hub.publish("a", Live::Events(Arc::from(vec![event(2), event(3)])));
+        hub.publish(
+            "a",
+            Live::Events {
+                events: Arc::from(vec![event(2), event(3)]),
+                stored_at: Instant::now(),
+            },
+        );
         match rx.recv().await.unwrap() {
-            Live::Events(events) => {
+            Live::Events { events, .. } => {
                 assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3])
             }
             Live::Wake(_) => panic!("expected events"),

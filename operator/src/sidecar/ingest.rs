@@ -144,7 +144,9 @@ pub async fn ingest(
             ));
         }
     };
-    sidecar.metrics_ingested(appended.stored);
+    sidecar
+        .metrics
+        .ingested(appended.stored, appended.duplicates);
     if appended.stored > 0 {
         let fresh_from = first + (bodies.len() as u64 - appended.stored);
         let events: Vec<StoredEvent> = bodies
@@ -160,7 +162,13 @@ pub async fn ingest(
             .last()
             .is_some_and(|e| super::events::is_run_end(&e.body));
         let settled = runner_settlements(&events);
-        sidecar.hub.publish(&uid, Live::Events(Arc::from(events)));
+        sidecar.hub.publish(
+            &uid,
+            Live::Events {
+                events: Arc::from(events),
+                stored_at: std::time::Instant::now(),
+            },
+        );
         if ended || !settled.is_empty() {
             // The run's status says how many events the sidecar holds (rule 9.23) and which
             // approvals still wait; written in the background, the runner's reply does not
@@ -168,8 +176,12 @@ pub async fn ingest(
             let (sidecar, run) = (sidecar.clone(), run.clone());
             tokio::spawn(async move {
                 for (id, outcome) in settled {
-                    if let Err(e) = sidecar.store.settle(&run.uid, &id, outcome, None).await {
-                        tracing::warn!(run_uid = %run.uid, "run {}: settling approval {id} from its trace: {e}", run.uid);
+                    match sidecar.store.settle(&run.uid, &id, outcome, None).await {
+                        Ok(true) => sidecar.metrics.settled(outcome),
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(run_uid = %run.uid, "run {}: settling approval {id} from its trace: {e}", run.uid);
+                        }
                     }
                 }
                 if let Err(e) = super::run_status::publish_pending(&sidecar, &run).await {

@@ -12,6 +12,7 @@
 //! - [`verdict`]: the one validator's verdict on a spec, as every route that takes one gives it.
 //! - [`objects`]: objects of the apiserver as replies (no `managedFields`; their managers).
 //! - [`limits`]: per-person rate limits on starts, decisions and saves.
+//! - [`metrics`]: the sidecar's Prometheus metrics, on a listener of their own.
 //! - [`process`]: the sidecar as a process (store, listener, PostgreSQL wakes, retention).
 //! - [`caller`]: who calls (SelfSubjectReview with the caller's own token) and whether they
 //!   may see a run (a `get` with that token, then the owner/approver rule).
@@ -37,6 +38,7 @@ pub mod hub;
 pub mod import;
 pub mod ingest;
 pub mod limits;
+pub mod metrics;
 pub mod objects;
 pub mod problem;
 pub mod process;
@@ -58,7 +60,6 @@ use events::StreamLimits;
 use hub::Hub;
 use problem::Problem;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use store::Store;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -86,6 +87,9 @@ pub struct SidecarSettings {
     /// How long a followed run's event stream may be quiet before the run's status is read, to
     /// end the stream of a run that ended with no `run.end` (10 s).
     pub stream_status_check: std::time::Duration,
+    /// Where to serve `GET /metrics` (`--metrics-listen`); `None` serves no metrics. Never the
+    /// API's port: the API is reachable by every runner and person, the metrics by scrapers.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for SidecarSettings {
@@ -99,6 +103,7 @@ impl Default for SidecarSettings {
             namespace: None,
             console_dir: None,
             stream_status_check: std::time::Duration::from_secs(10),
+            metrics_listen: None,
         }
     }
 }
@@ -132,7 +137,8 @@ pub struct Sidecar {
     pub console_dir: Option<std::path::PathBuf>,
     /// See [`SidecarSettings::stream_status_check`].
     pub stream_status_check: std::time::Duration,
-    ingested: AtomicU64,
+    /// The sidecar's metrics.
+    pub metrics: metrics::SidecarMetrics,
 }
 
 impl std::fmt::Debug for Sidecar {
@@ -154,6 +160,7 @@ impl Sidecar {
         settings: &SidecarSettings,
     ) -> Sidecar {
         let own_client = kube::Client::try_from(kube_config.clone()).ok();
+        let store_ops = store.operations();
         Sidecar {
             own_client,
             store,
@@ -174,7 +181,7 @@ impl Sidecar {
             stream_status_check: settings
                 .stream_status_check
                 .max(std::time::Duration::from_millis(100)),
-            ingested: AtomicU64::new(0),
+            metrics: metrics::SidecarMetrics::new(&store_ops),
         }
     }
 
@@ -188,13 +195,9 @@ impl Sidecar {
         self.callers.identify(token).await
     }
 
-    fn metrics_ingested(&self, stored: u64) {
-        self.ingested.fetch_add(stored, Ordering::Relaxed);
-    }
-
     /// Events stored by this process since it started.
     pub fn ingested(&self) -> u64 {
-        self.ingested.load(Ordering::Relaxed)
+        self.metrics.stored()
     }
 }
 
@@ -296,6 +299,10 @@ pub fn router(sidecar: Arc<Sidecar>) -> Router {
             request_timeout,
         ))
         .layer(axum::middleware::map_response(security_headers))
+        .layer(axum::middleware::from_fn_with_state(
+            sidecar.clone(),
+            metrics::track,
+        ))
         .with_state(sidecar)
 }
 

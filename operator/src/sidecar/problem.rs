@@ -139,6 +139,7 @@ impl Problem {
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let retry_after = self.retry_after;
+        let code = self.code_extension();
         let mut response = match self.extra {
             None => (self.status, Json(self.body)).into_response(),
             Some(extra) => {
@@ -155,6 +156,7 @@ impl IntoResponse for Problem {
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
+        response.extensions_mut().insert(code);
         response
     }
 }

@@ -30,14 +30,29 @@ pub enum StartError {
     Store(#[from] StoreError),
     /// The address cannot be listened on.
     #[error(
-        "--listen {address}: cannot listen there: {reason}; pick a free address (e.g. --listen 127.0.0.1:0 for any port)"
+        "--{flag} {address}: cannot listen there: {reason}; pick a free address (e.g. --{flag} 127.0.0.1:0 for any port)"
     )]
     Listen {
+        /// The flag that named it (`listen`, `metrics-listen`).
+        flag: &'static str,
         /// The address.
         address: SocketAddr,
         /// The I/O error.
         reason: String,
     },
+}
+
+async fn bind(
+    flag: &'static str,
+    address: SocketAddr,
+) -> Result<tokio::net::TcpListener, StartError> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| StartError::Listen {
+            flag,
+            address,
+            reason: e.to_string(),
+        })
 }
 
 /// The verifier of the deployment config's `runToken.verifyingKeyFile`: read at start-up, so a
@@ -69,6 +84,7 @@ pub struct Bound {
     pub sidecar: Arc<Sidecar>,
     listener: tokio::net::TcpListener,
     address: SocketAddr,
+    metrics: Option<tokio::net::TcpListener>,
     client: Option<Client>,
 }
 
@@ -83,13 +99,11 @@ impl Bound {
         settings: &SidecarSettings,
     ) -> Result<Bound, StartError> {
         let store = Store::open(store_url).await?;
-        let listener =
-            tokio::net::TcpListener::bind(listen)
-                .await
-                .map_err(|e| StartError::Listen {
-                    address: listen,
-                    reason: e.to_string(),
-                })?;
+        let listener = bind("listen", listen).await?;
+        let metrics = match settings.metrics_listen {
+            Some(address) => Some(bind("metrics-listen", address).await?),
+            None => None,
+        };
         let address = listener.local_addr().unwrap_or(listen);
         let sidecar = Arc::new(Sidecar::new(store, verifier, kube_config, config, settings));
         let client = sidecar.own_client.clone();
@@ -97,6 +111,7 @@ impl Bound {
             sidecar,
             listener,
             address,
+            metrics,
             client,
         })
     }
@@ -104,6 +119,11 @@ impl Bound {
     /// Where it listens.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Where it serves its metrics, if it does.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// Serves until `shutdown` resolves: open streams end, requests in flight finish, the
@@ -116,13 +136,29 @@ impl Bound {
         let Bound {
             sidecar,
             listener,
+            metrics,
             client,
             ..
         } = self;
         let relay = tokio::spawn(relay_wakes(sidecar.clone()));
+        let metrics = metrics.map(|listener| {
+            let app = super::metrics::router(sidecar.clone());
+            let stop = sidecar.shutdown.clone();
+            tokio::spawn(async move {
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await;
+                if let Err(e) = served {
+                    tracing::warn!("serving metrics: {e}");
+                }
+            })
+        });
         let sweep = client.map(|c| tokio::spawn(sweep_loop(sidecar.clone(), c)));
         let served = super::serve(listener, sidecar.clone(), shutdown).await;
         relay.abort();
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         if let Some(sweep) = sweep {
             sweep.abort();
         }

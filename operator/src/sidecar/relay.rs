@@ -104,6 +104,9 @@ pub async fn ask(
         tracing::warn!(run_uid = %uid, "storing approval {} of run {uid}: {e}", ask.id);
         Problem::unavailable("the approval cannot be stored just now; retry")
     })?;
+    if put == Put::Created {
+        sidecar.metrics.asked();
+    }
     if put == Put::Conflict {
         return Err(Problem::new(
             StatusCode::CONFLICT,
@@ -236,11 +239,14 @@ pub async fn settled(
         Settlement::Expired => (DecisionKind::Expired, None),
         Settlement::Cancelled => (DecisionKind::Cancelled, None),
     };
-    sidecar
+    if sidecar
         .store
         .settle(&uid, &id, outcome, index)
         .await
-        .map_err(store_problem)?;
+        .map_err(store_problem)?
+    {
+        sidecar.metrics.settled(outcome);
+    }
     publish_pending(&sidecar, &record(&uid, &claims))
         .await
         .map_err(|e| {

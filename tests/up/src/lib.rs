@@ -449,7 +449,12 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         Some(_) => SIDECAR_CLUSTER_IP.to_owned(),
         None => "127.0.0.1".to_owned(),
     };
-    let mut sets = chart::dev_node_values(&sidecar_host, sidecar_port, metrics_port);
+    let ports = chart::DevPorts {
+        sidecar: sidecar_port,
+        metrics: metrics_port,
+        sidecar_metrics: port_or_free(9091)?,
+    };
+    let mut sets = chart::dev_node_values(&sidecar_host, ports);
     sets.push(format!("tenantNamespaces={{{NAMESPACE}}}"));
     // Where people reach the sidecar on this machine (`kubectl orrery` finds it there).
     sets.push(format!("service.publicUrl=http://127.0.0.1:{sidecar_port}"));

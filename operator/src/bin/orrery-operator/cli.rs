@@ -47,6 +47,13 @@ pub struct SidecarArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
 
+    /// Where to serve GET /metrics (Prometheus text: requests, ingest, the store, streams,
+    /// approvals; see docs/observability.md), on a port of its own so that scrapers, not the
+    /// runners and people who reach the API, are let in by NetworkPolicy. Default: no metrics.
+    /// The chart sets it to sidecar.metricsPort.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
     /// The event store: `sqlite:/PATH` (a file on a volume; created if missing) or
     /// `postgres://USER:PASSWORD@HOST/DB` (several replicas share it). Pass a URL with a
     /// password through the environment (from a Secret), not the command line.

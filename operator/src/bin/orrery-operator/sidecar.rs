@@ -35,6 +35,7 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         saves_per_minute: args.saves_per_minute,
         namespace: args.namespace,
         console_dir: args.console_dir,
+        metrics_listen: args.metrics_listen,
         ..SidecarSettings::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
@@ -58,6 +59,9 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
             bound.address(),
             bound.sidecar.store
         );
+        if let Some(metrics) = bound.metrics_address() {
+            tracing::info!("serving metrics on http://{metrics}/metrics");
+        }
         bound.serve(stopping(stop)).await.context("serving")?;
         tracing::info!("stopped");
         Ok(ExitCode::SUCCESS)

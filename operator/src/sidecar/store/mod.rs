@@ -40,12 +40,14 @@ mod schema;
 pub use approvals::{Put, StoredApproval};
 pub use error::StoreError;
 
+use super::metrics::{StoreOpLabels, StoreOps};
 use error::{Scrub, redact_url};
 use open::Target;
 use orrery_crds::approval::DecisionKind;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
 use sqlx::sqlite::SqlitePool;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Which database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +56,16 @@ pub enum Backend {
     Sqlite,
     /// A PostgreSQL server, shared by the sidecar's replicas.
     Postgres,
+}
+
+impl Backend {
+    /// Its `backend` label: `sqlite` or `postgres`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
 }
 
 /// A run whose events are stored.
@@ -113,6 +125,7 @@ struct Inner {
     /// The URL with its password replaced by `***`.
     target: String,
     scrub: Scrub,
+    ops: StoreOps,
 }
 
 enum Pools {
@@ -178,8 +191,28 @@ impl Store {
                 pools,
                 target,
                 scrub,
+                ops: super::metrics::store_ops(),
             }),
         })
+    }
+
+    /// The durations of this store's calls (`orrery_sidecar_store_operation_duration_seconds`).
+    pub fn operations(&self) -> StoreOps {
+        self.inner.ops.clone()
+    }
+
+    /// Runs one call of the store, its duration observed as `operation`.
+    async fn timed<T>(&self, operation: &'static str, work: impl Future<Output = T>) -> T {
+        let began = Instant::now();
+        let out = work.await;
+        self.inner
+            .ops
+            .get_or_create(&StoreOpLabels {
+                backend: self.backend().label().into(),
+                operation: operation.into(),
+            })
+            .observe(began.elapsed().as_secs_f64());
+        out
     }
 
     /// Which database this store is.
@@ -226,21 +259,27 @@ impl Store {
         }
         let first = seq_to_db(first_seq)?;
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::append(pool, scrub, run, first, bodies).await,
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::append(pool, scrub, run, first, bodies).await
+        self.timed("append", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::append(pool, scrub, run, first, bodies).await,
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::append(pool, scrub, run, first, bodies).await
+                }
             }
-        }
+        })
+        .await
     }
 
     /// The last `seq` stored for `run_uid` (0 when none).
     pub async fn last_seq(&self, run_uid: &str) -> Result<u64, StoreError> {
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::last_seq(pool, scrub, run_uid).await,
-            Pools::Postgres { pool, .. } => ops::postgres::last_seq(pool, scrub, run_uid).await,
-        }
+        self.timed("last_seq", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::last_seq(pool, scrub, run_uid).await,
+                Pools::Postgres { pool, .. } => ops::postgres::last_seq(pool, scrub, run_uid).await,
+            }
+        })
+        .await
     }
 
     /// `run_uid`'s events with `seq > after`, ascending, at most `limit` of them.
@@ -253,33 +292,44 @@ impl Store {
         // Nothing is stored past MAX_SEQ: a cursor beyond it reads nothing.
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => {
-                ops::sqlite::events_after(pool, scrub, run_uid, after, limit).await
+        self.timed("events_after", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::events_after(pool, scrub, run_uid, after, limit).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::events_after(pool, scrub, run_uid, after, limit).await
+                }
             }
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::events_after(pool, scrub, run_uid, after, limit).await
-            }
-        }
+        })
+        .await
     }
 
     /// Every run the store holds events of, by namespace, name and UID.
     pub async fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::runs(pool, scrub).await,
-            Pools::Postgres { pool, .. } => ops::postgres::runs(pool, scrub).await,
-        }
+        self.timed("runs", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::runs(pool, scrub).await,
+                Pools::Postgres { pool, .. } => ops::postgres::runs(pool, scrub).await,
+            }
+        })
+        .await
     }
 
     /// Deletes `run_uid`'s events and its record, in one transaction; returns how many events
     /// were deleted (0 for a run the store does not hold).
     pub async fn delete_run(&self, run_uid: &str) -> Result<u64, StoreError> {
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::delete_run(pool, scrub, run_uid).await,
-            Pools::Postgres { pool, .. } => ops::postgres::delete_run(pool, scrub, run_uid).await,
-        }
+        self.timed("delete_run", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::delete_run(pool, scrub, run_uid).await,
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::delete_run(pool, scrub, run_uid).await
+                }
+            }
+        })
+        .await
     }
 
     /// Stores an approval `run` asked for: [`Put::Created`], [`Put::Same`] for a retry with
@@ -290,21 +340,29 @@ impl Store {
         ask: &orrery_crds::approval::ApprovalRequest,
     ) -> Result<Put, StoreError> {
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::put_approval(pool, scrub, run, ask).await,
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::put_approval(pool, scrub, run, ask).await
+        self.timed("put_approval", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::put_approval(pool, scrub, run, ask).await,
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::put_approval(pool, scrub, run, ask).await
+                }
             }
-        }
+        })
+        .await
     }
 
     /// `run_uid`'s approvals, in the order they were asked.
     pub async fn approvals(&self, run_uid: &str) -> Result<Vec<StoredApproval>, StoreError> {
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::approvals(pool, scrub, run_uid).await,
-            Pools::Postgres { pool, .. } => ops::postgres::approvals(pool, scrub, run_uid).await,
-        }
+        self.timed("approvals", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::approvals(pool, scrub, run_uid).await,
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::approvals(pool, scrub, run_uid).await
+                }
+            }
+        })
+        .await
     }
 
     /// One approval of a run.
@@ -332,14 +390,17 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let index = index.map(|i| i64::try_from(i).unwrap_or(i64::MAX));
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => {
-                ops::sqlite::settle(pool, scrub, run_uid, id, outcome, index).await
+        self.timed("settle", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::settle(pool, scrub, run_uid, id, outcome, index).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::settle(pool, scrub, run_uid, id, outcome, index).await
+                }
             }
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::settle(pool, scrub, run_uid, id, outcome, index).await
-            }
-        }
+        })
+        .await
     }
 
     /// Records that the run refused the decision at `index` on approval `id`, and why.
@@ -352,14 +413,17 @@ impl Store {
     ) -> Result<(), StoreError> {
         let index = i64::try_from(index).unwrap_or(i64::MAX);
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => {
-                ops::sqlite::refuse(pool, scrub, run_uid, id, index, reason).await
+        self.timed("refuse", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::refuse(pool, scrub, run_uid, id, index, reason).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::refuse(pool, scrub, run_uid, id, index, reason).await
+                }
             }
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::refuse(pool, scrub, run_uid, id, index, reason).await
-            }
-        }
+        })
+        .await
     }
 
     /// Why the run refused the decision at `index` on approval `id`, if it did.
@@ -371,12 +435,15 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let index = i64::try_from(index).unwrap_or(i64::MAX);
         let scrub = &self.inner.scrub;
-        match &self.inner.pools {
-            Pools::Sqlite(pool) => ops::sqlite::refusal(pool, scrub, run_uid, id, index).await,
-            Pools::Postgres { pool, .. } => {
-                ops::postgres::refusal(pool, scrub, run_uid, id, index).await
+        self.timed("refusal", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => ops::sqlite::refusal(pool, scrub, run_uid, id, index).await,
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::refusal(pool, scrub, run_uid, id, index).await
+                }
             }
-        }
+        })
+        .await
     }
 
     /// On PostgreSQL, a listener of the appends of every replica (this one's included), on a
