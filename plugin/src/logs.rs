@@ -117,31 +117,114 @@ pub fn frames(buf: &mut String) -> Vec<Frame> {
     out
 }
 
+/// The most text a frame not ended yet may hold: an event is at most what one ingest batch may
+/// carry (1 MiB), so a stream that sends more without a blank line is not the sidecar's.
+pub const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
+
+/// A stream sent more than [`MAX_FRAME_BYTES`] without ending a frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the stream sent more than {limit} bytes without ending a frame (a blank line)")]
+pub struct FrameTooLarge {
+    /// [`MAX_FRAME_BYTES`].
+    pub limit: usize,
+}
+
 /// Reads Server-Sent Events frames from a stream's chunks, which may end anywhere: inside a
-/// frame, a line or a UTF-8 character.
+/// frame, a line, a line break or a UTF-8 character. Lines end with CRLF, LF or a lone CR (as
+/// the SSE format has it); a byte that is not UTF-8 reads as U+FFFD and the stream goes on; a
+/// frame not ended within [`MAX_FRAME_BYTES`] is refused. Each byte is looked at a bounded
+/// number of times however the stream is cut.
 #[derive(Debug, Default)]
 pub struct FrameReader {
-    /// Bytes of a character not whole yet.
+    /// Bytes of a character not whole yet (at most three).
     pending: Vec<u8>,
-    /// Text of a frame not ended yet.
+    /// Text of a frame not ended yet, its line ends made `\n`.
     buf: String,
+    /// The last text ended with a CR: a LF first in the next is the same line end.
+    after_cr: bool,
+    /// How much of `buf` holds no blank line.
+    scanned: usize,
 }
 
 impl FrameReader {
     /// The frames `chunk` completes.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Frame> {
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Frame>, FrameTooLarge> {
         self.pending.extend_from_slice(chunk);
-        let valid = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            Err(e) => e.valid_up_to(),
-        };
-        let text: Vec<u8> = self.pending.drain(..valid).collect();
-        self.buf.push_str(&String::from_utf8_lossy(&text));
-        // Over the whole of what is not a frame yet: a chunk may end between `\r` and `\n`.
-        if self.buf.contains("\r\n") {
-            self.buf = self.buf.replace("\r\n", "\n");
+        let mut text = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(whole) => {
+                    text.push_str(whole);
+                    self.pending.clear();
+                    break;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    text.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+                    match e.error_len() {
+                        // Not UTF-8: one replacement character, and on.
+                        Some(bad) => {
+                            text.push(char::REPLACEMENT_CHARACTER);
+                            self.pending.drain(..valid + bad);
+                        }
+                        // A character cut at the chunk's end: the rest comes next.
+                        None => {
+                            self.pending.drain(..valid);
+                            break;
+                        }
+                    }
+                }
+            }
         }
-        frames(&mut self.buf)
+        self.append(&text);
+        // A blank line can only end in what was not scanned yet (or join its first byte).
+        let from = self.scanned.saturating_sub(1);
+        let found = self
+            .buf
+            .as_bytes()
+            .get(from..)
+            .is_some_and(|rest| rest.windows(2).any(|w| w == b"\n\n"));
+        let out = if found {
+            frames(&mut self.buf)
+        } else {
+            Vec::new()
+        };
+        self.scanned = self.buf.len();
+        if self.buf.len() > MAX_FRAME_BYTES {
+            self.buf.clear();
+            self.scanned = 0;
+            return Err(FrameTooLarge {
+                limit: MAX_FRAME_BYTES,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Appends `text` with its line ends (CRLF, CR, LF) made `\n`, a CRLF cut between two
+    /// chunks included.
+    fn append(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut chars = text.chars().peekable();
+        if self.after_cr && chars.peek() == Some(&'\n') {
+            chars.next();
+        }
+        self.after_cr = false;
+        while let Some(c) = chars.next() {
+            if c != '\r' {
+                self.buf.push(c);
+                continue;
+            }
+            self.buf.push('\n');
+            match chars.peek() {
+                Some('\n') => {
+                    chars.next();
+                }
+                None => self.after_cr = true,
+                Some(_) => {}
+            }
+        }
     }
 }
 
@@ -237,7 +320,13 @@ pub async fn follow(
         let mut chunks = body_chunks(response.into_body());
         let mut reader = FrameReader::default();
         while let Some(Ok(chunk)) = chunks.next().await {
-            for frame in reader.push(&chunk) {
+            let frames = reader
+                .push(&chunk)
+                .map_err(|e| PluginError::SidecarAnswer {
+                    what: what.clone(),
+                    detail: e.to_string(),
+                })?;
+            for frame in frames {
                 let event: TraceEvent =
                     serde_json::from_str(&frame.data).map_err(|e| PluginError::SidecarAnswer {
                         what: what.clone(),
@@ -304,8 +393,8 @@ mod tests {
         // Every way of cutting the stream in two gives the same two frames.
         for cut in 0..=bytes.len() {
             let mut reader = FrameReader::default();
-            let mut got = reader.push(&bytes[..cut]);
-            got.extend(reader.push(&bytes[cut..]));
+            let mut got = reader.push(&bytes[..cut]).unwrap();
+            got.extend(reader.push(&bytes[cut..]).unwrap());
             assert_eq!(
                 got,
                 vec![
@@ -321,6 +410,61 @@ mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    #[test]
+    fn lines_ended_by_a_lone_cr_make_the_same_frames_however_the_stream_is_cut() {
+        let stream = "id: 1\rdata: a\r\rid: 2\r\ndata: b\r\n\r\nid: 3\ndata: c\n\n";
+        let bytes = stream.as_bytes();
+        let want: Vec<Frame> = [(1, "a"), (2, "b"), (3, "c")]
+            .into_iter()
+            .map(|(id, data)| Frame {
+                id: Some(id),
+                data: data.into(),
+            })
+            .collect();
+        for cut in 0..=bytes.len() {
+            for second in cut..=bytes.len() {
+                let mut reader = FrameReader::default();
+                let mut got = reader.push(&bytes[..cut]).unwrap();
+                got.extend(reader.push(&bytes[cut..second]).unwrap());
+                got.extend(reader.push(&bytes[second..]).unwrap());
+                assert_eq!(got, want, "cut at {cut} and {second}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_byte_that_is_not_utf8_reads_as_a_replacement_and_the_stream_goes_on() {
+        let mut reader = FrameReader::default();
+        let got = reader.push(b"data: a\xffb\n\n").unwrap();
+        assert_eq!(got[0].data, "a\u{FFFD}b");
+        // A lone continuation byte and a cut lead byte later on change nothing after them.
+        let got = reader.push(b"data: \x80c\n\ndata: \xc3").unwrap();
+        assert_eq!(got[0].data, "\u{FFFD}c");
+        let got = reader.push(b"\xa9\n\n").unwrap();
+        assert_eq!(got[0].data, "\u{e9}");
+    }
+
+    #[test]
+    fn a_frame_never_ended_is_refused_past_the_limit() {
+        let mut reader = FrameReader::default();
+        let line = format!("data: {}\n", "x".repeat(64 * 1024));
+        let mut refused = None;
+        for _ in 0..(MAX_FRAME_BYTES / line.len() + 2) {
+            if let Err(e) = reader.push(line.as_bytes()) {
+                refused = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            refused,
+            Some(FrameTooLarge {
+                limit: MAX_FRAME_BYTES
+            })
+        );
+        // The reader starts afresh after it.
+        assert_eq!(reader.push(b"data: y\n\n").unwrap()[0].data, "y");
     }
 
     #[test]

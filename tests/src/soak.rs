@@ -427,7 +427,10 @@ async fn follow(
             let mut stream = response.bytes_stream();
             let mut reader = kubectl_orrery::logs::FrameReader::default();
             while let Some(Ok(chunk)) = stream.next().await {
-                for frame in reader.push(&chunk) {
+                let Ok(frames) = reader.push(&chunk) else {
+                    break;
+                };
+                for frame in frames {
                     let Ok(event) = serde_json::from_str::<TraceEvent>(&frame.data) else {
                         continue;
                     };
