@@ -838,22 +838,32 @@ fn the_alerts_and_the_dashboard_query_only_series_the_operator_and_sidecar_expor
     use orrery_operator::sidecar::metrics::{SidecarMetrics, store_ops};
     // Every family shows once it has a series: one of each.
     let operator = orrery_operator::metrics::Metrics::new();
-    operator.run_ended("team-a", orrery_crds::run::RunPhase::Failed, "PodDeleted", 10);
+    operator.run_ended(
+        "team-a",
+        orrery_crds::run::RunPhase::Failed,
+        "PodDeleted",
+        10,
+    );
     let ops = store_ops();
     let sidecar = SidecarMetrics::new(&ops);
-    sidecar.answered("/api/v1/me", "GET", 200, std::time::Duration::from_millis(1));
+    sidecar.answered(
+        "/api/v1/me",
+        "GET",
+        200,
+        std::time::Duration::from_millis(1),
+    );
     ops.get_or_create(&orrery_operator::sidecar::metrics::StoreOpLabels {
         backend: "sqlite".into(),
         operation: "append".into(),
     })
     .observe(0.001);
     let exported: std::collections::BTreeSet<String> = [operator.encode(), sidecar.encode()]
-    .iter()
-    .flat_map(|text| text.lines())
-    .filter_map(|l| l.strip_prefix("# TYPE "))
-    .filter_map(|l| l.split(' ').next())
-    .map(str::to_owned)
-    .collect();
+        .iter()
+        .flat_map(|text| text.lines())
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_owned)
+        .collect();
     let docs = documents(
         &template(
             RELEASE,
