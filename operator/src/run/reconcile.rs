@@ -561,8 +561,8 @@ fn error_policy(run: Arc<StudioRun>, error: &Error, ctx: Arc<RunContext>) -> Act
 
 /// The StudioRun controller over every namespace (or only `namespace`) until `shutdown`
 /// resolves. It watches StudioRuns, their runner pods, and (to wake the runs waiting for them)
-/// Compositions, RegistryEntries and the other runs of a namespace (a slot frees when one
-/// ends).
+/// Compositions and RegistryEntries; queued runs are woken by the reconcile of a run whose
+/// slot frees ([`RunContext::wake_queue`]).
 pub fn controller(
     base: Arc<Context>,
     signer: Arc<RunTokenSigner>,
