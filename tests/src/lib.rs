@@ -21,6 +21,7 @@ pub mod manifests;
 pub mod netcheck;
 pub mod operator_fixture;
 pub mod operator_identity;
+pub mod otlp;
 /// The development node (crate `orrery-devnode`), under the name the tests have always used.
 pub use orrery_devnode as pod_executor;
 pub mod postgres;

@@ -11,6 +11,7 @@
 //	testenv kube-controller-manager [flags] upstream kube-controller-manager
 //	testenv version                         print the Kubernetes version compiled in
 //	testenv promcheck < metrics.txt         parse and lint Prometheus text (see promcheck.go)
+//	testenv otlpsink [--fail N]             receive OTLP/HTTP traces; print spans as JSON (see otlpsink.go)
 //
 // The binary also dispatches on its own name, so a symlink called
 // kube-apiserver or kube-controller-manager behaves like the upstream binary.
@@ -42,6 +43,7 @@ commands:
   kube-controller-manager   run the upstream kube-controller-manager (all upstream flags)
   version                   print the compiled-in Kubernetes version
   promcheck                 parse and lint the Prometheus text on stdin; print JSON
+  otlpsink                  receive OTLP/HTTP traces on 127.0.0.1; print each span as JSON
 `
 
 func main() {
@@ -67,6 +69,8 @@ func main() {
 		os.Exit(up(args))
 	case "promcheck":
 		os.Exit(promcheck(os.Stdin, os.Stdout, os.Stderr))
+	case "otlpsink":
+		os.Exit(otlpsink(args))
 	case "version", "--version", "-version":
 		v := version.Get()
 		fmt.Printf("testenv %s (kube-apiserver, kube-controller-manager; etcd %s; %s)\n", v.GitVersion, etcdVersion(), v.GoVersion)

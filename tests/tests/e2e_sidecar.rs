@@ -1395,3 +1395,173 @@ async fn the_sidecars_metrics_count_ingest_streams_and_approvals_and_pass_the_pr
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_default_through_a_collector_that_was_down()
+-> Result<()> {
+    use orrery_operator::sidecar::otel::OtelSettings;
+    use orrery_tests::otlp::OtlpSink;
+    // The collector answers its first two requests 503: the sidecar retries with backoff.
+    let sink = OtlpSink::start(2)?;
+    let mut otel = OtelSettings::new(&sink.url)?;
+    otel.headers = vec![("authorization".into(), "Bearer collector-key".into())];
+    let mut sidecar = TestSidecar::sqlite(
+        "sidecar-otel",
+        SidecarSettings {
+            otel: Some(otel),
+            ..SidecarSettings::default()
+        },
+    )
+    .await?;
+    let f = studio("sc-otel", &sidecar.url, 200).await?;
+    let result = async {
+        // A run that captures content: none of it may reach the collector by default.
+        let mut manifest: serde_json::Value = serde_json::from_str(&asking_run("traced"))?;
+        manifest["spec"]["captureContent"] = json!(true);
+        apply_yaml(&f.admin, Some(&f.ns.name), &manifest.to_string()).await?;
+        let waiting = f.wait_pending_approval("traced").await?;
+        let uid = waiting.uid().context("the run's UID")?;
+        let trace_id = uid.replace('-', "");
+        // Live: node a's span arrives while the run still waits for a person.
+        let live = sink
+            .wait_for(
+                Duration::from_secs(60),
+                "node a's span before the run ended",
+                |s| s.iter().any(|s| s.name == "invoke_agent a"),
+            )
+            .await?;
+        ensure!(
+            !live.iter().any(|s| s.parent_span_id.is_empty()),
+            "the run's root span came before the run ended"
+        );
+        let pending = waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_approvals.first())
+            .context("a pending approval")?
+            .clone();
+        let alice = token(f.env, ALICE)?;
+        let (status, body) = api_call(
+            reqwest::Method::POST,
+            format!(
+                "{}/api/v1/runs/{}/traced/approvals/{}",
+                f.sidecar_url, f.ns.name, pending.id
+            ),
+            &alice,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+        let done = f.wait_phase("traced", RunPhase::Succeeded).await?;
+        let printed = f.runner_log(&done).await?;
+        let spans = sink
+            .wait_for(Duration::from_secs(60), "the run's root span", |s| {
+                s.iter().any(|s| s.parent_span_id.is_empty())
+            })
+            .await?;
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        ensure!(
+            spans.iter().all(|s| s.trace_id == trace_id),
+            "one trace, its id the run's UID: {spans:?}"
+        );
+        let mut ids: Vec<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ensure!(ids.len() == spans.len(), "each span once: {names:?}");
+        let find = |name: &str| {
+            spans
+                .iter()
+                .find(|s| s.name == name)
+                .with_context(|| format!("no span {name} in {names:?}"))
+        };
+        let root = spans
+            .iter()
+            .find(|s| s.parent_span_id.is_empty())
+            .context("the root")?;
+        let (a, review, b) = (
+            find("invoke_agent a")?,
+            find("HumanApproval review")?,
+            find("invoke_agent b")?,
+        );
+        let approval = find("approval review")?;
+        for node in [a, review, b] {
+            ensure!(
+                node.parent_span_id == root.span_id,
+                "{} under the run",
+                node.name
+            );
+        }
+        ensure!(
+            approval.parent_span_id == review.span_id,
+            "the wait under its node"
+        );
+        ensure!(
+            approval.text("orrery.approval.decision") == Some("approved"),
+            "{approval:?}"
+        );
+        ensure!(root.text("orrery.outcome") == Some("Succeeded"), "{root:?}");
+        ensure!(root.text("orrery.run.namespace") == Some(f.ns.name.as_str()));
+        ensure!(root.text("orrery.run.name") == Some("traced"));
+        ensure!(root.status.code == "STATUS_CODE_OK", "{:?}", root.status);
+        ensure!(a.text("gen_ai.operation.name") == Some("invoke_agent"));
+        ensure!(a.text("gen_ai.request.model") == Some("scripted"));
+        ensure!(
+            root.start_unix_nano <= a.start_unix_nano && a.end_unix_nano <= root.end_unix_nano,
+            "a node's span lies within the run's"
+        );
+        // The run captured content (its printed trace has it), the collector got none.
+        ensure!(
+            printed.iter().any(|e| matches!(
+                &e.body,
+                orrery_crds::events::EventBody::NodeExit {
+                    answer: Some(_),
+                    ..
+                }
+            )),
+            "the run captured content"
+        );
+        let content = [
+            "orrery.run.input",
+            "orrery.run.output",
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "orrery.approval.text",
+            "orrery.approval.comment",
+        ];
+        for span in &spans {
+            for key in content {
+                ensure!(!span.attributes.contains_key(key), "{key} on {}", span.name);
+            }
+            ensure!(span.resource.get("service.name") == Some(&json!("orrery")));
+            ensure!(
+                span.authorization == "Bearer collector-key",
+                "the collector's header"
+            );
+        }
+        // The collector's two refusals were retried, and every span counted once.
+        let otel = &sidecar.sidecar.metrics.otel;
+        for _ in 0..50 {
+            // The collector prints a batch before it answers; the count follows its answer.
+            if otel.exported_total() >= spans.len() as u64 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        ensure!(
+            otel.exported_total() == spans.len() as u64,
+            "exported {} of {} spans",
+            otel.exported_total(),
+            spans.len()
+        );
+        let text = sidecar.sidecar.metrics.encode();
+        ensure!(
+            text.contains("orrery_sidecar_otel_export_failures_total 2"),
+            "two failed attempts counted:\n{text}"
+        );
+        Ok(())
+    }
+    .await;
+    let stopped = f.shutdown().await;
+    sidecar.stop().await?;
+    result.and(stopped)
+}

@@ -60,6 +60,11 @@ fn the_sidecars_metrics_pass_the_prometheus_parser_and_linter() -> Result<()> {
     metrics.asked();
     metrics.decided(false);
     metrics.settled(DecisionKind::Rejected);
+    metrics.otel.exported(3);
+    metrics.otel.dropped("queue_full", 2);
+    metrics.otel.failed_attempt();
+    metrics.otel.skipped();
+    metrics.otel.queued(4);
     ops.get_or_create(&orrery_operator::sidecar::metrics::StoreOpLabels {
         backend: "postgres".into(),
         operation: "append".into(),
@@ -84,6 +89,11 @@ fn the_sidecars_metrics_pass_the_prometheus_parser_and_linter() -> Result<()> {
         ("orrery_sidecar_streams_open", "GAUGE"),
         ("orrery_sidecar_stream_delay_seconds", "HISTOGRAM"),
         ("orrery_sidecar_approvals_settled_total", "COUNTER"),
+        ("orrery_sidecar_otel_spans_exported_total", "COUNTER"),
+        ("orrery_sidecar_otel_spans_dropped_total", "COUNTER"),
+        ("orrery_sidecar_otel_export_failures_total", "COUNTER"),
+        ("orrery_sidecar_otel_handoffs_skipped_total", "COUNTER"),
+        ("orrery_sidecar_otel_queue_spans", "GAUGE"),
     ] {
         let got = report.families.get(family).map(|f| f.kind.as_str());
         ensure!(got == Some(kind), "{family}: {got:?}, want {kind}");
@@ -96,6 +106,20 @@ fn the_sidecars_metrics_pass_the_prometheus_parser_and_linter() -> Result<()> {
         ) == Some(1.0)
     );
     ensure!(report.value("orrery_sidecar_streams_open", &[]) == Some(1.0));
+    ensure!(
+        report.value(
+            "orrery_sidecar_otel_spans_dropped_total",
+            &[("reason", "queue_full")]
+        ) == Some(2.0)
+    );
+    ensure!(
+        report
+            .series("orrery_sidecar_otel_spans_dropped_total", &[])
+            .count()
+            == 3,
+        "a series per reason from the start"
+    );
+    ensure!(report.value("orrery_sidecar_otel_queue_spans", &[]) == Some(4.0));
     ensure!(
         report.count(
             "orrery_sidecar_store_operation_duration_seconds",

@@ -162,10 +162,14 @@ pub async fn ingest(
             .last()
             .is_some_and(|e| super::events::is_run_end(&e.body));
         let settled = runner_settlements(&events);
+        let events: Arc<[StoredEvent]> = Arc::from(events);
+        if let Some(exporter) = sidecar.otel.get() {
+            exporter.offer(&run, events.clone());
+        }
         sidecar.hub.publish(
             &uid,
             Live::Events {
-                events: Arc::from(events),
+                events,
                 stored_at: std::time::Instant::now(),
             },
         );

@@ -15,6 +15,11 @@
 //! | `orrery_sidecar_approvals_asked_total` | counter | approvals runners asked for (a retry of the same ask not counted) |
 //! | `orrery_sidecar_approval_decisions_total{decision}` | counter | decisions people made through the API (`approve`, `reject`; `kubectl patch` bypasses the sidecar) |
 //! | `orrery_sidecar_approvals_settled_total{outcome}` | counter | approvals settled (`approved`, `rejected`, `expired`, `cancelled`), each once |
+//! | `orrery_sidecar_otel_spans_exported_total` | counter | spans of runs the OTLP collector took |
+//! | `orrery_sidecar_otel_spans_dropped_total{reason}` | counter | spans not exported: `queue_full` (the collector was behind), `export_failed` (given up after retries), `refused` (the collector answered 4xx) |
+//! | `orrery_sidecar_otel_export_failures_total` | counter | sending attempts that failed (each retried, up to a bound) |
+//! | `orrery_sidecar_otel_handoffs_skipped_total` | counter | ingested batches the exporter was too far behind to take (read back from the store with the run's next batch) |
+//! | `orrery_sidecar_otel_queue_spans` | gauge | ended spans waiting for the collector |
 //!
 //! Labels are bounded: a route is its template (`/api/v1/runs/{namespace}/{name}`), never a
 //! path, and a request no route matched is `route="unmatched"` (the console's files are
@@ -147,6 +152,104 @@ pub struct SidecarMetrics {
     asked: Counter,
     decisions: Family<DecisionLabel, Counter>,
     settled: Family<OutcomeLabel, Counter>,
+    /// The trace exporter's series.
+    pub otel: OtelMetrics,
+}
+
+/// Why spans were not exported.
+pub const OTEL_DROP_REASONS: [&str; 3] = ["queue_full", "export_failed", "refused"];
+
+/// The trace exporter's series (cheap to clone: the exporter's tasks hold a copy).
+#[derive(Clone, Debug, Default)]
+pub struct OtelMetrics {
+    exported: Counter,
+    dropped: Family<ReasonLabel, Counter>,
+    failures: Counter,
+    skipped: Counter,
+    queue: Gauge,
+}
+
+impl OtelMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "orrery_sidecar_otel_spans_exported",
+            "Spans of runs the OTLP collector took",
+            self.exported.clone(),
+        );
+        registry.register(
+            "orrery_sidecar_otel_spans_dropped",
+            "Spans of runs not exported, by reason (queue_full, export_failed, refused)",
+            self.dropped.clone(),
+        );
+        registry.register(
+            "orrery_sidecar_otel_export_failures",
+            "Attempts to send spans to the collector that failed (retried up to a bound)",
+            self.failures.clone(),
+        );
+        registry.register(
+            "orrery_sidecar_otel_handoffs_skipped",
+            "Ingested batches the exporter was too far behind to take (read back from the store later)",
+            self.skipped.clone(),
+        );
+        registry.register(
+            "orrery_sidecar_otel_queue_spans",
+            "Ended spans waiting for the collector",
+            self.queue.clone(),
+        );
+        for reason in OTEL_DROP_REASONS {
+            drop(self.dropped.get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            }));
+        }
+    }
+
+    /// `n` spans the collector took.
+    pub fn exported(&self, n: u64) {
+        self.exported.inc_by(n);
+    }
+
+    /// Spans the collector took so far.
+    pub fn exported_total(&self) -> u64 {
+        self.exported.get()
+    }
+
+    /// `n` spans dropped for `reason` (one of [`OTEL_DROP_REASONS`]).
+    pub fn dropped(&self, reason: &str, n: u64) {
+        self.dropped
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc_by(n);
+    }
+
+    /// Spans dropped for `reason` so far.
+    pub fn dropped_total(&self, reason: &str) -> u64 {
+        self.dropped
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .get()
+    }
+
+    /// One sending attempt failed.
+    pub fn failed_attempt(&self) {
+        self.failures.inc();
+    }
+
+    /// Sending attempts that failed so far.
+    pub fn failures_total(&self) -> u64 {
+        self.failures.get()
+    }
+
+    /// A hand-off from ingest was skipped.
+    pub fn skipped(&self) {
+        self.skipped.inc();
+    }
+
+    /// `n` spans wait now.
+    pub fn queued(&self, n: usize) {
+        self.queue.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
 }
 
 impl SidecarMetrics {
@@ -240,7 +343,10 @@ impl SidecarMetrics {
                 outcome: outcome.as_str().into(),
             }));
         }
+        let otel = OtelMetrics::default();
+        otel.register(&mut registry);
         SidecarMetrics {
+            otel,
             registry,
             requests,
             request_seconds,

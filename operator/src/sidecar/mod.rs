@@ -40,6 +40,7 @@ pub mod ingest;
 pub mod limits;
 pub mod metrics;
 pub mod objects;
+pub mod otel;
 pub mod problem;
 pub mod process;
 pub mod relay;
@@ -90,6 +91,9 @@ pub struct SidecarSettings {
     /// Where to serve `GET /metrics` (`--metrics-listen`); `None` serves no metrics. Never the
     /// API's port: the API is reachable by every runner and person, the metrics by scrapers.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Where runs are exported as OpenTelemetry traces (`--otel-endpoint`); `None` exports
+    /// nothing.
+    pub otel: Option<otel::OtelSettings>,
 }
 
 impl Default for SidecarSettings {
@@ -104,6 +108,7 @@ impl Default for SidecarSettings {
             console_dir: None,
             stream_status_check: std::time::Duration::from_secs(10),
             metrics_listen: None,
+            otel: None,
         }
     }
 }
@@ -139,6 +144,9 @@ pub struct Sidecar {
     pub stream_status_check: std::time::Duration,
     /// The sidecar's metrics.
     pub metrics: metrics::SidecarMetrics,
+    /// The trace exporter, once started ([`process::Bound::start`] starts it when
+    /// [`SidecarSettings::otel`] is set).
+    pub otel: std::sync::OnceLock<otel::Exporter>,
 }
 
 impl std::fmt::Debug for Sidecar {
@@ -182,6 +190,7 @@ impl Sidecar {
                 .stream_status_check
                 .max(std::time::Duration::from_millis(100)),
             metrics: metrics::SidecarMetrics::new(&store_ops),
+            otel: std::sync::OnceLock::new(),
         }
     }
 

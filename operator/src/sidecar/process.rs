@@ -28,6 +28,9 @@ pub enum StartError {
     /// The store cannot be opened.
     #[error("the event store: {0}")]
     Store(#[from] StoreError),
+    /// The trace export settings are wrong.
+    #[error(transparent)]
+    Otel(#[from] super::otel::OtelError),
     /// The address cannot be listened on.
     #[error(
         "--{flag} {address}: cannot listen there: {reason}; pick a free address (e.g. --{flag} 127.0.0.1:0 for any port)"
@@ -106,6 +109,16 @@ impl Bound {
         };
         let address = listener.local_addr().unwrap_or(listen);
         let sidecar = Arc::new(Sidecar::new(store, verifier, kube_config, config, settings));
+        if let Some(otel) = &settings.otel {
+            let exporter = super::otel::Exporter::start(
+                otel.clone(),
+                sidecar.store.clone(),
+                sidecar.metrics.otel.clone(),
+                sidecar.shutdown.clone(),
+            )?;
+            // Set once, here, on a sidecar nobody else holds yet.
+            let _ = sidecar.otel.set(exporter);
+        }
         let client = sidecar.own_client.clone();
         Ok(Bound {
             sidecar,

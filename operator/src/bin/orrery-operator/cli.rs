@@ -98,6 +98,34 @@ pub struct SidecarArgs {
     /// installed".
     #[arg(long, value_name = "DIR")]
     pub console_dir: Option<std::path::PathBuf>,
+
+    /// Export each run as an OpenTelemetry trace to this OTLP/HTTP collector (protobuf,
+    /// `<URL>/v1/traces`), e.g. http://otel-collector.monitoring:4318: a span per node entry,
+    /// tool call, MCP call, A2A exchange and approval, sent as they end (docs/observability.md).
+    /// Runner pods gain no egress: the sidecar sends. Default: no export.
+    #[arg(long, value_name = "URL", env = "ORRERY_OTEL_ENDPOINT")]
+    pub otel_endpoint: Option<String>,
+
+    /// Headers for the collector (an API key), `name=value` separated by commas or lines, as
+    /// in OTEL_EXPORTER_OTLP_HEADERS; a file of a mounted Secret.
+    #[arg(long, value_name = "FILE", requires = "otel_endpoint")]
+    pub otel_headers_file: Option<String>,
+
+    /// PEM certificates the collector's TLS certificate is checked against (beside the
+    /// system's roots).
+    #[arg(long, value_name = "FILE", requires = "otel_endpoint")]
+    pub otel_ca_file: Option<String>,
+
+    /// Also export the content a run captured (inputs, answers, tool arguments and results,
+    /// approval text), redacted and cut as the store holds it. Off: no content is exported,
+    /// even of runs that capture it.
+    #[arg(long, requires = "otel_endpoint")]
+    pub otel_export_content: bool,
+
+    /// Ended spans that may wait for a slow or absent collector; past it new spans are
+    /// dropped and counted (orrery_sidecar_otel_spans_dropped_total).
+    #[arg(long, value_name = "N", default_value_t = orrery_operator::sidecar::otel::DEFAULT_QUEUE_SPANS)]
+    pub otel_queue_spans: usize,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,22 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
     let listen = args
         .listen
         .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], config.sidecar.pod_port())));
+    let otel = match &args.otel_endpoint {
+        Some(endpoint) => {
+            use orrery_operator::sidecar::otel::OtelSettings;
+            let mut otel = OtelSettings::new(endpoint)?;
+            if let Some(path) = &args.otel_headers_file {
+                otel.headers = OtelSettings::read_headers(path)?;
+            }
+            if let Some(path) = &args.otel_ca_file {
+                otel.ca_pem = Some(OtelSettings::read_ca(path)?);
+            }
+            otel.content = args.otel_export_content;
+            otel.queue_spans = args.otel_queue_spans;
+            Some(otel)
+        }
+        None => None,
+    };
     let settings = SidecarSettings {
         max_streams_per_person: args.max_streams_per_person,
         ingest_concurrency: args.ingest_concurrency,
@@ -36,6 +52,7 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         namespace: args.namespace,
         console_dir: args.console_dir,
         metrics_listen: args.metrics_listen,
+        otel,
         ..SidecarSettings::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
@@ -61,6 +78,17 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(metrics) = bound.metrics_address() {
             tracing::info!("serving metrics on http://{metrics}/metrics");
+        }
+        if let Some(otel) = &settings.otel {
+            tracing::info!(
+                "exporting runs as OpenTelemetry traces to {} (content: {})",
+                otel.traces_url(),
+                if otel.content {
+                    "captured content included"
+                } else {
+                    "none"
+                }
+            );
         }
         bound.serve(stopping(stop)).await.context("serving")?;
         tracing::info!("stopped");
