@@ -146,6 +146,31 @@ pub fn init(format: LogFormat, level: Option<&str>) -> Result<(), LoggingError> 
     installed.map_err(|_| LoggingError::AlreadySet)
 }
 
+/// The environment variable a W3C trace context comes in (`00-<trace id>-<span id>-<flags>`),
+/// as OpenTelemetry's environment carrier names it: a runner pod gets its run's.
+pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
+
+/// The trace id (32 lowercase hex digits) of a W3C `traceparent`, if it is one: version `00`,
+/// a trace id and a parent id not all zeros, two hex digits of flags.
+pub fn trace_id_of(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.trim().split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let valid = parts.next().is_none()
+        && version == "00"
+        && hex(trace, 32)
+        && hex(parent, 16)
+        && hex(flags, 2)
+        && trace.bytes().any(|b| b != b'0')
+        && parent.bytes().any(|b| b != b'0');
+    valid.then_some(trace)
+}
+
 /// Fields every JSON line of this process carries (set once; a later call is ignored).
 static PROCESS_FIELDS: OnceLock<Map<String, Value>> = OnceLock::new();
 
@@ -282,8 +307,30 @@ fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests {
+
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_trace_id_is_read_only_from_a_well_formed_traceparent() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        for (text, want) in [
+            (format!("00-{id}-00f067aa0ba902b7-01"), Some(id)),
+            (format!(" 00-{id}-00f067aa0ba902b7-00\n"), Some(id)),
+            (format!("01-{id}-00f067aa0ba902b7-01"), None),
+            (format!("00-{}-00f067aa0ba902b7-01", "0".repeat(32)), None),
+            (format!("00-{id}-0000000000000000-01"), None),
+            (
+                format!("00-{}-00f067aa0ba902b7-01", id.to_uppercase()),
+                None,
+            ),
+            (format!("00-{id}-00f067aa0ba902b7-01-extra"), None),
+            ("00-short-00f067aa0ba902b7-01".to_owned(), None),
+            (String::new(), None),
+        ] {
+            assert_eq!(trace_id_of(&text), want, "{text:?}");
+        }
+    }
     use std::sync::{Arc, Mutex};
     use tracing_subscriber::layer::SubscriberExt;
 

@@ -233,6 +233,7 @@ where
 {
     move |object, ctx| {
         let in_flight = ctx.metrics().start_reconcile(&K::kind(&()));
+        let started = std::time::SystemTime::now();
         let span = reconcile_span(object.as_ref());
         let id = object_id(object.as_ref());
         let again = reconcile.clone();
@@ -249,6 +250,11 @@ where
                 }
                 if out.is_ok() {
                     ctx.retries().succeeded(&K::kind(&()), &id);
+                }
+                if let Some(traces) = ctx.metrics().traces()
+                    && let Some(span) = reconcile_otel_span(object.as_ref(), started, &out)
+                {
+                    traces.send(vec![span]);
                 }
                 drop(in_flight);
                 out
@@ -287,6 +293,67 @@ fn object_id<K: Resource<DynamicType = ()>>(object: &K) -> String {
             object.namespace().unwrap_or_default(),
             object.name_any()
         )
+    })
+}
+
+/// A reconcile as an OpenTelemetry span (`--otel-endpoint`): in the trace of the object's UID,
+/// so a StudioRun's reconciles are in its run's trace, under the run's root span (the sidecar
+/// exports the rest of that trace); with the object and how the reconcile ended. `None` for an
+/// object with no UID yet.
+fn reconcile_otel_span<K>(
+    object: &K,
+    started: std::time::SystemTime,
+    out: &Result<Action>,
+) -> Option<crate::otel::proto::Span>
+where
+    K: Resource<DynamicType = ()>,
+{
+    use crate::otel::proto::{KIND_INTERNAL, KeyValue, STATUS_ERROR, Span, Status};
+    use kube::ResourceExt;
+    let kind = K::kind(&());
+    let uid = object.uid()?;
+    let nanos = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    let parent = if kind == "StudioRun" {
+        crate::otel::span_id(&uid, crate::otel::RUN_SPAN).to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut attributes = vec![
+        KeyValue::string("k8s.namespace.name", object.namespace().unwrap_or_default()),
+        KeyValue::string("orrery.object.kind", kind.as_ref()),
+        KeyValue::string("orrery.object.name", object.name_any()),
+        KeyValue::string("orrery.object.uid", uid.as_str()),
+    ];
+    if kind == "StudioRun" {
+        attributes.push(KeyValue::string("orrery.run.uid", uid.as_str()));
+    }
+    let status = match out {
+        Ok(_) => {
+            attributes.push(KeyValue::string("orrery.reconcile.result", "ok"));
+            None
+        }
+        Err(e) => {
+            attributes.push(KeyValue::string("orrery.reconcile.result", e.label()));
+            Some(Status {
+                message: e.to_string(),
+                code: STATUS_ERROR,
+            })
+        }
+    };
+    Some(Span {
+        trace_id: crate::otel::trace_id(&uid).to_vec(),
+        span_id: rand::random::<[u8; 8]>().to_vec(),
+        parent_span_id: parent,
+        name: format!("reconcile {kind}"),
+        kind: KIND_INTERNAL,
+        start_time_unix_nano: nanos(started),
+        end_time_unix_nano: nanos(std::time::SystemTime::now()),
+        attributes,
+        events: Vec::new(),
+        status,
     })
 }
 
@@ -386,6 +453,75 @@ mod tests {
         );
         let unread = status_body::<orrery_crds::StudioRun, _>(&status, None);
         assert!(unread.get("metadata").is_none(), "{unread}");
+    }
+
+    #[test]
+    fn a_runs_reconcile_is_a_span_of_the_runs_trace_under_its_root_and_says_how_it_ended() {
+        let uid = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+        let mut run: orrery_crds::StudioRun = serde_json::from_value(serde_json::json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+            "metadata": {"name": "notes", "namespace": "team", "uid": uid},
+            "spec": {"compositionRef": {"name": "c"}, "input": "x", "owner": "alice"}
+        }))
+        .expect("a run");
+        let started = std::time::SystemTime::now();
+        let ok = reconcile_otel_span(&run, started, &Ok(Action::await_change())).expect("a span");
+        assert_eq!(ok.trace_id, crate::otel::trace_id(uid).to_vec());
+        assert_eq!(
+            ok.parent_span_id,
+            crate::otel::span_id(uid, crate::otel::RUN_SPAN).to_vec()
+        );
+        assert_eq!(ok.name, "reconcile StudioRun");
+        assert!(ok.start_time_unix_nano <= ok.end_time_unix_nano);
+        assert!(ok.status.is_none());
+        let attr = |span: &crate::otel::proto::Span, key: &str| {
+            span.attributes
+                .iter()
+                .find(|kv| kv.key == key)
+                .and_then(|kv| kv.value.clone())
+                .and_then(|v| v.value)
+        };
+        use crate::otel::proto::Value;
+        assert_eq!(
+            attr(&ok, "orrery.reconcile.result"),
+            Some(Value::String("ok".into()))
+        );
+        assert_eq!(
+            attr(&ok, "k8s.namespace.name"),
+            Some(Value::String("team".into()))
+        );
+        let failed = reconcile_otel_span(
+            &run,
+            started,
+            &Err(Error::Outdated {
+                kind: "StudioRun".into(),
+                name: "notes".into(),
+                namespace: "team".into(),
+            }),
+        )
+        .expect("a span");
+        assert_eq!(
+            failed.status.as_ref().map(|s| s.code),
+            Some(crate::otel::proto::STATUS_ERROR)
+        );
+        assert_ne!(
+            failed.span_id, ok.span_id,
+            "each reconcile a span of its own"
+        );
+        // A Composition's reconciles are in its own trace, with no parent.
+        let composition: orrery_crds::Composition = serde_json::from_value(serde_json::json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "Composition",
+            "metadata": {"name": "c", "namespace": "team", "uid": "another"},
+            "spec": {"pattern": "Pipeline", "nodes": [], "edges": []}
+        }))
+        .expect("a composition");
+        let span = reconcile_otel_span(&composition, started, &Ok(Action::await_change()))
+            .expect("a span");
+        assert!(span.parent_span_id.is_empty());
+        assert_eq!(span.trace_id, crate::otel::trace_id("another").to_vec());
+        // An object not stored yet (no UID) has no trace.
+        run.metadata.uid = None;
+        assert!(reconcile_otel_span(&run, started, &Ok(Action::await_change())).is_none());
     }
 
     #[test]

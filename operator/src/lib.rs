@@ -40,6 +40,7 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod names;
+pub mod otel;
 pub mod registry;
 pub mod registry_view;
 pub mod retry;

@@ -101,6 +101,10 @@ pub struct Metrics {
     leader: Gauge,
     in_flight: Gauge,
     policies_missing: Gauge,
+    /// The trace exporter's series (`orrery_otel_*`).
+    pub otel: crate::otel::OtelMetrics,
+    /// Where reconciles are sent as spans, once [`Metrics::trace_to`] set it.
+    traces: std::sync::OnceLock<crate::otel::SpanSender>,
 }
 
 /// One reconcile in flight: counted in `orrery_reconciles_in_flight` until dropped.
@@ -120,6 +124,17 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Sends every reconcile from now on as a span through `sender` (`--otel-endpoint`); only
+    /// the first call counts.
+    pub fn trace_to(&self, sender: crate::otel::SpanSender) {
+        let _ = self.traces.set(sender);
+    }
+
+    /// Where reconciles are sent as spans, if anywhere.
+    pub fn traces(&self) -> Option<&crate::otel::SpanSender> {
+        self.traces.get()
+    }
+
     /// A fresh set, every labelled series registered at 0 and `orrery_leader` 0.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
@@ -205,7 +220,11 @@ impl Metrics {
                 phase: phase_name(phase),
             }));
         }
+        let otel = crate::otel::OtelMetrics::default();
+        otel.register(&mut registry, "orrery_otel");
         Metrics {
+            otel,
+            traces: std::sync::OnceLock::new(),
             registry,
             reconciles,
             errors,

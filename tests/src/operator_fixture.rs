@@ -59,6 +59,10 @@ pub const DRAIN: Duration = Duration::from_secs(20);
 
 /// The controllers of one test, stopped (gracefully) by [`Operator::stop`].
 pub struct Operator {
+    /// What the controllers count (and where they send spans, [`Metrics::trace_to`]).
+    ///
+    /// [`Metrics::trace_to`]: orrery_operator::metrics::Metrics::trace_to
+    pub metrics: Arc<orrery_operator::metrics::Metrics>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<Stopped>,
 }
@@ -67,10 +71,11 @@ impl Operator {
     /// Runs every controller with `client` and `config`, watching only `namespace`.
     pub fn start(client: Client, config: Config, namespace: &str) -> Result<Operator> {
         let (stop, stopped) = oneshot::channel::<()>();
+        let metrics = Arc::new(orrery_operator::metrics::Metrics::new());
         let task = tokio::spawn(orrery_operator::manager::run(
             client,
             Arc::new(config),
-            Arc::new(orrery_operator::metrics::Metrics::new()),
+            metrics.clone(),
             test_signer()?,
             Some(namespace.to_owned()),
             async move {
@@ -78,7 +83,11 @@ impl Operator {
             },
             DRAIN,
         ));
-        Ok(Operator { stop, task })
+        Ok(Operator {
+            metrics,
+            stop,
+            task,
+        })
     }
 
     /// Stops the controllers and waits until the reconciles in flight have finished; an

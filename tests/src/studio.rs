@@ -578,6 +578,18 @@ impl Studio {
         Ok(())
     }
 
+    /// What the in-process controllers of a [`Studio::start`] count (and where they send
+    /// spans); `None` for the chart's operator or while they are stopped.
+    pub fn operator_metrics(&self) -> Option<std::sync::Arc<orrery_operator::metrics::Metrics>> {
+        match &self.operator {
+            OperatorHandle::InProcess {
+                running: Some(operator),
+                ..
+            } => Some(operator.metrics.clone()),
+            _ => None,
+        }
+    }
+
     /// Starts the in-process controllers of a [`Studio::start`] again (after
     /// [`Studio::kill_operator`]), as the operator's ServiceAccount (never admin), with the
     /// config they first started with.

@@ -1399,7 +1399,7 @@ async fn the_sidecars_metrics_count_ingest_streams_and_approvals_and_pass_the_pr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_default_through_a_collector_that_was_down()
 -> Result<()> {
-    use orrery_operator::sidecar::otel::OtelSettings;
+    use orrery_operator::otel::OtelSettings;
     use orrery_tests::otlp::OtlpSink;
     // The collector answers its first two requests 503: the sidecar retries with backoff.
     let sink = OtlpSink::start(2)?;
@@ -1414,6 +1414,15 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
     )
     .await?;
     let f = studio("sc-otel", &sidecar.url, 200).await?;
+    // The controllers send their reconciles to the same collector.
+    let traces_stop = tokio_util::sync::CancellationToken::new();
+    let operator = f.operator_metrics().context("the in-process controllers")?;
+    operator.trace_to(orrery_operator::otel::SpanSender::start(
+        OtelSettings::new(&sink.url)?,
+        "orrery-operator",
+        operator.otel.clone(),
+        traces_stop.clone(),
+    )?);
     let result = async {
         // A run that captures content: none of it may reach the collector by default.
         let mut manifest: serde_json::Value = serde_json::from_str(&asking_run("traced"))?;
@@ -1431,7 +1440,9 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
             )
             .await?;
         ensure!(
-            !live.iter().any(|s| s.parent_span_id.is_empty()),
+            !live
+                .iter()
+                .any(|s| s.parent_span_id.is_empty() && s.scope == "orrery-sidecar"),
             "the run's root span came before the run ended"
         );
         let pending = waiting
@@ -1456,9 +1467,20 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
         let printed = f.runner_log(&done).await?;
         let spans = sink
             .wait_for(Duration::from_secs(60), "the run's root span", |s| {
-                s.iter().any(|s| s.parent_span_id.is_empty())
+                s.iter()
+                    .any(|s| s.parent_span_id.is_empty() && s.scope == "orrery-sidecar")
             })
             .await?;
+        // The controllers' reconciles of the run are in its trace, under its root span.
+        let reconciles: Vec<_> = spans
+            .iter()
+            .filter(|s| s.name == "reconcile StudioRun")
+            .cloned()
+            .collect();
+        let spans: Vec<_> = spans
+            .into_iter()
+            .filter(|s| s.scope == "orrery-sidecar")
+            .collect();
         let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
         ensure!(
             spans.iter().all(|s| s.trace_id == trace_id),
@@ -1500,6 +1522,38 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
             "{approval:?}"
         );
         ensure!(root.text("orrery.outcome") == Some("Succeeded"), "{root:?}");
+        ensure!(
+            !reconciles.is_empty()
+                && reconciles.iter().all(|r| r.trace_id == trace_id
+                    && r.parent_span_id == root.span_id
+                    && r.scope == "orrery-operator"
+                    && r.text("orrery.object.name") == Some("traced")),
+            "the run's reconciles under its root: {reconciles:?}"
+        );
+        // The runner pod was given the run's trace context (its log lines name the trace).
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(f.admin.clone(), &f.ns.name);
+        let pod = pods
+            .list(&kube::api::ListParams::default().labels(&format!(
+                "{}={uid}",
+                orrery_operator::run::builders::RUN_UID_LABEL
+            )))
+            .await?
+            .items
+            .into_iter()
+            .next()
+            .context("the run's pod")?;
+        let traceparent = pod
+            .spec
+            .iter()
+            .flat_map(|s| &s.containers)
+            .flat_map(|c| c.env.iter().flatten())
+            .find(|e| e.name == "TRACEPARENT")
+            .and_then(|e| e.value.clone());
+        ensure!(
+            traceparent == Some(format!("00-{trace_id}-{}-01", root.span_id)),
+            "the pod's TRACEPARENT: {traceparent:?}"
+        );
         ensure!(root.text("orrery.run.namespace") == Some(f.ns.name.as_str()));
         ensure!(root.text("orrery.run.name") == Some("traced"));
         ensure!(root.status.code == "STATUS_CODE_OK", "{:?}", root.status);
@@ -1553,14 +1607,13 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
             otel.exported_total(),
             spans.len()
         );
-        let text = sidecar.sidecar.metrics.encode();
-        ensure!(
-            text.contains("orrery_sidecar_otel_export_failures_total 2"),
-            "two failed attempts counted:\n{text}"
-        );
+        // Both senders share the collector: its two 503s were two failed attempts in all.
+        let failed = otel.failures_total() + operator.otel.failures_total();
+        ensure!(failed == 2, "{failed} failed attempts counted, want 2");
         Ok(())
     }
     .await;
+    traces_stop.cancel();
     let stopped = f.shutdown().await;
     sidecar.stop().await?;
     result.and(stopped)

@@ -220,6 +220,7 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
             input_dir: PROBE_DIR,
             secrets,
             active_deadline_seconds: PROBE_DEADLINE_SECONDS,
+            env: Vec::new(),
         },
         config,
     ))

@@ -224,6 +224,12 @@ pub fn runner_pod(run: &StudioRun, document: &PlanDocument, config: &Config) -> 
             input_dir: PLAN_DIR,
             secrets: entry_secrets(document),
             active_deadline_seconds: active_deadline_seconds(&document.plan.budgets, config),
+            // The W3C trace context of the run's trace (its id the run's UID, the sidecar
+            // exports it): the runner's log lines name it.
+            env: vec![(
+                orrery_crds::logging::TRACEPARENT_ENV.to_owned(),
+                crate::otel::traceparent(&id.uid),
+            )],
         },
         config,
     ))

@@ -303,6 +303,14 @@ fn the_runner_pod_runs_the_plan_with_its_secrets_resources_and_deadline() {
         Some(&"http://proxy:3128")
     );
     assert_eq!(env.get("ORRERY_SECRETS_DIR"), Some(&SECRETS_DIR));
+    // The run's W3C trace context: the trace of the run's UID, the parent its root span.
+    let uid = "uid-notes-1";
+    let traceparent = env.get("TRACEPARENT").expect("TRACEPARENT");
+    assert_eq!(*traceparent, crate::otel::traceparent(uid));
+    assert_eq!(
+        orrery_crds::logging::trace_id_of(traceparent),
+        Some(hex::encode(crate::otel::trace_id(uid)).as_str())
+    );
     // every mount but /tmp is read-only; the plan Secret and exactly the used entries' Secrets
     let mounts: Vec<(&str, bool)> = c
         .volume_mounts

@@ -10,7 +10,7 @@ use super::{
     read_only_mount, runner_env, secret_volumes, tmp_mount, tmp_volume,
 };
 use crate::config::Config;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements, Volume};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, ResourceRequirements, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,6 +37,8 @@ pub struct SandboxedPod {
     pub secrets: BTreeMap<String, BTreeSet<String>>,
     /// The deadline backstop (`activeDeadlineSeconds`).
     pub active_deadline_seconds: i64,
+    /// Environment of this pod alone, after the runner's own (a run's `TRACEPARENT`).
+    pub env: Vec<(String, String)>,
 }
 
 /// The sandboxed pod of `pod`. Pod Security `restricted` whatever the config says: not root,
@@ -53,6 +55,7 @@ pub fn sandboxed_pod(pod: SandboxedPod, config: &Config) -> Pod {
         input_dir,
         secrets,
         active_deadline_seconds,
+        env,
     } = pod;
     let mut mounts = vec![read_only_mount(&input.name, input_dir), tmp_mount()];
     let mut volumes = vec![input, tmp_volume()];
@@ -65,7 +68,15 @@ pub fn sandboxed_pod(pod: SandboxedPod, config: &Config) -> Pod {
         image: Some(config.runner.image.clone()),
         image_pull_policy: Some(config.runner.image_pull_policy.clone()),
         args: Some(args),
-        env: Some(runner_env(config, SECRETS_DIR)),
+        env: Some({
+            let mut all = runner_env(config, SECRETS_DIR);
+            all.extend(env.into_iter().map(|(name, value)| EnvVar {
+                name,
+                value: Some(value),
+                value_from: None,
+            }));
+            all
+        }),
         resources: Some(ResourceRequirements {
             requests: quantities(&config.runner.resources.requests),
             limits: quantities(&config.runner.resources.limits),

@@ -153,103 +153,7 @@ pub struct SidecarMetrics {
     decisions: Family<DecisionLabel, Counter>,
     settled: Family<OutcomeLabel, Counter>,
     /// The trace exporter's series.
-    pub otel: OtelMetrics,
-}
-
-/// Why spans were not exported.
-pub const OTEL_DROP_REASONS: [&str; 3] = ["queue_full", "export_failed", "refused"];
-
-/// The trace exporter's series (cheap to clone: the exporter's tasks hold a copy).
-#[derive(Clone, Debug, Default)]
-pub struct OtelMetrics {
-    exported: Counter,
-    dropped: Family<ReasonLabel, Counter>,
-    failures: Counter,
-    skipped: Counter,
-    queue: Gauge,
-}
-
-impl OtelMetrics {
-    fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "orrery_sidecar_otel_spans_exported",
-            "Spans of runs the OTLP collector took",
-            self.exported.clone(),
-        );
-        registry.register(
-            "orrery_sidecar_otel_spans_dropped",
-            "Spans of runs not exported, by reason (queue_full, export_failed, refused)",
-            self.dropped.clone(),
-        );
-        registry.register(
-            "orrery_sidecar_otel_export_failures",
-            "Attempts to send spans to the collector that failed (retried up to a bound)",
-            self.failures.clone(),
-        );
-        registry.register(
-            "orrery_sidecar_otel_handoffs_skipped",
-            "Ingested batches the exporter was too far behind to take (read back from the store later)",
-            self.skipped.clone(),
-        );
-        registry.register(
-            "orrery_sidecar_otel_queue_spans",
-            "Ended spans waiting for the collector",
-            self.queue.clone(),
-        );
-        for reason in OTEL_DROP_REASONS {
-            drop(self.dropped.get_or_create(&ReasonLabel {
-                reason: reason.into(),
-            }));
-        }
-    }
-
-    /// `n` spans the collector took.
-    pub fn exported(&self, n: u64) {
-        self.exported.inc_by(n);
-    }
-
-    /// Spans the collector took so far.
-    pub fn exported_total(&self) -> u64 {
-        self.exported.get()
-    }
-
-    /// `n` spans dropped for `reason` (one of [`OTEL_DROP_REASONS`]).
-    pub fn dropped(&self, reason: &str, n: u64) {
-        self.dropped
-            .get_or_create(&ReasonLabel {
-                reason: reason.into(),
-            })
-            .inc_by(n);
-    }
-
-    /// Spans dropped for `reason` so far.
-    pub fn dropped_total(&self, reason: &str) -> u64 {
-        self.dropped
-            .get_or_create(&ReasonLabel {
-                reason: reason.into(),
-            })
-            .get()
-    }
-
-    /// One sending attempt failed.
-    pub fn failed_attempt(&self) {
-        self.failures.inc();
-    }
-
-    /// Sending attempts that failed so far.
-    pub fn failures_total(&self) -> u64 {
-        self.failures.get()
-    }
-
-    /// A hand-off from ingest was skipped.
-    pub fn skipped(&self) {
-        self.skipped.inc();
-    }
-
-    /// `n` spans wait now.
-    pub fn queued(&self, n: usize) {
-        self.queue.set(i64::try_from(n).unwrap_or(i64::MAX));
-    }
+    pub otel: crate::otel::OtelMetrics,
 }
 
 impl SidecarMetrics {
@@ -343,8 +247,8 @@ impl SidecarMetrics {
                 outcome: outcome.as_str().into(),
             }));
         }
-        let otel = OtelMetrics::default();
-        otel.register(&mut registry);
+        let otel = crate::otel::OtelMetrics::default();
+        otel.register(&mut registry, "orrery_sidecar_otel");
         SidecarMetrics {
             otel,
             registry,

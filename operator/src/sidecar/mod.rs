@@ -93,7 +93,7 @@ pub struct SidecarSettings {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Where runs are exported as OpenTelemetry traces (`--otel-endpoint`); `None` exports
     /// nothing.
-    pub otel: Option<otel::OtelSettings>,
+    pub otel: Option<crate::otel::OtelSettings>,
 }
 
 impl Default for SidecarSettings {

@@ -30,7 +30,7 @@ pub enum StartError {
     Store(#[from] StoreError),
     /// The trace export settings are wrong.
     #[error(transparent)]
-    Otel(#[from] super::otel::OtelError),
+    Otel(#[from] crate::otel::OtelError),
     /// The address cannot be listened on.
     #[error(
         "--{flag} {address}: cannot listen there: {reason}; pick a free address (e.g. --{flag} 127.0.0.1:0 for any port)"

@@ -474,11 +474,20 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
         Err(e) => return end_before_start(args, e.to_string(), EXIT_UNREADABLE),
     };
     // One process, one run: every log line of the pod names it.
-    orrery_crds::logging::set_process_fields([
+    // And the run's trace (the operator gives the pod its W3C trace context; the sidecar
+    // exports the trace), so a log line leads to the trace and back.
+    let trace_id = std::env::var(orrery_crds::logging::TRACEPARENT_ENV)
+        .ok()
+        .and_then(|t| orrery_crds::logging::trace_id_of(&t).map(str::to_owned));
+    let mut fields = vec![
         ("run_uid", document.run.uid.clone()),
         ("namespace", document.run.namespace.clone()),
         ("name", document.run.name.clone()),
-    ]);
+    ];
+    if let Some(trace_id) = trace_id {
+        fields.push(("trace_id", trace_id));
+    }
+    orrery_crds::logging::set_process_fields(fields);
     deployment.limits = document.limits.clone();
     let prepared = match launch::prepare_document(&document) {
         Ok(p) => p,

@@ -99,10 +99,24 @@ pub struct SidecarArgs {
     #[arg(long, value_name = "DIR")]
     pub console_dir: Option<std::path::PathBuf>,
 
-    /// Export each run as an OpenTelemetry trace to this OTLP/HTTP collector (protobuf,
-    /// `<URL>/v1/traces`), e.g. http://otel-collector.monitoring:4318: a span per node entry,
-    /// tool call, MCP call, A2A exchange and approval, sent as they end (docs/observability.md).
-    /// Runner pods gain no egress: the sidecar sends. Default: no export.
+    #[command(flatten)]
+    pub otel: OtelArgs,
+
+    /// Also export the content a run captured (inputs, answers, tool arguments and results,
+    /// approval text), redacted and cut as the store holds it. Off: no content is exported,
+    /// even of runs that capture it.
+    #[arg(long, requires = "otel_endpoint")]
+    pub otel_export_content: bool,
+}
+
+/// Where traces go (both processes): the sidecar sends runs, the controller its reconciles.
+#[derive(Debug, Args)]
+pub struct OtelArgs {
+    /// Send OpenTelemetry traces to this OTLP/HTTP collector (protobuf, `<URL>/v1/traces`),
+    /// e.g. http://otel-collector.monitoring:4318. The sidecar sends each run as a trace (a
+    /// span per node entry, tool call, MCP call, A2A exchange and approval, as they end); the
+    /// controller sends its reconciles, a run's in the run's trace (docs/observability.md).
+    /// Runner pods gain no egress. Default: no traces.
     #[arg(long, value_name = "URL", env = "ORRERY_OTEL_ENDPOINT")]
     pub otel_endpoint: Option<String>,
 
@@ -116,16 +130,32 @@ pub struct SidecarArgs {
     #[arg(long, value_name = "FILE", requires = "otel_endpoint")]
     pub otel_ca_file: Option<String>,
 
-    /// Also export the content a run captured (inputs, answers, tool arguments and results,
-    /// approval text), redacted and cut as the store holds it. Off: no content is exported,
-    /// even of runs that capture it.
-    #[arg(long, requires = "otel_endpoint")]
-    pub otel_export_content: bool,
-
     /// Ended spans that may wait for a slow or absent collector; past it new spans are
     /// dropped and counted (orrery_sidecar_otel_spans_dropped_total).
-    #[arg(long, value_name = "N", default_value_t = orrery_operator::sidecar::otel::DEFAULT_QUEUE_SPANS)]
+    #[arg(long, value_name = "N", default_value_t = orrery_operator::otel::DEFAULT_QUEUE_SPANS)]
     pub otel_queue_spans: usize,
+}
+
+impl OtelArgs {
+    /// The settings the flags give, if an endpoint is set; a file that cannot be used is an
+    /// error naming the flag.
+    pub fn settings(
+        &self,
+    ) -> Result<Option<orrery_operator::otel::OtelSettings>, orrery_operator::otel::OtelError> {
+        use orrery_operator::otel::OtelSettings;
+        let Some(endpoint) = &self.otel_endpoint else {
+            return Ok(None);
+        };
+        let mut otel = OtelSettings::new(endpoint)?;
+        if let Some(path) = &self.otel_headers_file {
+            otel.headers = OtelSettings::read_headers(path)?;
+        }
+        if let Some(path) = &self.otel_ca_file {
+            otel.ca_pem = Some(OtelSettings::read_ca(path)?);
+        }
+        otel.queue_spans = self.otel_queue_spans;
+        Ok(Some(otel))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +168,9 @@ pub struct ControllerArgs {
     /// every namespace.
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+
+    #[command(flatten)]
+    pub otel: OtelArgs,
 
     /// Where to serve GET /metrics (Prometheus text), /healthz (liveness: 200 while the
     /// process runs, whatever the cluster does) and /readyz (200 for a standby that reads the

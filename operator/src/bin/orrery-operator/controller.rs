@@ -47,10 +47,24 @@ fn run(args: ControllerArgs, config: Config, signer: RunTokenSigner) -> anyhow::
     if let Some(settings) = &lease {
         settings.check()?;
     }
+    let otel = args.otel.settings()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let stop = signals()?;
         let metrics = Arc::new(Metrics::new());
+        let traces_stop = tokio_util::sync::CancellationToken::new();
+        if let Some(otel) = otel {
+            tracing::info!(
+                "sending reconciles as OpenTelemetry spans to {}",
+                otel.traces_url()
+            );
+            metrics.trace_to(orrery_operator::otel::SpanSender::start(
+                otel,
+                "orrery-operator",
+                metrics.otel.clone(),
+                traces_stop.clone(),
+            )?);
+        }
         let health = Arc::new(Health::new());
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
@@ -75,6 +89,8 @@ fn run(args: ControllerArgs, config: Config, signer: RunTokenSigner) -> anyhow::
 
         let code = lead(&args, config, signer, lease, &metrics, &health, stop).await;
         health.not_ready("stopped");
+        // The spans of the last reconciles get one last bounded send.
+        traces_stop.cancel();
         let _ = server_stop.send(());
         match server.await {
             Ok(Err(e)) => tracing::error!("the HTTP server on {address}: {e}"),

@@ -27,22 +27,10 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
     let listen = args
         .listen
         .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], config.sidecar.pod_port())));
-    let otel = match &args.otel_endpoint {
-        Some(endpoint) => {
-            use orrery_operator::sidecar::otel::OtelSettings;
-            let mut otel = OtelSettings::new(endpoint)?;
-            if let Some(path) = &args.otel_headers_file {
-                otel.headers = OtelSettings::read_headers(path)?;
-            }
-            if let Some(path) = &args.otel_ca_file {
-                otel.ca_pem = Some(OtelSettings::read_ca(path)?);
-            }
-            otel.content = args.otel_export_content;
-            otel.queue_spans = args.otel_queue_spans;
-            Some(otel)
-        }
-        None => None,
-    };
+    let mut otel = args.otel.settings()?;
+    if let Some(otel) = otel.as_mut() {
+        otel.content = args.otel_export_content;
+    }
     let settings = SidecarSettings {
         max_streams_per_person: args.max_streams_per_person,
         ingest_concurrency: args.ingest_concurrency,

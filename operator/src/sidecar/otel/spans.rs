@@ -22,12 +22,12 @@
 //! approval text) is in the events only when the run captured it, redacted and cut by the
 //! runner as the store holds it; it becomes attributes only with [`RunSpans::new`]'s `content`.
 
-use super::proto::{
+use crate::otel::proto::{
     KIND_CLIENT, KIND_INTERNAL, KeyValue, STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span, SpanEvent,
     Status,
 };
+pub use crate::otel::{span_id, trace_id, unix_nanos};
 use orrery_crds::events::{CallStatus, Direction, EventBody, NodeStatus, Outcome, TraceEvent};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
 /// The run a trace belongs to.
@@ -39,42 +39,6 @@ pub struct RunIdentity {
     pub namespace: String,
     /// Its name.
     pub name: String,
-}
-
-/// The trace id of run `uid`: the UUID's 16 bytes; a UID that is not a UUID is hashed.
-pub fn trace_id(uid: &str) -> [u8; 16] {
-    let hex: String = uid.chars().filter(|c| *c != '-').collect();
-    let mut id = [0u8; 16];
-    if hex.len() == 32 && hex::decode_to_slice(&hex, &mut id).is_ok() && id != [0; 16] {
-        return id;
-    }
-    let digest = Sha256::digest(uid.as_bytes());
-    id.copy_from_slice(&digest[..16]);
-    id
-}
-
-/// The id of the span at `place` in run `uid` (never all zeros, which OTLP reads as none).
-pub fn span_id(uid: &str, place: &str) -> [u8; 8] {
-    let mut hasher = Sha256::new();
-    hasher.update(uid.as_bytes());
-    hasher.update([0]);
-    hasher.update(place.as_bytes());
-    let digest = hasher.finalize();
-    let mut id = [0u8; 8];
-    id.copy_from_slice(&digest[..8]);
-    if id == [0; 8] {
-        id[7] = 1;
-    }
-    id
-}
-
-/// Unix nanoseconds of an event's RFC 3339 `ts` (0 when unreadable: the runner writes it, the
-/// store checked it, so that is a bug shown as a span at 1970, not a lost span).
-pub fn unix_nanos(ts: &str) -> u64 {
-    ts.parse::<jiff::Timestamp>()
-        .ok()
-        .and_then(|t| u64::try_from(t.as_nanosecond()).ok())
-        .unwrap_or(0)
 }
 
 fn millis(ms: u64) -> u64 {
@@ -155,7 +119,7 @@ impl RunSpans {
     }
 
     fn root_id(&self) -> Vec<u8> {
-        self.id("run")
+        self.id(crate::otel::RUN_SPAN)
     }
 
     fn node_id(&self, entry: u64) -> Vec<u8> {
@@ -226,7 +190,7 @@ impl RunSpans {
                 ..
             } => {
                 let mut root = self.open(
-                    "run",
+                    crate::otel::RUN_SPAN,
                     Vec::new(),
                     format!("run {composition}"),
                     KIND_INTERNAL,

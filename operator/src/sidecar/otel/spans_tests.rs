@@ -1,5 +1,5 @@
 use super::*;
-use crate::sidecar::otel::proto::{KeyValue, Span, Value};
+use crate::otel::proto::{KeyValue, Span, Value};
 use serde_json::json;
 
 const UID: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
@@ -165,8 +165,8 @@ fn node_entries_tool_calls_and_remote_calls_nest_under_who_made_them() {
     assert_eq!(a2a.parent_span_id, judge.span_id);
     assert_eq!(review.parent_span_id, root.span_id);
     assert_eq!(approval.parent_span_id, review.span_id);
-    assert_eq!(approval.kind, crate::sidecar::otel::proto::KIND_INTERNAL);
-    assert_eq!(mcp.kind, crate::sidecar::otel::proto::KIND_CLIENT);
+    assert_eq!(approval.kind, crate::otel::proto::KIND_INTERNAL);
+    assert_eq!(mcp.kind, crate::otel::proto::KIND_CLIENT);
     // A tool call's span covers its duration, ending at its event.
     assert_eq!(search.end_time_unix_nano, secs(5));
     assert_eq!(search.start_time_unix_nano, secs(5) - 600_000_000);
