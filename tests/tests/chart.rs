@@ -493,6 +493,15 @@ fn bad_values_are_refused_by_helm_with_the_field_named() -> Result<()> {
         ),
         (&["--set", "sidecar.url=http://x/path"], &["/sidecar/url"]),
         (
+            &["--set", "otel.endpoint=collector:4318"],
+            &["/otel/endpoint"],
+        ),
+        (
+            &["--set", "otel.headersSecret.name=otel-key"],
+            &["otel.endpoint", "otel.headersSecret"],
+        ),
+        (&["--set", "otel.queueSpans=0"], &["/otel/queueSpans"]),
+        (
             &["--set", "config.ttlSecondsAfterFinished=0"],
             &["/config/ttlSecondsAfterFinished"],
         ),
@@ -808,6 +817,116 @@ fn the_service_monitor_scrapes_the_sidecars_metrics_port_too_and_the_network_pol
                 .contains("controller.metricsPort and sidecar.metricsPort are both 8081"),
         "{}",
         clash.stderr
+    );
+    Ok(())
+}
+
+#[test]
+fn with_a_collector_both_containers_send_traces_with_its_headers_and_ca_and_only_there_may_they_go()
+-> Result<()> {
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "otel.endpoint=http://otel-collector.monitoring:4318,otel.headersSecret.name=otel-key,otel.caConfigMap.name=otel-ca,otel.cidrs={10.9.0.0/16}",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
+    let containers = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .context("containers")?;
+    for container in containers {
+        let args: Vec<&str> = container["args"]
+            .as_array()
+            .context("args")?
+            .iter()
+            .filter_map(|a| a.as_str())
+            .filter(|a| a.starts_with("--otel"))
+            .collect();
+        let mut want = vec![
+            "--otel-endpoint=http://otel-collector.monitoring:4318",
+            "--otel-queue-spans=8192",
+            "--otel-headers-file=/etc/orrery/otel-headers/headers",
+            "--otel-ca-file=/etc/orrery/otel-ca/ca.crt",
+        ];
+        if container["name"] == "sidecar" {
+            // No content by default.
+            ensure!(!args.contains(&"--otel-export-content"));
+        }
+        want.retain(|w| !args.contains(w));
+        ensure!(
+            want.is_empty(),
+            "{}: missing {want:?} in {args:?}",
+            container["name"]
+        );
+        let mounts: Vec<&str> = container["volumeMounts"]
+            .as_array()
+            .context("mounts")?
+            .iter()
+            .filter_map(|m| m["mountPath"].as_str())
+            .collect();
+        ensure!(
+            mounts.contains(&"/etc/orrery/otel-headers") && mounts.contains(&"/etc/orrery/otel-ca"),
+            "{mounts:?}"
+        );
+    }
+    let volumes = &deployment["spec"]["template"]["spec"]["volumes"];
+    let headers = volumes
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "otel-headers"))
+        .context("the headers volume")?;
+    ensure!(headers["secret"]["secretName"] == "otel-key", "{headers}");
+    ensure!(
+        headers["secret"]["items"][0] == serde_json::json!({"key": "headers", "path": "headers"})
+    );
+    let policy = find(&docs, "NetworkPolicy", "orrery-operator").context("no NetworkPolicy")?;
+    let egress = policy["spec"]["egress"].as_array().context("egress")?;
+    ensure!(
+        egress.iter().any(|rule| rule
+            == &serde_json::json!({"to": [{"ipBlock": {"cidr": "10.9.0.0/16"}}],
+                                   "ports": [{"port": 4318, "protocol": "TCP"}]})),
+        "egress to the collector: {}",
+        policy["spec"]["egress"]
+    );
+    // The content switch; an https endpoint without a port is let out on 443.
+    let docs = documents(
+        &template(
+            RELEASE,
+            NAMESPACE,
+            &[
+                "--set",
+                "otel.endpoint=https://api.honeycomb.io,otel.exportContent=true",
+            ],
+        )?
+        .ok()?,
+    )?;
+    let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
+    let sidecar = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "sidecar"))
+        .context("no sidecar container")?;
+    ensure!(
+        sidecar["args"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a == "--otel-export-content")),
+        "{}",
+        sidecar["args"]
+    );
+    let policy = find(&docs, "NetworkPolicy", "orrery-operator").context("no NetworkPolicy")?;
+    let last = policy["spec"]["egress"]
+        .as_array()
+        .and_then(|e| e.last())
+        .context("egress")?;
+    ensure!(last["ports"][0]["port"] == 443, "{last}");
+    // Without an endpoint nothing of it is rendered.
+    let plain = template(RELEASE, NAMESPACE, &[])?.ok()?;
+    ensure!(
+        !plain.contains("--otel") && !plain.contains("otel-headers") && !plain.contains("otel-ca"),
+        "an install without a collector has trace flags or volumes"
     );
     Ok(())
 }

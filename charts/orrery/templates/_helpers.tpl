@@ -115,3 +115,44 @@ app.kubernetes.io/component: operator
 {{- default "*" .Values.watchNamespace -}}
 {{- end -}}
 
+
+{{/*
+The trace flags both containers take (otel.*); nothing without otel.endpoint.
+*/}}
+{{- define "orrery.otelArgs" -}}
+{{- with .Values.otel.endpoint }}
+- --otel-endpoint={{ . }}
+- --otel-queue-spans={{ $.Values.otel.queueSpans }}
+{{- if $.Values.otel.headersSecret.name }}
+- --otel-headers-file=/etc/orrery/otel-headers/headers
+{{- end }}
+{{- if $.Values.otel.caConfigMap.name }}
+- --otel-ca-file=/etc/orrery/otel-ca/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The collector's headers and CA, mounted in both containers when given.
+*/}}
+{{- define "orrery.otelMounts" -}}
+{{- if and .Values.otel.endpoint .Values.otel.headersSecret.name }}
+- {name: otel-headers, mountPath: /etc/orrery/otel-headers, readOnly: true}
+{{- end }}
+{{- if and .Values.otel.endpoint .Values.otel.caConfigMap.name }}
+- {name: otel-ca, mountPath: /etc/orrery/otel-ca, readOnly: true}
+{{- end }}
+{{- end }}
+
+{{/*
+The port of otel.endpoint: the one it names, else 443 for https and 80 for http.
+*/}}
+{{- define "orrery.otelPort" -}}
+{{- $url := urlParse .Values.otel.endpoint }}
+{{- $host := get $url "host" }}
+{{- if regexMatch ":[0-9]+$" $host }}
+{{- regexFind "[0-9]+$" $host }}
+{{- else if eq (get $url "scheme") "https" }}443
+{{- else }}80
+{{- end }}
+{{- end }}
