@@ -27,6 +27,10 @@ use std::collections::HashMap;
 /// few anchors repeated inside each other would otherwise build billions.
 const MAX_ALIAS_VALUES: usize = 1_000_000;
 
+/// The most bytes of text aliases may add to one text: one long string anchored and aliased
+/// a few hundred thousand times is few values but gigabytes (found fuzzing, issue 27).
+const MAX_ALIAS_BYTES: usize = 16 * 1024 * 1024;
+
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
 
 /// Why a YAML text was not read. Each names its document (from 1) and, in its message, the
@@ -52,6 +56,7 @@ pub(super) fn documents(text: &str) -> Result<Vec<Value>, YamlError> {
         in_document: false,
         anchors: HashMap::new(),
         expanded: 0,
+        expanded_bytes: 0,
     };
     let mut documents = Vec::new();
     while let Some((event, span)) = reader.next()? {
@@ -86,6 +91,8 @@ struct Node {
     content: Content,
     /// How many values it holds, itself included (aliases counted in full).
     size: usize,
+    /// How many bytes of text its scalars hold, keys included (aliases counted in full).
+    bytes: usize,
     /// A `<<` key (plain, or tagged `!!merge`).
     merge: bool,
     /// An alias (a merge may not take an alias of a sequence).
@@ -98,10 +105,12 @@ struct Reader<'a> {
     /// Documents started so far.
     document: usize,
     in_document: bool,
-    /// Each anchor's node, in the current document.
-    anchors: HashMap<usize, (Content, usize)>,
+    /// Each anchor's node, its size and its bytes, in the current document.
+    anchors: HashMap<usize, (Content, usize, usize)>,
     /// Values added by aliases so far.
     expanded: usize,
+    /// Bytes of text added by aliases so far.
+    expanded_bytes: usize,
 }
 
 /// Where a span starts, as messages say it.
@@ -167,7 +176,7 @@ impl<'a> Reader<'a> {
 
     /// Reads the node that `event` starts.
     fn node(&mut self, event: Event<'a>, span: Span) -> Result<Node, YamlError> {
-        let (content, size, anchor) = match event {
+        let (content, size, bytes, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
                 let plain = style == ScalarStyle::Plain;
@@ -179,40 +188,57 @@ impl<'a> Reader<'a> {
                 let scalar = resolve::scalar(&text, plain, tag.as_deref())
                     .map_err(|m| self.not_json(&span, m))?;
                 let content = Content::Scalar(scalar);
+                let bytes = text.len();
                 if anchor != 0 {
-                    self.anchors.insert(anchor, (content.clone(), 1));
+                    self.anchors.insert(anchor, (content.clone(), 1, bytes));
                 }
                 return Ok(Node {
                     content,
                     size: 1,
+                    bytes,
                     merge,
                     alias: false,
                     span,
                 });
             }
             Event::SequenceStart(_, anchor, _) => {
-                let (items, size) = self.sequence()?;
-                (Content::Collection(Value::Array(items)), size, anchor)
+                let (items, size, bytes) = self.sequence()?;
+                (
+                    Content::Collection(Value::Array(items)),
+                    size,
+                    bytes,
+                    anchor,
+                )
             }
             Event::MappingStart(_, anchor, _) => {
-                let (map, size) = self.mapping()?;
-                (Content::Collection(Value::Object(map)), size, anchor)
+                let (map, size, bytes) = self.mapping()?;
+                (Content::Collection(Value::Object(map)), size, bytes, anchor)
             }
             Event::Alias(id) => {
-                let Some((content, size)) = self.anchors.get(&id) else {
+                let Some((content, size, bytes)) = self.anchors.get(&id) else {
                     return Err(self.syntax(format!("{}: unknown anchor", position(&span))));
                 };
-                let size = *size;
-                self.expanded += size;
+                let (size, bytes) = (*size, *bytes);
+                // Counted before the copy is made: a refused alias costs nothing.
+                self.expanded = self.expanded.saturating_add(size);
+                self.expanded_bytes = self.expanded_bytes.saturating_add(bytes);
                 if self.expanded > MAX_ALIAS_VALUES {
                     return Err(self.syntax(format!(
                         "{}: aliases expand to more than {MAX_ALIAS_VALUES} values; no manifest repeats that much",
                         position(&span)
                     )));
                 }
+                if self.expanded_bytes > MAX_ALIAS_BYTES {
+                    return Err(self.syntax(format!(
+                        "{}: aliases expand to more than {} MiB of text; no manifest repeats that much",
+                        position(&span),
+                        MAX_ALIAS_BYTES / (1024 * 1024)
+                    )));
+                }
                 return Ok(Node {
                     content: content.clone(),
                     size,
+                    bytes,
                     merge: false,
                     alias: true,
                     span,
@@ -226,43 +252,46 @@ impl<'a> Reader<'a> {
             }
         };
         if anchor != 0 {
-            self.anchors.insert(anchor, (content.clone(), size));
+            self.anchors.insert(anchor, (content.clone(), size, bytes));
         }
         Ok(Node {
             content,
             size,
+            bytes,
             merge: false,
             alias: false,
             span,
         })
     }
 
-    fn sequence(&mut self) -> Result<(Vec<Value>, usize), YamlError> {
+    fn sequence(&mut self) -> Result<(Vec<Value>, usize, usize), YamlError> {
         let mut items = Vec::new();
-        let mut size = 1;
+        let (mut size, mut bytes) = (1usize, 0usize);
         loop {
             let (event, span) = self.next_inside()?;
             if matches!(event, Event::SequenceEnd) {
-                return Ok((items, size));
+                return Ok((items, size, bytes));
             }
             let item = self.node(event, span)?;
-            size += item.size;
+            size = size.saturating_add(item.size);
+            bytes = bytes.saturating_add(item.bytes);
             items.push(self.value_of(item)?);
         }
     }
 
-    fn mapping(&mut self) -> Result<(Map<String, Value>, usize), YamlError> {
+    fn mapping(&mut self) -> Result<(Map<String, Value>, usize, usize), YamlError> {
         let mut map = Map::new();
-        let mut size = 1;
+        let (mut size, mut bytes) = (1usize, 0usize);
         loop {
             let (event, span) = self.next_inside()?;
             if matches!(event, Event::MappingEnd) {
-                return Ok((map, size));
+                return Ok((map, size, bytes));
             }
             let key = self.node(event, span)?;
             let (event, span) = self.next_inside()?;
             let value = self.node(event, span)?;
-            size += key.size + value.size;
+            size = size.saturating_add(key.size).saturating_add(value.size);
+            bytes = bytes.saturating_add(key.bytes).saturating_add(value.bytes);
             if key.merge {
                 self.merge(&mut map, value, &key.span)?;
                 continue;

@@ -146,6 +146,26 @@ fn aliases_that_expand_past_the_limit_are_refused_quickly() {
 }
 
 #[test]
+fn a_long_string_aliased_many_times_is_refused_quickly_though_it_is_few_values() {
+    // 64 KiB anchored once, then 300 aliases: 300 values, but 19 MiB of text once expanded
+    // (before the byte cap, a body of a few hundred KiB could ask for gigabytes this way).
+    let long = "x".repeat(64 * 1024);
+    let aliases = vec!["*s"; 300].join(", ");
+    let text = format!("s: &s {long}\nl: [{aliases}]\n");
+    let started = std::time::Instant::now();
+    let err = documents(&text).unwrap_err();
+    assert!(
+        matches!(&err, YamlError::Syntax { message, .. } if message.contains("MiB of text")),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A few such aliases are fine.
+    let aliases = vec!["*s"; 100].join(", ");
+    let text = format!("s: &s {long}\nl: [{aliases}]\n");
+    assert!(documents(&text).is_ok());
+}
+
+#[test]
 fn errors_name_their_document_and_line() {
     let err = documents("a: 1\n---\nb: .inf\n").unwrap_err();
     assert_eq!(
