@@ -390,3 +390,59 @@ fn empty_budgets_and_edges_are_left_out_of_the_manifest() {
     let back: Composition = serde_yaml::from_str(&yaml).unwrap();
     assert_eq!(back.spec, c.spec);
 }
+
+#[test]
+fn the_manifest_reads_back_the_same_as_kubectl_reads_yaml_whatever_the_words_and_numbers() {
+    use orrery_crds::manifest::{Format, ManifestSet, Resource};
+    // Words YAML 1.1 (kubectl's go-yaml, and `orrery validate`) reads as booleans, numbers or
+    // nulls, though YAML 1.2 (what writes the manifest) reads them as strings.
+    let words = [
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "Yes",
+        "ON",
+        "true",
+        "null",
+        "~",
+        "1_000",
+        "0b101",
+        "0o17",
+        "017",
+        "0x1F",
+        "1e3",
+        ".inf",
+        "-.Inf",
+        ".nan",
+        "+1",
+        "2001-12-14",
+        "12:30",
+        "1:20",
+        "=",
+        "<<",
+    ];
+    for word in words {
+        let spec = json!({
+            "spec_version": 1, "name": "words", "pattern": "pipeline",
+            "nodes": [{"id": "a", "kind": "llm_agent", "model": word, "instruction": word,
+                       "description": word}]
+        });
+        let c = import_spec(&spec, &ImportOptions::default()).unwrap();
+        let yaml = to_manifest_yaml(&c).unwrap();
+        let mut set = ManifestSet::default();
+        set.add_text(std::path::Path::new("words.yaml"), &yaml, Format::Yaml)
+            .unwrap();
+        assert!(
+            set.problems.is_empty(),
+            "{word}: {:?}\n{yaml}",
+            set.problems
+        );
+        let Some(Resource::Composition(back)) = set.resources.first().map(|r| &r.resource) else {
+            panic!("{word}: no composition read back from\n{yaml}");
+        };
+        assert_eq!(back.spec, c.spec, "{word}:\n{yaml}");
+    }
+}

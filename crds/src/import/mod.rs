@@ -75,7 +75,9 @@ pub fn import_spec(
 
 #[cfg(feature = "files")]
 /// Serializes a Composition as a manifest (apiVersion, kind, metadata, spec). Empty
-/// `budgets: {}` and `edges: []` are left out (they mean the same as no field).
+/// `budgets: {}` and `edges: []` are left out (they mean the same as no field). A text that
+/// kubectl (YAML 1.1) would read as something else if written plain (`yes`, `on`, `1_000`,
+/// `0b101`, `~`) is written double-quoted, so the manifest reads back as it was written.
 pub fn to_manifest_yaml(composition: &Composition) -> Result<String, serde_yaml::Error> {
     let mut value = serde_yaml::to_value(composition)?;
     if let Some(spec) = value
@@ -93,5 +95,69 @@ pub fn to_manifest_yaml(composition: &Composition) -> Result<String, serde_yaml:
             }
         }
     }
-    serde_yaml::to_string(&value)
+    // serde_yaml quotes what YAML 1.2 would misread, not what YAML 1.1 would: each such text
+    // is written as a placeholder serde_yaml leaves plain, then replaced by the text as a JSON
+    // string (which is a YAML double-quoted scalar). The placeholder is one no text contains.
+    let plain = serde_yaml::to_string(&value)?;
+    let mut prefix = String::from("orreryquoted");
+    while plain.contains(&prefix) {
+        prefix.push('x');
+    }
+    let mut texts = Vec::new();
+    quote_misread(&mut value, &prefix, &mut texts);
+    if texts.is_empty() {
+        return Ok(plain);
+    }
+    let mut out = serde_yaml::to_string(&value)?;
+    for (i, text) in texts.iter().enumerate() {
+        let quoted = serde_json::to_string(text)
+            .map_err(<serde_yaml::Error as serde::ser::Error>::custom)?;
+        out = out.replacen(&placeholder(&prefix, i), &quoted, 1);
+    }
+    Ok(out)
+}
+
+#[cfg(feature = "files")]
+fn placeholder(prefix: &str, i: usize) -> String {
+    format!("{prefix}{i}z")
+}
+
+/// Replaces each string (keys too) of `value` that a plain scalar would not keep by a
+/// placeholder, collecting the texts in order.
+#[cfg(feature = "files")]
+fn quote_misread(value: &mut serde_yaml::Value, prefix: &str, texts: &mut Vec<String>) {
+    use serde_yaml::Value as Y;
+    let take = |text: &str, texts: &mut Vec<String>| -> Option<String> {
+        if crate::manifest::plain_is_text(text) {
+            return None;
+        }
+        texts.push(text.to_owned());
+        Some(placeholder(prefix, texts.len() - 1))
+    };
+    match value {
+        Y::String(text) => {
+            if let Some(p) = take(text, texts) {
+                *text = p;
+            }
+        }
+        Y::Sequence(items) => {
+            for item in items {
+                quote_misread(item, prefix, texts);
+            }
+        }
+        Y::Mapping(map) => {
+            let entries = std::mem::take(map);
+            for (mut key, mut item) in entries {
+                if let Y::String(text) = &mut key
+                    && let Some(p) = take(text, texts)
+                {
+                    *text = p;
+                }
+                quote_misread(&mut item, prefix, texts);
+                map.insert(key, item);
+            }
+        }
+        Y::Tagged(tagged) => quote_misread(&mut tagged.value, prefix, texts),
+        Y::Null | Y::Bool(_) | Y::Number(_) => {}
+    }
 }

@@ -16,6 +16,7 @@ mod load;
 mod parse;
 mod schema;
 mod yaml;
+pub(crate) use yaml::plain_is_text;
 
 pub use check::{Report, Summary, check, composition_spec};
 pub use load::load_paths;

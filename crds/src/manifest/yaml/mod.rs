@@ -33,6 +33,12 @@ const MAX_ALIAS_BYTES: usize = 16 * 1024 * 1024;
 
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
 
+/// Whether `text`, written as a plain (unquoted) YAML scalar, reads back as that very string
+/// as kubectl reads YAML (`yes`, `1_000`, `0b101` and `~` do not: a boolean, numbers, null).
+pub(crate) fn plain_is_text(text: &str) -> bool {
+    matches!(resolve::scalar(text, true, None), Ok(resolve::Scalar::Str(s)) if s == text)
+}
+
 /// Why a YAML text was not read. Each names its document (from 1) and, in its message, the
 /// line and column.
 #[derive(Debug, PartialEq)]
