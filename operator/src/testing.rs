@@ -19,7 +19,7 @@ pub(crate) fn config(extra: &str) -> Config {
 }
 
 /// A PEM block the config accepts (base64 of three bytes; only the operator's checks read it).
-pub(crate) const TEST_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+pub(crate) const TEST_PEM: &str = include_str!("../../tests/fixtures/test-ca.pem");
 
 /// [`config`] with `runner.trustedCertificates` = [`TEST_PEM`].
 pub(crate) fn trusting_config() -> Config {

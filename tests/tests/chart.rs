@@ -223,16 +223,15 @@ fn the_operator_pod_meets_pod_security_restricted_and_splits_the_run_token_keys(
 /// accepts it.
 #[test]
 fn trusted_certificates_reach_the_operators_config() -> Result<()> {
-    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-    let file = std::env::temp_dir().join(format!("orrery-chart-ca-{}.crt", std::process::id()));
-    std::fs::write(&file, pem)?;
+    // A real CA certificate: the operator checks each is one a TLS client can trust.
+    let file = orrery_tests::harness::workspace_root().join("tests/fixtures/test-ca.pem");
+    let pem = std::fs::read_to_string(&file)?;
     let set = format!("runner.trustedCertificates={}", file.display());
     let rendered = template(RELEASE, NAMESPACE, &["--set-file", &set]);
-    let _ = std::fs::remove_file(&file);
     let docs = documents(&rendered?.ok()?)?;
     let config = rendered_config(&docs)?;
     ensure!(
-        config.runner.trusted_certificates.as_deref() == Some(pem),
+        config.runner.trusted_certificates.as_deref() == Some(pem.as_str()),
         "{:?}",
         config.runner.trusted_certificates
     );

@@ -400,6 +400,17 @@ pub(super) enum TrustedCertificatesError {
     /// PEM without a certificate.
     #[error("holds no PEM certificate")]
     NoCertificate,
+    /// A CERTIFICATE section that is not a certificate a TLS client can trust (every run's
+    /// HTTP client would fail to build with it).
+    #[error(
+        "certificate {number} is not an X.509 certificate a TLS client can trust ({message}); give the CA's certificate as `openssl x509 -outform PEM` writes it"
+    )]
+    NotACertificate {
+        /// Which, from 1.
+        number: usize,
+        /// rustls's reason.
+        message: String,
+    },
 }
 
 /// Why `pem` cannot be `runner.trustedCertificates`: not PEM, no certificate, something that
@@ -423,9 +434,20 @@ pub(super) fn trusted_certificates_problem(pem: &str) -> Result<usize, TrustedCe
         });
     }
     let mut certificates = 0;
+    // What the runner's TLS client does with them (runner/src/net/tls.rs): a section that
+    // decodes but is no certificate would pass here and fail every run.
+    let mut anchors = rustls::RootCertStore::empty();
     for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem.as_bytes()) {
         match section {
-            Ok((SectionKind::Certificate, _)) => certificates += 1,
+            Ok((SectionKind::Certificate, der)) => {
+                certificates += 1;
+                anchors
+                    .add(rustls_pki_types::CertificateDer::from(der))
+                    .map_err(|e| TrustedCertificatesError::NotACertificate {
+                        number: certificates,
+                        message: e.to_string(),
+                    })?;
+            }
             Ok((kind, _)) => {
                 return Err(TrustedCertificatesError::NotOnlyCertificates {
                     label: format!("{kind:?}"),

@@ -242,13 +242,23 @@ fn each_semantic_rule_names_its_field() {
 /// copied into every tenant's pods), never something the TLS verifier would skip.
 #[test]
 fn trusted_certificates_must_be_pem_certificates_only() {
-    let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let cert = crate::testing::TEST_PEM;
+    // Valid base64 in a CERTIFICATE section, but no certificate.
+    let garbage = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
     let key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
     let encrypted =
         "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
     let openssh = "-----BEGIN OPENSSH PRIVATE KEY-----\nMIIB\n-----END OPENSSH PRIVATE KEY-----\n";
     let cases: Vec<(String, Result<usize, &str>)> = vec![
         (cert.to_owned(), Ok(1)),
+        (
+            garbage.to_owned(),
+            Err("certificate 1 is not an X.509 certificate"),
+        ),
+        (
+            format!("{cert}{garbage}"),
+            Err("certificate 2 is not an X.509 certificate"),
+        ),
         (format!("# our CA\n{cert}{cert}"), Ok(2)),
         (String::new(), Err("holds no PEM certificate")),
         ("not pem at all".to_owned(), Err("holds no PEM certificate")),

@@ -137,9 +137,9 @@ fn the_plan_secret_holds_plan_input_and_token_and_is_owned_and_immutable() {
 #[test]
 fn the_runner_pod_meets_every_restricted_requirement() {
     for extra in [
-        "",
-        "runner: {image: 'o:1', runtimeClassName: gvisor}",
-        "runner: {image: 'o:1', trustedCertificates: \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n\"}",
+        String::new(),
+        "runner: {image: 'o:1', runtimeClassName: gvisor}".to_owned(),
+        format!("runner: {{image: 'o:1', trustedCertificates: {TEST_PEM:?}}}"),
     ] {
         let config = if extra.is_empty() {
             config("")
