@@ -22,3 +22,6 @@ pub mod safety;
 pub mod secrets;
 pub mod sidecar_client;
 pub mod tools;
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -9,7 +9,7 @@ pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod scripted;
-mod wire;
+pub(crate) mod wire;
 
 pub use anthropic::AnthropicProvider;
 pub use factory::ProviderFactory;

@@ -9,13 +9,16 @@ use crate::a2a::types::{
     JsonRpcError, RequestId, VERSION_HEADER,
 };
 
-pub(super) type EnvelopeError = (Option<RequestId>, JsonRpcError);
+pub(crate) type EnvelopeError = (Option<RequestId>, JsonRpcError);
 
 /// Reads the JSON-RPC framing: `jsonrpc` exactly "2.0", a valid `id`, a known 1.0 method.
-pub(super) fn parse_envelope(
+pub(crate) fn parse_envelope(
     bytes: &[u8],
 ) -> Result<(Option<RequestId>, A2aMethod, Option<Value>), EnvelopeError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+    // Duplicate keys refused, as everywhere else (serde_json alone keeps the last, so
+    // `{"method": "GetTask", "method": "CancelTask"}` would be read as something a proxy
+    // reading the first key did not see).
+    let value: Value = crate::pin::parse_json_no_duplicate_keys(bytes).map_err(|e| {
         (
             None,
             JsonRpcError::new(A2aErrorCode::ParseError, format!("Parse error: {e}")),
@@ -202,6 +205,15 @@ mod tests {
             -32600
         );
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), -32600);
+        // A key twice, at any depth, is not read as its last copy.
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","method":"CancelTask"}"#),
+            -32700
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a","id":"b"}}"#),
+            -32700
+        );
         assert_eq!(
             code(r#"{"jsonrpc":"2.0","id":1,"method":"message/send"}"#),
             -32601

@@ -8,7 +8,7 @@
 //! query parameter; missing means 0.3, which is refused with -32009), then the params.
 //! JSON-RPC errors are answered with HTTP 200, as the official SDKs do.
 
-mod envelope;
+pub(crate) mod envelope;
 mod follow;
 mod handler;
 mod methods;
