@@ -17,7 +17,7 @@
 use super::Sidecar;
 use super::caller::{Caller, run_for_owner_or_approver};
 use super::extract::Person;
-use super::problem::{Problem, body_loc};
+use super::problem::Problem;
 use super::store::StoredApproval;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -113,16 +113,7 @@ pub async fn decide(
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
     sidecar.limits.decide(&caller.username)?;
-    let mut deserializer = serde_json::Deserializer::from_slice(&body);
-    let request: DecideRequest =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-            Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                super::problem::codes::INVALID,
-                e.inner().to_string(),
-            )
-            .at(body_loc(&e.path().to_string()))
-        })?;
+    let request: DecideRequest = super::body::parse_body(&body)?;
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     let uid = run.metadata.uid.clone().unwrap_or_default();
     let approval = sidecar

@@ -50,6 +50,9 @@ pub mod run_status;
 pub mod store;
 pub mod verdict;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use crate::run_token::RunTokenVerifier;
 use axum::Router;
 use axum::extract::State;
