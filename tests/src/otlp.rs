@@ -85,9 +85,23 @@ pub struct OtlpSink {
 impl OtlpSink {
     /// Starts a receiver that answers its first `fail` requests 503.
     pub fn start(fail: u32) -> Result<OtlpSink> {
+        OtlpSink::start_with(fail, false)
+    }
+
+    /// Starts a receiver that only counts the spans it takes ([`OtlpSink::count`]): a
+    /// benchmark's collector.
+    pub fn start_quiet() -> Result<OtlpSink> {
+        OtlpSink::start_with(0, true)
+    }
+
+    fn start_with(fail: u32, quiet: bool) -> Result<OtlpSink> {
         let bin = crate::testenv::bin_dir()?.join("testenv");
+        let mut args = vec!["otlpsink".to_owned(), "--fail".to_owned(), fail.to_string()];
+        if quiet {
+            args.push("--quiet".to_owned());
+        }
         let mut child = Command::new(&bin)
-            .args(["otlpsink", "--fail", &fail.to_string()])
+            .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -119,6 +133,22 @@ impl OtlpSink {
             spans,
             child,
         })
+    }
+
+    /// How many spans the receiver took so far (printed or not).
+    pub async fn count(&self) -> Result<u64> {
+        let text = reqwest::Client::builder()
+            .no_proxy()
+            .build()?
+            .get(format!("{}/count", self.url))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        text.trim()
+            .parse()
+            .with_context(|| format!("otlpsink's count: {text:?}"))
     }
 
     /// The spans received so far.

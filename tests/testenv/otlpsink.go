@@ -13,9 +13,10 @@ package main
 //	 "authorization": "<the request's Authorization header>"}
 //
 // Its first stdout line is `listening http://<address>`. With --fail N the first N requests
-// are answered 503 (a collector that is down for a while). A body that is not an OTLP trace
-// request is answered 400 and said on stderr; a content type other than
-// application/x-protobuf is answered 415.
+// are answered 503 (a collector that is down for a while). With --quiet the spans are decoded
+// and counted but not printed (a benchmark's collector); `GET /count` answers how many spans
+// it took. A body that is not an OTLP trace request is answered 400 and said on stderr; a
+// content type other than application/x-protobuf is answered 415.
 
 import (
 	"bytes"
@@ -97,6 +98,7 @@ func otlpsink(args []string) int {
 	fs := flag.NewFlagSet("otlpsink", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	fail := fs.Int("fail", 0, "answer the first N requests 503")
+	quiet := fs.Bool("quiet", false, "count the spans, print none")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -107,9 +109,16 @@ func otlpsink(args []string) int {
 	}
 	var mu sync.Mutex
 	failures := *fail
+	taken := 0
 	out := json.NewEncoder(os.Stdout)
 	fmt.Printf("listening http://%s\n", ln.Addr())
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/count" {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(w, "%d\n", taken)
+			return
+		}
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
 			http.Error(w, "only POST /v1/traces", http.StatusNotFound)
 			return
@@ -149,6 +158,10 @@ func otlpsink(args []string) int {
 			resource := attributes(rs.GetResource().GetAttributes())
 			for _, ss := range rs.GetScopeSpans() {
 				for _, s := range ss.GetSpans() {
+					taken++
+					if *quiet {
+						continue
+					}
 					span := sinkSpan{
 						TraceID:       hex.EncodeToString(s.GetTraceId()),
 						SpanID:        hex.EncodeToString(s.GetSpanId()),

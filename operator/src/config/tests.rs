@@ -242,7 +242,9 @@ fn each_semantic_rule_names_its_field() {
 /// copied into every tenant's pods), never something the TLS verifier would skip.
 #[test]
 fn trusted_certificates_must_be_pem_certificates_only() {
-    let cert = crate::testing::TEST_PEM;
+    // A real CA certificate (the one crate::testing's configs trust; not imported from there,
+    // which imports this module).
+    let cert = include_str!("../../../tests/fixtures/test-ca.pem");
     // Valid base64 in a CERTIFICATE section, but no certificate.
     let garbage = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
     let key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";

@@ -50,9 +50,6 @@ pub mod run_status;
 pub mod store;
 pub mod verdict;
 
-#[cfg(test)]
-mod fuzz_tests;
-
 use crate::run_token::RunTokenVerifier;
 use axum::Router;
 use axum::extract::State;
@@ -412,6 +409,9 @@ pub async fn serve(
         .with_graceful_shutdown(async move { token.cancelled().await })
         .await
 }
+
+#[cfg(test)]
+mod fuzz_tests;
 
 #[cfg(test)]
 mod tests {

@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 /// Ingested batches that may wait to become spans; past it a hand-off is skipped (and read
 /// back from the store with the run's next batch).
 pub const HANDOFF_BATCHES: usize = 4096;
-/// How long a run's trace may be quiet before its open spans are ended and it is forgotten
-/// (a runner that died without `run.end`).
+/// How long a run's trace may be quiet before it is forgotten, its open spans unsent (a runner
+/// that died without `run.end`).
 pub const QUIET_RUN: Duration = Duration::from_secs(3600);
 
 struct Handoff {
@@ -49,7 +49,7 @@ impl std::fmt::Debug for Exporter {
 impl Exporter {
     /// Starts the exporter's two tasks on the current runtime: one turns ingested events into
     /// spans, the other sends them. Both stop when `shutdown` is cancelled (the sender after
-    /// one last send of what waits, for at most [`REQUEST_TIMEOUT`]).
+    /// one last send of what waits, for at most [`crate::otel::REQUEST_TIMEOUT`]).
     pub fn start(
         settings: OtelSettings,
         store: Store,
@@ -70,7 +70,8 @@ impl Exporter {
 
     /// Offers events `run` just stored (in `seq` order, none stored before by this process).
     /// Never waits: when the exporter is behind, the hand-off is skipped and counted, and the
-    /// events are read back from the store with the run's next batch.
+    /// events are read back from the store with the run's next batch (a skipped last batch is
+    /// lost to the export: the run's root span is not sent).
     pub fn offer(&self, run: &RunRecord, events: Arc<[StoredEvent]>) {
         let handoff = Handoff {
             run: run.clone(),

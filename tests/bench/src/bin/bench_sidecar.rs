@@ -33,8 +33,12 @@
 //! ```text
 //! tests/e2e.sh cargo run --release -p orrery-tests --bin bench_sidecar -- \
 //!     [--stores sqlite,postgres] [--runs 50] [--events 2000] [--subscribers 100] \
-//!     [--posters 8] [--rate 2000] [--rounds unpaced,paced,slow] [--soak-minutes 0]
+//!     [--posters 8] [--rate 2000] [--rounds unpaced,paced,slow] [--soak-minutes 0] [--otel off]
 //! ```
+//!
+//! `--otel on` has the sidecar export every run as an OpenTelemetry trace to a collector of its
+//! own (`testenv otlpsink --quiet`, which decodes and counts the spans), to measure ingest with
+//! export on against off; the spans exported and dropped are printed at the end.
 
 use anyhow::{Context, Result, bail, ensure};
 use futures::{StreamExt, TryStreamExt};
@@ -100,6 +104,7 @@ struct Args {
     rate: u64,
     soak_minutes: u64,
     rounds: Vec<RoundKind>,
+    otel: bool,
 }
 
 fn args() -> Result<Args> {
@@ -112,6 +117,7 @@ fn args() -> Result<Args> {
         rate: 2000,
         soak_minutes: 0,
         rounds: vec![RoundKind::Unpaced, RoundKind::Paced, RoundKind::PacedSlow],
+        otel: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -138,6 +144,13 @@ fn args() -> Result<Args> {
             "--posters" => out.posters = number()? as usize,
             "--rate" => out.rate = number()?,
             "--soak-minutes" => out.soak_minutes = number()?,
+            "--otel" => {
+                out.otel = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => bail!("--otel: {other:?}; use on or off"),
+                }
+            }
             "--rounds" => {
                 out.rounds = value
                     .split(',')
@@ -154,7 +167,7 @@ fn args() -> Result<Args> {
             }
             other => bail!(
                 "unknown argument {other}; use --stores, --runs, --events, --subscribers, \
-                 --posters, --rate, --rounds, --soak-minutes"
+                 --posters, --rate, --rounds, --soak-minutes, --otel"
             ),
         }
     }
@@ -1493,8 +1506,17 @@ async fn main() -> Result<()> {
                     .await?
             }
         };
+        let collector = if args.otel {
+            Some(orrery_tests::otlp::OtlpSink::start_quiet()?)
+        } else {
+            None
+        };
         let settings = SidecarSettings {
             max_streams_per_person: MAX_STREAMS_PER_PERSON,
+            otel: match &collector {
+                Some(sink) => Some(orrery_operator::otel::OtelSettings::new(&sink.url)?),
+                None => None,
+            },
             ..SidecarSettings::default()
         };
         let sidecar_started = Instant::now();
@@ -1543,9 +1565,24 @@ async fn main() -> Result<()> {
             None
         };
         let ingested = sidecar.sidecar.ingested();
+        let exported = match &collector {
+            Some(sink) => {
+                // What waits is sent within a second or two once ingest stops.
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                let otel = &sidecar.sidecar.metrics.otel;
+                Some((
+                    otel.exported_total(),
+                    otel.dropped_total("queue_full")
+                        + otel.dropped_total("export_failed")
+                        + otel.dropped_total("refused"),
+                    sink.count().await?,
+                ))
+            }
+            None => None,
+        };
         sidecar.stop().await?;
         let _ = std::fs::remove_dir_all(&dir);
-        out.push((store, rounds, soak, ingested));
+        out.push((store, rounds, soak, ingested, exported));
     }
     sampler.abort();
     if let Some(server) = postgres {
@@ -1591,10 +1628,24 @@ async fn main() -> Result<()> {
         "- peak RSS of the process (VmHWM): {} MiB",
         mib(status_kib("VmHWM:"))
     );
-    for (store, rounds, soak, ingested) in &out {
+    println!(
+        "- traces: {}",
+        if args.otel {
+            "exported to a collector on this machine (testenv otlpsink --quiet: decodes and counts)"
+        } else {
+            "off"
+        }
+    );
+    for (store, rounds, soak, ingested, exported) in &out {
         print_store(*store, &args, rounds, soak.as_ref());
         println!();
         println!("Events the sidecar stored ({}): {ingested}.", store.name());
+        if let Some((sent, dropped, taken)) = exported {
+            println!(
+                "Spans exported ({}): {sent}, dropped {dropped}; the collector took {taken}.",
+                store.name()
+            );
+        }
     }
     Ok(())
 }
