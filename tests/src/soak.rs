@@ -330,14 +330,18 @@ fn pick(sidecars: &Sidecars, n: usize) -> Option<String> {
     (!all.is_empty()).then(|| all[n % all.len()].clone())
 }
 
-/// The scripted person: decides every pending approval of the namespace once, approving,
-/// alternately through the sidecar's API and by appending to `status.decisions`.
+/// The scripted person: decides every pending approval of the namespace, approving,
+/// alternately through the sidecar's API and by appending to `status.decisions`. A decision
+/// that did not land (the sidecar killed or the API server stopped as it was sent) is made
+/// again if the approval is still pending 10 s later, as a person would (a decision that landed
+/// but whose answer was lost is no longer pending by then); one refused with 409 or 422
+/// (already decided, or settled meanwhile) is not.
 fn person(studio: &Studio, sidecars: Sidecars) -> Result<tokio::task::JoinHandle<()>> {
     let runs = studio.runs();
     let alice = token(studio.env, ALICE)?;
     let ns = studio.ns.name.clone();
     Ok(tokio::spawn(async move {
-        let mut decided: HashSet<(String, String)> = HashSet::new();
+        let decided: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
         let mut by_api = true;
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -352,40 +356,67 @@ fn person(studio: &Studio, sidecars: Sidecars) -> Result<tokio::task::JoinHandle
                     .map(|s| s.pending_approvals.clone())
                     .unwrap_or_default();
                 for approval in pending {
-                    if !decided.insert((name.clone(), approval.id.clone())) {
-                        continue;
-                    }
+                    let key = (name.clone(), approval.id.clone());
+                    let count = {
+                        let mut decided = decided.lock().unwrap_or_else(|e| e.into_inner());
+                        if !decided.insert(key.clone()) {
+                            continue;
+                        }
+                        decided.len()
+                    };
                     by_api = !by_api;
-                    if by_api && let Some(sidecar) = pick(&sidecars, decided.len()) {
+                    if by_api && let Some(sidecar) = pick(&sidecars, count) {
                         let url = format!(
                             "{sidecar}/api/v1/runs/{ns}/{name}/approvals/{}",
                             approval.id
                         );
                         let body = json!({"decision": "Approve", "digest": approval.digest});
-                        let alice = alice.clone();
+                        let (alice, decided) = (alice.clone(), decided.clone());
                         // The reply waits for the run to take it up: not awaited here.
                         tokio::spawn(async move {
-                            let _ = api_call(reqwest::Method::POST, url, &alice, Some(body)).await;
+                            let landed = matches!(
+                                api_call(reqwest::Method::POST, url, &alice, Some(body)).await,
+                                Ok((status, _)) if status.is_success() || status.as_u16() == 409 || status.as_u16() == 422
+                            );
+                            if !landed {
+                                forget_later(decided, key);
+                            }
                         });
                     } else {
                         let patch = json!([{"op": "add", "path": "/status/decisions/-", "value": {
                             "approvalId": approval.id, "decision": "Approve",
                             "digest": approval.digest, "decidedBy": ALICE
                         }}]);
-                        if let Ok(patch) = serde_json::from_value(patch) {
-                            let _ = runs
+                        let landed = match serde_json::from_value(patch) {
+                            Ok(patch) => runs
                                 .patch_status(
                                     &name,
                                     &PatchParams::default(),
                                     &Patch::Json::<()>(patch),
                                 )
-                                .await;
+                                .await
+                                .is_ok(),
+                            Err(_) => true,
+                        };
+                        if !landed {
+                            forget_later(decided.clone(), key);
                         }
                     }
                 }
             }
         }
     }))
+}
+
+/// Lets the person decide `key` again in 10 s, if it is still pending then.
+fn forget_later(decided: Arc<Mutex<HashSet<(String, String)>>>, key: (String, String)) {
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        decided
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+    });
 }
 
 /// The seq of every event each followed run's stream sent, by run name.
