@@ -786,10 +786,7 @@ fn the_service_monitor_scrapes_the_sidecars_metrics_port_too_and_the_network_pol
         service["spec"]["ports"]
     );
     let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
-    let sidecar = deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "sidecar"))
-        .context("no sidecar container")?;
+    let sidecar = sidecar_container(deployment)?;
     ensure!(
         sidecar["args"]
             .as_array()
@@ -904,10 +901,7 @@ fn with_a_collector_both_containers_send_traces_with_its_headers_and_ca_and_only
         .ok()?,
     )?;
     let deployment = find(&docs, "Deployment", "orrery-operator").context("no Deployment")?;
-    let sidecar = deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "sidecar"))
-        .context("no sidecar container")?;
+    let sidecar = sidecar_container(deployment)?;
     ensure!(
         sidecar["args"]
             .as_array()
@@ -928,6 +922,14 @@ fn with_a_collector_both_containers_send_traces_with_its_headers_and_ca_and_only
         "an install without a collector has trace flags or volumes"
     );
     Ok(())
+}
+
+/// The operator Deployment's sidecar container.
+fn sidecar_container(deployment: &serde_json::Value) -> Result<&serde_json::Value> {
+    deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "sidecar"))
+        .context("no sidecar container")
 }
 
 /// Every `orrery_…` series an expression names, without a histogram's `_bucket`, `_count`
