@@ -489,6 +489,35 @@ fn asking_run(name: &str) -> String {
     .to_string()
 }
 
+/// Approves `waiting`'s first pending approval through the studio's sidecar API as the
+/// holder of `token`, expecting 200.
+async fn approve_through_the_api(
+    f: &Studio,
+    waiting: &orrery_crds::StudioRun,
+    token: &str,
+) -> Result<()> {
+    let pending = waiting
+        .status
+        .as_ref()
+        .and_then(|s| s.pending_approvals.first())
+        .context("a pending approval")?;
+    let (status, body) = api_call(
+        reqwest::Method::POST,
+        format!(
+            "{}/api/v1/runs/{}/{}/approvals/{}",
+            f.sidecar_url,
+            f.ns.name,
+            waiting.name_any(),
+            pending.id
+        ),
+        token,
+        Some(json!({"decision": "Approve", "digest": pending.digest})),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+    Ok(())
+}
+
 /// A studio on the shared sidecar whose runners' wall clocks are `skew` seconds off the
 /// sidecar's and the API server's (`orrery_tests::skew`), approvals expiring after `timeout`
 /// seconds.
@@ -1242,23 +1271,7 @@ async fn the_sidecars_metrics_count_ingest_streams_and_approvals_and_pass_the_pr
             tokio::spawn(async move { sse(&url, &ns, "measured", &alice, None, None).await })
         };
         let waiting = f.wait_pending_approval("measured").await?;
-        let pending = waiting
-            .status
-            .as_ref()
-            .and_then(|s| s.pending_approvals.first())
-            .context("a pending approval")?
-            .clone();
-        let (status, body) = api_call(
-            reqwest::Method::POST,
-            format!(
-                "{}/api/v1/runs/{}/measured/approvals/{}",
-                f.sidecar_url, f.ns.name, pending.id
-            ),
-            &alice,
-            Some(json!({"decision": "Approve", "digest": pending.digest})),
-        )
-        .await?;
-        ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+        approve_through_the_api(f, &waiting, &alice).await?;
         let done = f.wait_phase("measured", RunPhase::Succeeded).await?;
         let printed = f.runner_log(&done).await?;
         let followed = following.await??;
@@ -1445,24 +1458,8 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
                 .any(|s| s.parent_span_id.is_empty() && s.scope == "orrery-sidecar"),
             "the run's root span came before the run ended"
         );
-        let pending = waiting
-            .status
-            .as_ref()
-            .and_then(|s| s.pending_approvals.first())
-            .context("a pending approval")?
-            .clone();
         let alice = token(f.env, ALICE)?;
-        let (status, body) = api_call(
-            reqwest::Method::POST,
-            format!(
-                "{}/api/v1/runs/{}/traced/approvals/{}",
-                f.sidecar_url, f.ns.name, pending.id
-            ),
-            &alice,
-            Some(json!({"decision": "Approve", "digest": pending.digest})),
-        )
-        .await?;
-        ensure!(status == StatusCode::OK, "the decision: {status} {body}");
+        approve_through_the_api(&f, &waiting, &alice).await?;
         let done = f.wait_phase("traced", RunPhase::Succeeded).await?;
         let printed = f.runner_log(&done).await?;
         let spans = sink
