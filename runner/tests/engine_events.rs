@@ -508,3 +508,62 @@ async fn a_run_cancelled_before_it_starts_still_emits_run_end_rule_9_18() {
     assert_eq!(ran.result.outcome, Outcome::Cancelled);
     assert_eq!(ran.types(), ["run.start", "run.end"]);
 }
+
+#[tokio::test]
+async fn a_node_exit_lists_each_model_call_with_its_provider_model_tokens_and_timing() {
+    let ran = Case::new(
+        "pattern: Pipeline\nnodes:\n  - {id: a, kind: LLMAgent, tools: [\"mcp:docs.search\"]}\n",
+        r#"
+nodes:
+  a:
+    - toolCalls: [{name: mcp_docs_search, arguments: {q: one}}]
+      usage: {inputTokens: 30, outputTokens: 5}
+      delayMs: 20
+    - reply: done
+      usage: {inputTokens: 50, outputTokens: 12}
+"#,
+    )
+    .tool(
+        "mcp:docs.search",
+        engine_support::CountingTool::new("mcp_docs_search"),
+    )
+    .run()
+    .await;
+    ran.assert_well_formed();
+    assert_eq!(ran.result.outcome, Outcome::Succeeded);
+    let Some(EventBody::NodeExit {
+        calls,
+        model_calls,
+        tokens,
+        duration_ms,
+        ..
+    }) = ran.of("node.exit").first().copied()
+    else {
+        panic!("no node.exit");
+    };
+    assert_eq!(*model_calls, 2);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let usage: Vec<(u64, u64)> = calls
+        .iter()
+        .map(|c| (c.input_tokens, c.output_tokens))
+        .collect();
+    assert_eq!(usage, [(30, 5), (50, 12)]);
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| c.input_tokens + c.output_tokens)
+            .sum::<u64>(),
+        *tokens,
+        "the calls' tokens are the entry's"
+    );
+    for call in calls {
+        assert_eq!(call.provider, "orrery.scripted");
+        assert!(call.error.is_none());
+        assert!(call.start_ms + call.duration_ms <= *duration_ms, "{call:?}");
+    }
+    assert!(calls[0].duration_ms >= 20, "the scripted delay is timed");
+    assert!(
+        calls[1].start_ms >= calls[0].start_ms + calls[0].duration_ms,
+        "the second call comes after the first and its tool: {calls:?}"
+    );
+}

@@ -612,6 +612,10 @@ struct FailingModel;
 
 #[async_trait]
 impl ModelProvider for FailingModel {
+    fn provider_name(&self) -> &'static str {
+        "test"
+    }
+
     async fn complete(
         &self,
         _: &ChatRequest,
@@ -638,13 +642,21 @@ async fn a_failed_model_call_fails_the_run_at_that_node_rule_2_7() {
     let error = ran.result.error.clone().unwrap();
     assert_eq!(error.node.as_deref(), Some("a"));
     assert!(error.message.contains("HTTP 400"), "{}", error.message);
-    assert!(matches!(
-        ran.of("node.exit")[0],
-        EventBody::NodeExit {
-            status: NodeStatus::Failed,
-            ..
-        }
-    ));
+    let EventBody::NodeExit { status, calls, .. } = ran.of("node.exit")[0] else {
+        panic!("no node.exit");
+    };
+    assert_eq!(*status, NodeStatus::Failed);
+    // The failed call is listed, with why, and no tokens.
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].provider, "test");
+    assert_eq!((calls[0].input_tokens, calls[0].output_tokens), (0, 0));
+    assert!(
+        calls[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("HTTP 400")),
+        "{calls:?}"
+    );
 }
 
 /// Fails node `bad`'s calls; the Scripted model answers the others.
@@ -652,6 +664,10 @@ struct FailsOneNode(orrery_runner::model::ScriptedProvider);
 
 #[async_trait]
 impl ModelProvider for FailsOneNode {
+    fn provider_name(&self) -> &'static str {
+        "test"
+    }
+
     async fn complete(
         &self,
         r: &ChatRequest,

@@ -83,6 +83,10 @@ struct FailingModel;
 
 #[async_trait]
 impl ModelProvider for FailingModel {
+    fn provider_name(&self) -> &'static str {
+        "test"
+    }
+
     async fn complete(
         &self,
         _: &ChatRequest,

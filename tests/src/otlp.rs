@@ -72,6 +72,11 @@ impl SinkSpan {
     pub fn text(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).and_then(|v| v.as_str())
     }
+
+    /// An integer attribute.
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.attributes.get(key).and_then(|v| v.as_i64())
+    }
 }
 
 /// A running `testenv otlpsink`; killed when dropped.

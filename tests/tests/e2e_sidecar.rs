@@ -1556,6 +1556,25 @@ async fn a_run_is_exported_live_as_one_opentelemetry_trace_with_no_content_by_de
         ensure!(root.status.code == "STATUS_CODE_OK", "{:?}", root.status);
         ensure!(a.text("gen_ai.operation.name") == Some("invoke_agent"));
         ensure!(a.text("gen_ai.request.model") == Some("scripted"));
+        // Each model call is a chat span under its node, with the tokens it used.
+        let chats: Vec<&_> = spans
+            .iter()
+            .filter(|s| {
+                s.parent_span_id == a.span_id && s.text("gen_ai.operation.name") == Some("chat")
+            })
+            .collect();
+        ensure!(chats.len() == 1, "one model call of a: {names:?}");
+        ensure!(
+            chats[0].text("gen_ai.provider.name") == Some("orrery.scripted"),
+            "{:?}",
+            chats[0]
+        );
+        ensure!(
+            chats[0].int("gen_ai.usage.input_tokens").is_some()
+                && chats[0].int("gen_ai.usage.output_tokens").is_some(),
+            "the call's tokens: {:?}",
+            chats[0]
+        );
         ensure!(
             root.start_unix_nano <= a.start_unix_nano && a.end_unix_nano <= root.end_unix_nano,
             "a node's span lies within the run's"

@@ -26,7 +26,9 @@ mod types;
 mod visible;
 
 pub use printer::{PrinterOptions, TerminalPrinter};
-pub use types::{CallStatus, DecisionKind, Direction, EventBody, NodeStatus, Outcome, TraceEvent};
+pub use types::{
+    CallStatus, DecisionKind, Direction, EventBody, ModelCall, NodeStatus, Outcome, TraceEvent,
+};
 pub use visible::{Visible, visible, visible_inline};
 
 /// At most this many events per run.

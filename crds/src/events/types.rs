@@ -88,6 +88,29 @@ pub enum CallStatus {
     Cancelled,
 }
 
+/// One model call of a node's entry, as its `node.exit` lists them (at most the turn's
+/// rounds, 16 by default, so the list is bounded; no content).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCall {
+    /// The provider, as the OpenTelemetry GenAI conventions name it: `anthropic`, `openai`,
+    /// `gcp.gemini`, or `orrery.scripted`.
+    pub provider: String,
+    /// The provider's model name the call asked for.
+    pub model: String,
+    /// When the call began, in milliseconds after the entry began.
+    pub start_ms: u64,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// Input (prompt) tokens the provider counted.
+    pub input_tokens: u64,
+    /// Output tokens the provider counted.
+    pub output_tokens: u64,
+    /// Why it failed, if it did (the node fails with it, or the run was cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// Direction of an A2A message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -187,6 +210,10 @@ pub enum EventBody {
         tokens: u64,
         /// Model calls this entry made.
         model_calls: u32,
+        /// Each model call: provider, model, timing and tokens (absent in events of runners
+        /// from before it was added).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        calls: Vec<ModelCall>,
         /// How long the entry took.
         duration_ms: u64,
         /// The label a labelled node, router or approval answered with.

@@ -11,6 +11,7 @@ use crate::tools::{ToolContext, ToolError};
 use futures::future::BoxFuture;
 use orrery_crds::budget::BudgetKey;
 use orrery_crds::composition::NodeKind;
+use orrery_crds::events::ModelCall;
 use orrery_crds::plan::{NodeIdx, ToolKind, child_tool_name};
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,10 +84,14 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
             ctx.exit(open, NodeStatus::Stopped, report);
             return None;
         }
+        let began = open.started.elapsed();
         let result = tokio::select! {
             r = binding.provider.complete(&request, &ctx.token) => r,
             _ = ctx.token.cancelled() => Err(ModelError::Cancelled),
         };
+        report
+            .calls
+            .push(model_call(binding, began, open.started.elapsed(), &result));
         let response = match result {
             Ok(r) => r,
             Err(ModelError::Cancelled) => {
@@ -169,6 +174,30 @@ async fn turn(ctx: &Arc<RunCtx>, open: &OpenEntry, input: String) -> Option<Node
     );
     ctx.fail(open, message, report);
     None
+}
+
+/// The record of one model call for `node.exit`: what was asked of whom, when (from the
+/// entry's start), for how long, the tokens the provider counted, and why it failed.
+fn model_call(
+    binding: &super::ModelBinding,
+    began: std::time::Duration,
+    ended: std::time::Duration,
+    result: &Result<crate::model::ChatResponse, ModelError>,
+) -> ModelCall {
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let (usage, error) = match result {
+        Ok(response) => (response.usage, None),
+        Err(e) => (crate::model::Usage::default(), Some(e.to_string())),
+    };
+    ModelCall {
+        provider: binding.provider.provider_name().to_owned(),
+        model: binding.model.clone(),
+        start_ms: ms(began),
+        duration_ms: ms(ended.saturating_sub(began)),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        error,
+    }
 }
 
 /// The tools the node's model sees: its planned tools, then its children (`n_<id>`, `-` as

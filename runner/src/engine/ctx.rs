@@ -65,6 +65,8 @@ pub(crate) struct OpenEntry {
 pub(crate) struct ExitReport {
     pub tokens: u64,
     pub model_calls: u32,
+    /// Each model call (answered, failed or cancelled), for `node.exit`'s `calls`.
+    pub calls: Vec<orrery_crds::events::ModelCall>,
     pub label: Option<String>,
     pub answer: Option<String>,
     pub error: Option<String>,
@@ -261,6 +263,7 @@ impl RunCtx {
             status,
             tokens: report.tokens,
             model_calls: report.model_calls,
+            calls: report.calls,
             duration_ms: u64::try_from(open.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             label: report.label,
             answer_size: report.answer.as_ref().map_or(0, String::len),

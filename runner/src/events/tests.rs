@@ -286,6 +286,7 @@ fn an_event_round_trips_through_json() {
         status: NodeStatus::Ok,
         tokens: 10,
         model_calls: 1,
+        calls: Vec::new(),
         duration_ms: 4,
         label: Some("approved".into()),
         answer_size: 2,

@@ -44,6 +44,10 @@ impl AnthropicProvider {
 
 #[async_trait]
 impl ModelProvider for AnthropicProvider {
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,

@@ -92,6 +92,10 @@ fn model_path(model: &str) -> Result<String, ModelError> {
 
 #[async_trait]
 impl ModelProvider for GeminiProvider {
+    fn provider_name(&self) -> &'static str {
+        "gcp.gemini"
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,

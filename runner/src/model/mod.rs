@@ -160,6 +160,11 @@ pub enum ModelError {
 /// A model endpoint.
 #[async_trait]
 pub trait ModelProvider: Send + Sync {
+    /// The provider as the OpenTelemetry GenAI conventions name it (`gen_ai.provider.name`):
+    /// `anthropic`, `openai`, `gcp.gemini`, or `orrery.scripted`; carried by each model call's
+    /// record on `node.exit`.
+    fn provider_name(&self) -> &'static str;
+
     /// Runs one request. Must return [`ModelError::Cancelled`] promptly when `cancel` fires.
     async fn complete(
         &self,

@@ -39,6 +39,10 @@ impl OpenAiProvider {
 
 #[async_trait]
 impl ModelProvider for OpenAiProvider {
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,

@@ -92,6 +92,10 @@ impl ScriptedProvider {
 
 #[async_trait]
 impl ModelProvider for ScriptedProvider {
+    fn provider_name(&self) -> &'static str {
+        "orrery.scripted"
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,

@@ -76,11 +76,26 @@ export interface NodeExit extends Base {
   readonly status: NodeStatus;
   readonly tokens: number;
   readonly modelCalls: number;
+  /** Each model call of the entry (absent from events of runners that predate it). */
+  readonly calls?: readonly ModelCall[];
   readonly durationMs: number;
   readonly answerSize: number;
   readonly answer?: string | null;
   readonly error?: string | null;
   readonly label?: string | null;
+}
+
+/** One model call of a node's entry, as its `node.exit` lists it. */
+export interface ModelCall {
+  /** `anthropic`, `openai`, `gcp.gemini` or `orrery.scripted`. */
+  readonly provider: string;
+  readonly model: string;
+  /** Milliseconds after the entry began. */
+  readonly startMs: number;
+  readonly durationMs: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly error?: string | null;
 }
 
 export interface LoopIteration extends Base {

@@ -7,8 +7,10 @@
 //!   `budget.hit` are its span events; its status is the run's outcome);
 //! - a span per node entry (`node.enter` → `node.exit`), a child of the run, or of the
 //!   supervisor entry that called it; parallel branches and a loop's reruns are siblings;
-//! - under a node: a span per tool call (`tool.call`, which carries its duration), and under
-//!   that the MCP call (`mcp.call`) or the A2A exchange (`a2a.message` out → in);
+//! - under a node: a span per model call (`chat <model>`, from the `calls` its `node.exit`
+//!   lists, with the provider, the model and the tokens as `gen_ai.usage.*`), a span per tool
+//!   call (`tool.call`, which carries its duration), and under that the MCP call (`mcp.call`)
+//!   or the A2A exchange (`a2a.message` out → in);
 //! - under the approval node: a span per approval that covers the wait (`approval.requested`
 //!   → `approval.decided`).
 //!
@@ -27,7 +29,9 @@ use crate::otel::proto::{
     Status,
 };
 pub use crate::otel::{span_id, trace_id, unix_nanos};
-use orrery_crds::events::{CallStatus, Direction, EventBody, NodeStatus, Outcome, TraceEvent};
+use orrery_crds::events::{
+    CallStatus, Direction, EventBody, ModelCall, NodeStatus, Outcome, TraceEvent,
+};
 use std::collections::HashMap;
 
 /// The run a trace belongs to.
@@ -156,6 +160,46 @@ impl RunSpans {
         {
             attrs.push(KeyValue::string(key, text.as_str()));
         }
+    }
+
+    /// The span of a node entry's `index`th model call (GenAI `chat`), a client span under
+    /// the entry's span `parent` (which began at `began`), placed by the call's offset.
+    fn model_call_span(
+        &self,
+        entry: u64,
+        index: usize,
+        parent: Vec<u8>,
+        began: u64,
+        call: &ModelCall,
+    ) -> Span {
+        let start = began.saturating_add(millis(call.start_ms));
+        let mut open = self.open(
+            &format!("node/{entry}/model/{index}"),
+            parent,
+            format!("chat {}", call.model),
+            KIND_CLIENT,
+            start,
+        );
+        open.span.attributes.extend([
+            KeyValue::string("gen_ai.operation.name", "chat"),
+            KeyValue::string("gen_ai.provider.name", call.provider.as_str()),
+            KeyValue::string("gen_ai.request.model", call.model.as_str()),
+            KeyValue::int("gen_ai.usage.input_tokens", call.input_tokens),
+            KeyValue::int("gen_ai.usage.output_tokens", call.output_tokens),
+            KeyValue::int("orrery.node.entry", entry),
+        ]);
+        let state = call.error.as_deref().map(|why| {
+            open.span.events.push(SpanEvent {
+                time_unix_nano: start.saturating_add(millis(call.duration_ms)),
+                name: "exception".into(),
+                attributes: vec![KeyValue::string("exception.message", why)],
+            });
+            Status {
+                message: why.to_owned(),
+                code: STATUS_ERROR,
+            }
+        });
+        open.end(start.saturating_add(millis(call.duration_ms)), state)
     }
 
     /// Adds a span event to the run's root span (kept until the run ends).
@@ -318,6 +362,7 @@ impl RunSpans {
                 status,
                 tokens,
                 model_calls,
+                calls,
                 label,
                 answer_size,
                 error: why,
@@ -325,6 +370,11 @@ impl RunSpans {
                 ..
             } => {
                 if let Some(mut open) = self.nodes.remove(entry) {
+                    let began = open.span.start_time_unix_nano;
+                    let node_span = open.span.span_id.clone();
+                    for (i, call) in calls.iter().enumerate() {
+                        done.push(self.model_call_span(*entry, i, node_span.clone(), began, call));
+                    }
                     let attrs = &mut open.span.attributes;
                     attrs.extend([
                         KeyValue::string(

@@ -332,3 +332,68 @@ fn a_uid_that_is_not_a_uuid_still_gets_a_trace_id() {
     assert_ne!(trace_id("not-a-uuid"), [0; 16]);
     assert_ne!(trace_id("not-a-uuid"), trace_id("another"));
 }
+
+#[test]
+fn each_model_call_of_a_node_is_a_chat_span_under_it_with_its_tokens_and_its_place_in_time() {
+    let events = events(vec![
+        json!({"type": "run.start", "composition": "review", "pattern": "Pipeline", "nodes": 1,
+               "budgets": {"maxTokens": 1000, "maxToolCalls": 10, "maxDelegations": 5, "maxRemoteCalls": 5, "timeoutSeconds": 60}, "captureContent": false, "dryRunTools": false, "inputSize": 5}),
+        json!({"type": "node.enter", "nodeId": "writer", "kind": "LLMAgent", "entry": 1,
+               "depth": 0, "model": "claude", "inputSize": 5}),
+        json!({"type": "node.exit", "nodeId": "writer", "kind": "LLMAgent", "entry": 1,
+        "depth": 0, "status": "failed", "tokens": 120, "modelCalls": 1, "durationMs": 900,
+        "answerSize": 0, "error": "the model call failed (claude): HTTP 529",
+        "calls": [
+            {"provider": "anthropic", "model": "claude-sonnet-4-5", "startMs": 100,
+             "durationMs": 400, "inputTokens": 80, "outputTokens": 40},
+            {"provider": "anthropic", "model": "claude-sonnet-4-5", "startMs": 600,
+             "durationMs": 250, "inputTokens": 0, "outputTokens": 0,
+             "error": "HTTP 529 overloaded"}
+        ]}),
+        json!({"type": "run.end", "outcome": "Failed", "totals": {"tokens": 120,
+               "tokensByModel": {"claude": 120}, "toolCalls": 0}, "dropped": 0,
+               "outputSize": 0}),
+    ]);
+    let spans = all_spans(false, &events);
+    let node = named(&spans, "invoke_agent writer");
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "chat claude-sonnet-4-5")
+        .collect();
+    assert_eq!(chats.len(), 2, "one chat span per model call");
+    for chat in &chats {
+        assert_eq!(chat.parent_span_id, node.span_id, "under the node's entry");
+        assert_eq!(chat.kind, KIND_CLIENT);
+        assert_eq!(text(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
+        assert_eq!(
+            text(chat, "gen_ai.provider.name").as_deref(),
+            Some("anthropic")
+        );
+        assert_eq!(
+            text(chat, "gen_ai.request.model").as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+    }
+    assert_ne!(chats[0].span_id, chats[1].span_id);
+    let (answered, failed) = (chats[0], chats[1]);
+    assert_eq!(
+        attr(answered, "gen_ai.usage.input_tokens"),
+        Some(&Value::Int(80))
+    );
+    assert_eq!(
+        attr(answered, "gen_ai.usage.output_tokens"),
+        Some(&Value::Int(40))
+    );
+    // The node entered at 2 s; the calls sit at their offsets from it.
+    assert_eq!(answered.start_time_unix_nano, secs(2) + 100_000_000);
+    assert_eq!(answered.end_time_unix_nano, secs(2) + 500_000_000);
+    assert_eq!(failed.start_time_unix_nano, secs(2) + 600_000_000);
+    assert_eq!(failed.end_time_unix_nano, secs(2) + 850_000_000);
+    assert!(answered.status.is_none(), "an answered call has no error");
+    let status = failed.status.as_ref().map(|s| (s.code, s.message.as_str()));
+    assert_eq!(status, Some((STATUS_ERROR, "HTTP 529 overloaded")));
+    assert!(
+        failed.events.iter().any(|e| e.name == "exception"),
+        "a failed call records the exception"
+    );
+}
