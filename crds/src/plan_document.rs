@@ -116,6 +116,13 @@ pub struct PlanDocument {
     pub sidecar_url: String,
     /// Seconds an approval may wait.
     pub approval_timeout_seconds: u64,
+    /// Seconds the runner, once its run has ended (its summary written), keeps trying to give
+    /// the sidecar every event and approval settlement it does not have yet: a sidecar that is
+    /// down or unreachable for a while (restarting, its Service without a ready endpoint, its
+    /// database restarting) still gets the whole trace. The operator sets it within the pod's
+    /// deadline margin; absent (a plan written before it was added), 30 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_seconds: Option<u64>,
 }
 
 /// The entries a plan uses: every node's model and every tool's entry.

@@ -73,6 +73,7 @@ fn document(spec: CompositionSpec, entries: &[RegistryEntry]) -> PlanDocument {
         capture_content: false,
         sidecar_url: "http://orrery-sidecar.orrery-system.svc:8080".into(),
         approval_timeout_seconds: 60,
+        flush_seconds: None,
     }
 }
 
@@ -664,4 +665,44 @@ async fn a_plan_with_a_human_approval_and_a_token_is_decided_through_the_sidecar
     let posted: Vec<serde_json::Value> =
         received.lock().unwrap().events.values().cloned().collect();
     assert_eq!(posted, stdout);
+}
+
+#[tokio::test]
+async fn a_runner_whose_sidecar_is_unreachable_gives_up_after_the_plans_flush_seconds_and_says_what_was_not_delivered()
+ {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let mut doc = document(
+        composition(&examples().join("compositions/critic-loop.yaml")),
+        &registry(),
+    );
+    doc.flush_seconds = Some(2);
+    let mount = Mount::of("flush", &doc);
+    std::fs::write(mount.dir.join("token"), "run-token\n").unwrap();
+    let mut command = mount.command();
+    command.env(orrery_runner::launch::SIDECAR_URL_ENV, &url);
+    let started = std::time::Instant::now();
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("orrery runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the outcome is the run's: {stderr}"
+    );
+    assert!(stderr.contains("not delivered"), "{stderr}");
+    // The default wait is 30 s; the plan's 2 s is what it waited (with room for a slow run).
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        parse_summary(&mount.summary()).expect("a summary").outcome,
+        Outcome::Succeeded
+    );
 }

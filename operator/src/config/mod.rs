@@ -199,7 +199,9 @@ pub struct RunnerConfig {
     /// The runner container's resources.
     #[serde(default)]
     pub resources: Resources,
-    /// Seconds past the run's deadline before the kubelet kills its pod.
+    /// Seconds past the run's deadline before the kubelet kills its pod. A runner whose run has
+    /// ended keeps trying to hand the sidecar its events and settlements for this margin less
+    /// 15 s (at least 5 s), so a sidecar unreachable for that long loses nothing.
     #[serde(default = "default_margin")]
     pub deadline_margin_seconds: u64,
     /// Seconds a runner pod may take to start (scheduling, pulling the image, mounting its

@@ -137,6 +137,7 @@ pub fn plan_document(
         capture_content: run.spec.capture_content,
         sidecar_url: config.sidecar.url(),
         approval_timeout_seconds: config.approval_timeout_seconds,
+        flush_seconds: Some(flush_seconds(config)),
     })
 }
 
@@ -167,6 +168,26 @@ pub fn active_deadline_seconds(budgets: &BudgetLimits, config: &Config) -> i64 {
         .timeout_seconds
         .saturating_add(config.runner.deadline_margin_seconds);
     i64::try_from(total).unwrap_or(i64::MAX)
+}
+
+/// What a runner keeps of its pod's deadline margin after its last possible moment of work:
+/// time to exit and for the kubelet to see it before `activeDeadlineSeconds` fires.
+pub const FLUSH_SLACK_SECONDS: u64 = 15;
+
+/// The least time a runner gives the sidecar after its run ended, whatever the margin.
+pub const MIN_FLUSH_SECONDS: u64 = 5;
+
+/// Seconds a runner, once its run has ended, keeps trying to hand the sidecar every event and
+/// settlement (`flushSeconds` of the plan document): the pod's deadline margin less
+/// [`FLUSH_SLACK_SECONDS`], at least [`MIN_FLUSH_SECONDS`]. A run ends by its own deadline at
+/// the latest, so the wait always fits before the kubelet's backstop; with the default margin
+/// (120 s) a sidecar may be unreachable for 105 s without losing a run's trace.
+pub fn flush_seconds(config: &Config) -> u64 {
+    config
+        .runner
+        .deadline_margin_seconds
+        .saturating_sub(FLUSH_SLACK_SECONDS)
+        .max(MIN_FLUSH_SECONDS)
 }
 
 /// The Secret keys the entries reference, by Secret: what the pod mounts under

@@ -101,6 +101,29 @@ fn the_plan_document_carries_only_the_entries_the_plan_uses_with_their_pins() {
 }
 
 #[test]
+fn the_runner_waits_for_the_sidecar_within_its_pods_deadline_margin() {
+    // The default margin (120 s) less the slack: a sidecar may be unreachable for 105 s.
+    let doc = document(&config(""));
+    assert_eq!(doc.flush_seconds, Some(105));
+    let mut wide = config("");
+    wide.runner.deadline_margin_seconds = 600;
+    assert_eq!(document(&wide).flush_seconds, Some(585));
+    // A margin too small for the slack still gives the sidecar a few seconds.
+    let mut narrow = config("");
+    narrow.runner.deadline_margin_seconds = 10;
+    assert_eq!(document(&narrow).flush_seconds, Some(MIN_FLUSH_SECONDS));
+    // What the runner waits always ends before the kubelet's backstop.
+    for margin in [0, 10, 20, 120, 600] {
+        let mut c = config("");
+        c.runner.deadline_margin_seconds = margin;
+        assert!(
+            flush_seconds(&c) <= margin.max(MIN_FLUSH_SECONDS),
+            "margin {margin}"
+        );
+    }
+}
+
+#[test]
 fn the_plan_secret_holds_plan_input_and_token_and_is_owned_and_immutable() {
     let doc = document(&config(""));
     let secret = plan_secret(&run("notes-1"), &doc, "tok.en.sig").expect("secret");

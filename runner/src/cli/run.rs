@@ -28,8 +28,8 @@ use orrery_runner::approval::{
 };
 use orrery_runner::engine::RunOptions;
 use orrery_runner::events::{
-    EventSink, HttpSink, HttpSinkOptions, JsonLinesSink, Outcome, PrinterOptions, TerminalHold,
-    TerminalPrinter, visible,
+    DEFAULT_FLUSH_TIMEOUT, EventSink, HttpSink, HttpSinkOptions, JsonLinesSink, Outcome,
+    PrinterOptions, TerminalHold, TerminalPrinter, visible,
 };
 use orrery_runner::launch::{self, Factories, Launch, PrepareError, Prepared, RemoteTools};
 use orrery_runner::pin::store::PinStore;
@@ -409,18 +409,41 @@ fn sidecar_sink(
     token: &str,
     runtime: &tokio::runtime::Handle,
 ) -> Option<Arc<HttpSink>> {
-    match HttpSink::new(
-        url,
-        &document.run.uid,
-        token,
-        HttpSinkOptions::default(),
-        runtime,
-    ) {
+    let options = HttpSinkOptions {
+        flush_timeout: flush_timeout(document),
+        ..HttpSinkOptions::default()
+    };
+    match HttpSink::new(url, &document.run.uid, token, options, runtime) {
         Ok(sink) => Some(Arc::new(sink)),
         Err(e) => {
             warn(&format!("{e}; trace events go to standard output only"));
             None
         }
+    }
+}
+
+/// How long the runner keeps trying to give the sidecar what it does not have yet after the
+/// run ended: the plan's `flushSeconds`, else the sink's default.
+fn flush_timeout(document: &PlanDocument) -> Duration {
+    document
+        .flush_seconds
+        .map_or(DEFAULT_FLUSH_TIMEOUT, Duration::from_secs)
+}
+
+/// The relay's options in a pod: a settlement is tried, with backoff, for as long as the
+/// events are ([`flush_timeout`], at least the default), so a sidecar unreachable for a while
+/// still learns how each approval was settled.
+fn relay_options(document: &PlanDocument) -> SidecarDecisionsOptions {
+    let defaults = SidecarDecisionsOptions::default();
+    let settle_timeout = flush_timeout(document).max(defaults.settle_timeout);
+    SidecarDecisionsOptions {
+        settle_timeout,
+        // Enough tries to span the wait at the backoff's ceiling.
+        settle_attempts: defaults.settle_attempts.max(
+            u32::try_from(settle_timeout.as_secs() / defaults.backoff_max.as_secs().max(1) + 4)
+                .unwrap_or(u32::MAX),
+        ),
+        ..defaults
     }
 }
 
@@ -444,7 +467,7 @@ fn pod_decisions(
             url,
             &document.run.uid,
             token,
-            SidecarDecisionsOptions::default(),
+            relay_options(document),
             runtime,
         ) {
             Ok(relay) => {
@@ -579,7 +602,7 @@ fn run_plan(args: &RunArgs, plan: &Path) -> u8 {
             }
         };
         let settlements = async {
-            let wait = SidecarDecisionsOptions::default().settle_timeout;
+            let wait = relay_options(&document).settle_timeout;
             if let Some(relay) = &relay
                 && !relay.wait(wait).await
             {

@@ -487,6 +487,7 @@ mod process {
             capture_content: false,
             sidecar_url: "http://orrery-sidecar.orrery-system.svc:8080".into(),
             approval_timeout_seconds: 60,
+            flush_seconds: None,
         };
         Ok(serde_json::to_string(&document)?)
     }
