@@ -665,3 +665,138 @@ async fn approvals_are_kept_settled_once_and_deleted_with_their_run_on_both_back
     let (pg, _none) = postgres_store("approvals").await?;
     approvals_case(&pg).await
 }
+
+/// A sidecar started by [`Bound::start_when_store_opens`] on `url`, on a free loopback port:
+/// its address, and the task that returns once the store opened (or `stop` fired).
+async fn start_waiting(
+    url: &str,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> Result<(
+    std::net::SocketAddr,
+    tokio::task::JoinHandle<
+        Result<
+            Option<orrery_operator::sidecar::process::Bound>,
+            orrery_operator::sidecar::process::StartError,
+        >,
+    >,
+)> {
+    use orrery_operator::sidecar::process::Bound;
+    let address = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let verifier = orrery_tests::sidecar_fixture::test_verifier()?;
+    let config = orrery_operator::Config::load(
+        &orrery_tests::harness::workspace_root()
+            .join("examples/operator/config.yaml")
+            .to_string_lossy(),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let kube = kube::Config::new("https://127.0.0.1:1".parse()?);
+    let url = url.to_owned();
+    let task = tokio::spawn(async move {
+        Bound::start_when_store_opens(
+            address,
+            &url,
+            verifier,
+            kube,
+            std::sync::Arc::new(config),
+            &orrery_operator::sidecar::SidecarSettings::default(),
+            async move {
+                let _ = stop.await;
+            },
+        )
+        .await
+    });
+    Ok((address, task))
+}
+
+#[tokio::test]
+async fn a_sidecar_whose_database_is_down_at_start_is_alive_not_ready_and_serves_once_it_is_up()
+-> Result<()> {
+    let server = tokio::task::spawn_blocking(postgres::Server::start).await??;
+    let url = server.create_database("late").await?;
+    let server = std::sync::Arc::new(server);
+    let s = server.clone();
+    tokio::task::spawn_blocking(move || s.stop()).await??;
+
+    let (_keep, stop) = tokio::sync::oneshot::channel();
+    let (address, task) = start_waiting(&url, stop).await?;
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(format!("http://{address}{path}")).send();
+    // Alive (a restart would not bring the database sooner), not ready, and saying why.
+    let mut healthz = None;
+    for _ in 0..100 {
+        if let Ok(r) = get("/healthz").await {
+            healthz = Some(r.status());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ensure!(healthz == Some(reqwest::StatusCode::OK), "{healthz:?}");
+    let readyz = get("/readyz").await?;
+    ensure!(readyz.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let why = readyz.text().await?;
+    ensure!(why.contains("the event store is not open yet"), "{why}");
+    ensure!(!why.contains("password"), "{why}");
+    // The API (a runner's ingest, a person's console) is told to retry.
+    let api = get("/api/v1/runs").await?;
+    ensure!(api.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    ensure!(
+        api.headers().contains_key("retry-after"),
+        "{:?}",
+        api.headers()
+    );
+    ensure!(
+        !task.is_finished(),
+        "it waits for the database, it does not exit"
+    );
+
+    let s = server.clone();
+    tokio::task::spawn_blocking(move || s.start_again()).await??;
+    let bound = tokio::time::timeout(Duration::from_secs(60), task)
+        .await
+        .context("the store opened within a minute of the database coming up")???
+        .context("not stopped")?;
+    ensure!(bound.address() == address, "the same port");
+    let (stop_serving, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(bound.serve(async move {
+        let _ = stopped.await;
+    }));
+    let readyz = get("/readyz").await?;
+    ensure!(
+        readyz.status() == reqwest::StatusCode::OK,
+        "{:?}",
+        readyz.text().await
+    );
+    let _ = stop_serving.send(());
+    serving.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_sidecar_waiting_for_its_database_stops_when_told_and_a_sqlite_file_it_cannot_open_is_an_error_at_once()
+-> Result<()> {
+    // Nothing listens on this port: the database never comes.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (_, task) =
+        start_waiting(&format!("postgres://orrery@127.0.0.1:{port}/none"), stopped).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ensure!(!task.is_finished(), "it waits");
+    let _ = stop.send(());
+    let ended = tokio::time::timeout(Duration::from_secs(10), task).await???;
+    ensure!(ended.is_none(), "stopped before the store opened");
+
+    let (_keep, stopped) = tokio::sync::oneshot::channel();
+    let (_, task) = start_waiting("sqlite:/nonexistent-dir-orrery/events.db", stopped).await?;
+    let ended = tokio::time::timeout(Duration::from_secs(10), task).await??;
+    match ended {
+        Err(orrery_operator::sidecar::process::StartError::Store(StoreError::Open {
+            reason,
+            ..
+        })) => ensure!(reason.contains("does not exist"), "{reason}"),
+        Err(e) => bail!("a SQLite file that cannot be opened is a store error: {e}"),
+        Ok(_) => bail!("a SQLite file that cannot be opened is an error at once"),
+    }
+    Ok(())
+}

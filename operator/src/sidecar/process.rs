@@ -92,7 +92,7 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Opens the store and binds `listen`.
+    /// Binds `listen` and opens the store; a store that cannot be opened is an error at once.
     pub async fn start(
         listen: SocketAddr,
         store_url: &str,
@@ -101,8 +101,62 @@ impl Bound {
         config: Arc<Config>,
         settings: &SidecarSettings,
     ) -> Result<Bound, StartError> {
-        let store = Store::open(store_url).await?;
         let listener = bind("listen", listen).await?;
+        let store = Store::open(store_url).await?;
+        Bound::with_store(
+            listen,
+            listener,
+            store,
+            verifier,
+            kube_config,
+            config,
+            settings,
+        )
+        .await
+    }
+
+    /// [`Bound::start`] for a sidecar process: a database server (PostgreSQL) that cannot be
+    /// reached yet, or refuses the sidecar for now, is tried again with backoff (1 s doubling
+    /// to [`STORE_RETRY_MAX`], each failure in a log line) while the sidecar answers on
+    /// `listen` as starting ([`starting_router`]: alive, not ready), so a database that
+    /// restarts or comes up after the sidecar costs no crash loop, and the Service sends nothing
+    /// to a sidecar that cannot store. A wrong URL, a SQLite file that cannot be opened and a
+    /// failed migration are errors at once. `None` when `stop` came first.
+    pub async fn start_when_store_opens(
+        listen: SocketAddr,
+        store_url: &str,
+        verifier: RunTokenVerifier,
+        kube_config: kube::Config,
+        config: Arc<Config>,
+        settings: &SidecarSettings,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<Option<Bound>, StartError> {
+        let listener = bind("listen", listen).await?;
+        let Some(store) = open_store_serving(store_url, &listener, stop).await? else {
+            return Ok(None);
+        };
+        Bound::with_store(
+            listen,
+            listener,
+            store,
+            verifier,
+            kube_config,
+            config,
+            settings,
+        )
+        .await
+        .map(Some)
+    }
+
+    async fn with_store(
+        listen: SocketAddr,
+        listener: tokio::net::TcpListener,
+        store: Store,
+        verifier: RunTokenVerifier,
+        kube_config: kube::Config,
+        config: Arc<Config>,
+        settings: &SidecarSettings,
+    ) -> Result<Bound, StartError> {
         let metrics = match settings.metrics_listen {
             Some(address) => Some(bind("metrics-listen", address).await?),
             None => None,
@@ -178,6 +232,119 @@ impl Bound {
         sidecar.store.close().await;
         served
     }
+}
+
+/// The longest wait between two tries to open a store that could not be opened.
+pub const STORE_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Opens the store `url` names; while a database server cannot be opened, serves `listener` as
+/// starting and tries again (see [`Bound::start_when_store_opens`]). `None` when `stop` came
+/// first.
+async fn open_store_serving(
+    url: &str,
+    listener: &tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Option<Store>, StartError> {
+    let first = match Store::open(url).await {
+        Ok(store) => return Ok(Some(store)),
+        Err(e @ StoreError::Open { .. }) if Store::is_server_url(url) => e,
+        Err(e) => return Err(e.into()),
+    };
+    // The same socket, served by a second listener until the store opens: connections
+    // queued at the switch stay in its backlog for the full router.
+    let starting = clone_listener(listener).map_err(|e| StartError::Listen {
+        flag: "listen",
+        address: listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+        reason: e.to_string(),
+    })?;
+    let (why, reason) = tokio::sync::watch::channel(first.to_string());
+    let done = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn({
+        let done = done.clone();
+        async move {
+            let served = axum::serve(starting, starting_router(reason))
+                .with_graceful_shutdown(async move { done.cancelled().await })
+                .await;
+            if let Err(e) = served {
+                tracing::warn!("serving while the event store opens: {e}");
+            }
+        }
+    });
+    let opened = async {
+        let mut error = first;
+        let mut wait = Duration::from_secs(1);
+        loop {
+            tracing::warn!(
+                "{error}; the sidecar is alive but not ready (its /readyz says why) and tries                  again in {} s",
+                wait.as_secs()
+            );
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(STORE_RETRY_MAX);
+            match Store::open(url).await {
+                Ok(store) => return Ok(store),
+                Err(e @ StoreError::Open { .. }) => {
+                    why.send_replace(e.to_string());
+                    error = e;
+                }
+                Err(e) => return Err(StartError::from(e)),
+            }
+        }
+    };
+    let result = tokio::select! {
+        opened = opened => opened.map(Some),
+        () = stop => Ok(None),
+    };
+    done.cancel();
+    let _ = server.await;
+    if let Ok(Some(store)) = &result {
+        tracing::info!("the event store is open ({store:?})");
+    }
+    result
+}
+
+/// A second handle on `listener`'s socket.
+fn clone_listener(listener: &tokio::net::TcpListener) -> std::io::Result<tokio::net::TcpListener> {
+    use std::os::fd::AsFd as _;
+    let fd = listener.as_fd().try_clone_to_owned()?;
+    let std = std::net::TcpListener::from(fd);
+    std.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(std)
+}
+
+/// What a sidecar whose store is not open yet answers: `/healthz` 200 (it is alive: restarting
+/// it would not open the store sooner), `/readyz` 503 with the reason, and every other request
+/// 503 `unavailable` with `Retry-After`, so a runner's sink and a person's console retry.
+pub fn starting_router(reason: tokio::sync::watch::Receiver<String>) -> axum::Router {
+    use axum::response::IntoResponse as _;
+    use axum::routing::get;
+    let not_ready = reason.clone();
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let why = not_ready.borrow().clone();
+                async move {
+                    (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the event store is not open yet: {why}"),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+        .fallback(move || {
+            let why = reason.borrow().clone();
+            async move {
+                super::problem::Problem::unavailable(format!(
+                    "the sidecar is starting: its event store is not open yet ({why}); retry"
+                ))
+                .into_response()
+            }
+        })
+        .layer(axum::middleware::map_response(super::security_headers))
 }
 
 /// Other replicas' appends (PostgreSQL LISTEN) wake this process's followers; after a

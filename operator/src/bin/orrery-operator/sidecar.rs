@@ -50,15 +50,20 @@ fn run(args: SidecarArgs) -> anyhow::Result<ExitCode> {
             "reading the cluster's config (KUBECONFIG, ~/.kube/config or the in-cluster config): \
              the sidecar acts for callers on that cluster",
         )?;
-        let bound = Bound::start(
+        let Some(bound) = Bound::start_when_store_opens(
             listen,
             &args.store,
             verifier,
             kube_config,
             Arc::new(config),
             &settings,
+            stopping(stop.clone()),
         )
-        .await?;
+        .await?
+        else {
+            tracing::info!("stopped before the event store opened");
+            return Ok(ExitCode::SUCCESS);
+        };
         tracing::info!(
             "serving on http://{} (store: {:?})",
             bound.address(),

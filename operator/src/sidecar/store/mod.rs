@@ -155,6 +155,17 @@ fn seq_to_db(seq: u64) -> Result<i64, StoreError> {
 }
 
 impl Store {
+    /// Whether `url` names a database server (PostgreSQL): one that may be down for a while
+    /// (starting, restarting, failing over) and come back, so a sidecar waits for it rather
+    /// than exit. A SQLite file is on the sidecar's own volume: failing to open it is not
+    /// something waiting mends.
+    pub fn is_server_url(url: &str) -> bool {
+        matches!(
+            open::parse(url, &Scrub::for_url(url)),
+            Ok(Target::Postgres(_))
+        )
+    }
+
     /// Opens the store `url` names and applies the migrations it lacks:
     /// - `sqlite:/path/events.db`: the file, created if missing (its directory must exist: one
     ///   that does not is an [`StoreError::Open`] naming it), in WAL mode with a busy timeout;
