@@ -371,11 +371,195 @@ pub fn never_allowlistable(net: &IpNet) -> Option<&'static str> {
     None
 }
 
+/// Ports of the cluster's own components that no run reaches, even at an address the
+/// allowlist names exactly: the kubelet (10250 API, 10255 read-only, 10248 health), kube-proxy
+/// (10249 metrics, 10256 health) and etcd (2379 clients, 2380 peers) (anchor 19).
+pub const CLUSTER_COMPONENT_PORTS: [u16; 7] = [10248, 10249, 10250, 10255, 10256, 2379, 2380];
+
+/// Why a run may not reach an address inside the cluster's own ranges.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterRefusal {
+    /// The port is one of [`CLUSTER_COMPONENT_PORTS`].
+    #[error(
+        "{addr} is inside the cluster's range {range} and port {port} is a cluster component's \
+         (kubelet, kube-proxy, etcd), which no run may reach"
+    )]
+    ComponentPort {
+        /// The address and port.
+        addr: std::net::SocketAddr,
+        /// The range it is in.
+        range: IpNet,
+        /// The port.
+        port: u16,
+    },
+    /// Inside a range, and the allowlist names no port of this address (checked before the
+    /// port is known: a URL's literal host, a name's resolved addresses).
+    #[error(
+        "{addr} is inside the cluster's range {range} (its nodes, pods, services or API server), \
+         which a run reaches only when the private-network allowlist names that exact address \
+         with its port (e.g. {addr}:8080); a network or host on the allowlist is not enough"
+    )]
+    AddressNotNamed {
+        /// The address.
+        addr: IpAddr,
+        /// The range it is in.
+        range: IpNet,
+    },
+    /// Inside a range, and the allowlist does not name this address and port exactly.
+    #[error(
+        "{addr} is inside the cluster's range {range} (its nodes, pods, services or API server), \
+         which a run reaches only when the private-network allowlist names that exact address and \
+         port (e.g. {addr}); a network or host on the allowlist is not enough"
+    )]
+    NotExact {
+        /// The address and port.
+        addr: std::net::SocketAddr,
+        /// The range it is in.
+        range: IpNet,
+    },
+}
+
+/// The IPv4 address an IPv6 form carries (mapped `::ffff:a.b.c.d`), else the address itself:
+/// a range is matched however the address is written.
+fn unmapped(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// The cluster range (of `ranges`) that holds `addr`, if one does.
+pub fn cluster_range_of(addr: IpAddr, ranges: &[IpNet]) -> Option<IpNet> {
+    let plain = unmapped(addr);
+    ranges
+        .iter()
+        .copied()
+        .find(|r| r.contains(&addr) || r.contains(&plain))
+}
+
+/// Whether a run may reach `addr` (anchor 19): anywhere outside the cluster's `ranges` (its
+/// node, pod and service ranges and the API server's addresses); inside them only at an
+/// address and port the allowlist names exactly (`exact`), and never on a cluster component's
+/// port. The runner's guard checks it at every connect; the operator's NetworkPolicy builder
+/// before it lets a run's pod out.
+pub fn cluster_reach(
+    addr: std::net::SocketAddr,
+    ranges: &[IpNet],
+    exact: &[std::net::SocketAddr],
+) -> Result<(), ClusterRefusal> {
+    let Some(range) = cluster_range_of(addr.ip(), ranges) else {
+        return Ok(());
+    };
+    if CLUSTER_COMPONENT_PORTS.contains(&addr.port()) {
+        return Err(ClusterRefusal::ComponentPort {
+            addr,
+            range,
+            port: addr.port(),
+        });
+    }
+    let plain = unmapped(addr.ip());
+    let named = exact
+        .iter()
+        .any(|e| e.port() == addr.port() && unmapped(e.ip()) == plain);
+    if named {
+        Ok(())
+    } else {
+        Err(ClusterRefusal::NotExact { addr, range })
+    }
+}
+
+/// [`cluster_reach`] before the port is known: an address inside the cluster's `ranges` passes
+/// only when `exact` names it with some port.
+pub fn cluster_address(
+    addr: IpAddr,
+    ranges: &[IpNet],
+    exact: &[std::net::SocketAddr],
+) -> Result<(), ClusterRefusal> {
+    let Some(range) = cluster_range_of(addr, ranges) else {
+        return Ok(());
+    };
+    let plain = unmapped(addr);
+    if exact.iter().any(|e| unmapped(e.ip()) == plain) {
+        Ok(())
+    } else {
+        Err(ClusterRefusal::AddressNotNamed { addr, range })
+    }
+}
+
+/// Reads a cluster range as the deployment config and the runner's environment write it: a
+/// network (`10.96.0.0/12`, `fd00:10::/108`) or one address (`10.0.0.1`, the API server's).
+pub fn parse_cluster_range(text: &str) -> Option<IpNet> {
+    let text = text.trim();
+    text.parse::<IpNet>().ok().or_else(|| {
+        text.trim_matches(['[', ']'])
+            .parse::<IpAddr>()
+            .ok()
+            .map(IpNet::from)
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use AddrClass::*;
+
+    #[test]
+    fn inside_the_clusters_ranges_only_an_exactly_allowlisted_address_and_port_is_reached_and_never_a_components_port_anchor_19()
+     {
+        let ranges: Vec<IpNet> = ["10.0.0.0/16", "10.96.0.0/12", "192.168.1.10"]
+            .iter()
+            .map(|r| parse_cluster_range(r).unwrap())
+            .collect();
+        let exact: Vec<std::net::SocketAddr> = vec![
+            "10.96.12.7:8080".parse().unwrap(),
+            "10.0.0.5:10250".parse().unwrap(),
+        ];
+        let cases: [(&str, Result<(), &str>); 9] = [
+            // Outside every range: not this rule's business.
+            ("10.200.0.5:443", Ok(())),
+            ("203.0.113.7:10250", Ok(())),
+            // A Service address the allowlist names with its port.
+            ("10.96.12.7:8080", Ok(())),
+            ("[::ffff:10.96.12.7]:8080", Ok(())),
+            // The same address on another port, or a neighbour.
+            ("10.96.12.7:8081", Err("exact")),
+            ("10.96.12.8:8080", Err("exact")),
+            // A node's kubelet, even named exactly; kube-proxy and etcd likewise.
+            ("10.0.0.5:10250", Err("component")),
+            ("10.0.0.9:2379", Err("component")),
+            // The API server's own address, given alone.
+            ("192.168.1.10:6443", Err("exact")),
+        ];
+        for (addr, expected) in cases {
+            let got = cluster_reach(addr.parse().unwrap(), &ranges, &exact);
+            match (expected, &got) {
+                (Ok(()), Ok(())) => {}
+                (Err("exact"), Err(ClusterRefusal::NotExact { .. }))
+                | (Err("component"), Err(ClusterRefusal::ComponentPort { .. })) => {}
+                _ => panic!("{addr}: expected {expected:?}, got {got:?}"),
+            }
+        }
+        let why = cluster_reach("10.0.3.4:80".parse().unwrap(), &ranges, &exact)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            why.contains("10.0.0.0/16") && why.contains("exact address and port"),
+            "{why}"
+        );
+        // Before the port is known, an address the allowlist names with any port passes.
+        assert!(cluster_address("10.96.12.7".parse().unwrap(), &ranges, &exact).is_ok());
+        assert!(matches!(
+            cluster_address("10.96.12.8".parse().unwrap(), &ranges, &exact),
+            Err(ClusterRefusal::AddressNotNamed { .. })
+        ));
+        assert!(cluster_address("10.200.0.1".parse().unwrap(), &ranges, &exact).is_ok());
+        assert_eq!(parse_cluster_range("not a range"), None);
+        assert_eq!(
+            parse_cluster_range("[fd00::1]"),
+            Some("fd00::1/128".parse().unwrap())
+        );
+    }
 
     #[test]
     fn addresses_fall_in_the_expected_class() {

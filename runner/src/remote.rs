@@ -25,6 +25,10 @@ use std::sync::{Arc, Mutex};
 
 /// The deployment's private-network allowlist (hosts, addresses, networks).
 pub const PRIVATE_ALLOW_ENV: &str = "ORRERY_A2A_PRIVATE_ALLOW";
+/// The cluster's own ranges (its node, pod and service networks and the API server's
+/// addresses), comma-separated: reached only at an address and port the allowlist names
+/// exactly, never on a cluster component's port (anchor 19).
+pub const CLUSTER_RANGES_ENV: &str = "ORRERY_CLUSTER_RANGES";
 /// The deployment's egress proxy, `http://host:port`.
 pub const EGRESS_PROXY_ENV: &str = "ORRERY_STUDIO_EGRESS_PROXY";
 /// Extra trusted CA certificates (PEM file) for remote endpoints.
@@ -96,7 +100,7 @@ impl RemoteConfig {
 }
 
 /// The deployment's network policy from the environment: [`PRIVATE_ALLOW_ENV`],
-/// [`EGRESS_PROXY_ENV`] and [`CA_FILE_ENV`]. Proxy environment variables (`HTTPS_PROXY` …) are
+/// [`CLUSTER_RANGES_ENV`], [`EGRESS_PROXY_ENV`] and [`CA_FILE_ENV`]. Proxy environment variables (`HTTPS_PROXY` …) are
 /// never read.
 pub fn network_from_env() -> Result<GuardPolicy, RemoteConfigError> {
     network_from(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
@@ -133,10 +137,27 @@ pub fn network_from(
         ],
         None => Vec::new(),
     };
+    let cluster_ranges = match env(CLUSTER_RANGES_ENV) {
+        Some(text) => text
+            .split([',', ' ', '\n', '\t'])
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| {
+                orrery_crds::host::parse_cluster_range(r).ok_or_else(|| RemoteConfigError::Guard {
+                    var: CLUSTER_RANGES_ENV,
+                    source: GuardError::Config(format!(
+                        "{:?} is neither a network (10.96.0.0/12) nor an address",
+                        r.trim()
+                    )),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
     let policy = GuardPolicy {
         private_allow,
         egress_proxy,
         extra_roots_pem,
+        cluster_ranges,
         ..GuardPolicy::default()
     };
     policy
@@ -353,6 +374,26 @@ impl ToolFactory for RemoteToolFactory {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clusters_ranges_come_from_their_variable_and_a_bad_one_is_named() {
+        let policy = network_from(|name| {
+            (name == CLUSTER_RANGES_ENV).then(|| "10.0.0.0/16, 10.96.0.0/12,192.168.1.10".into())
+        })
+        .unwrap();
+        assert_eq!(
+            policy.cluster_ranges,
+            ["10.0.0.0/16", "10.96.0.0/12", "192.168.1.10/32"]
+                .map(|r| r.parse::<ipnet::IpNet>().unwrap())
+        );
+        let err =
+            network_from(|name| (name == CLUSTER_RANGES_ENV).then(|| "10.0.0.0/16,pods".into()))
+                .unwrap_err();
+        assert!(
+            err.to_string().starts_with(CLUSTER_RANGES_ENV) && err.to_string().contains("\"pods\""),
+            "{err}"
+        );
+    }
 
     #[test]
     fn the_network_comes_from_the_seed_variables_and_bad_values_are_named() {

@@ -252,6 +252,29 @@ fn redact_ips_reaches_the_operators_config_and_is_off_by_default() -> Result<()>
     Ok(())
 }
 
+/// `config.clusterRanges` reaches the operator's config (none unless set; anchor 19), and the
+/// allowlist's exact address-and-port form is one the operator accepts.
+#[test]
+fn cluster_ranges_reach_the_operators_config() -> Result<()> {
+    let docs = documents(&template(RELEASE, NAMESPACE, &[])?.ok()?)?;
+    ensure!(rendered_config(&docs)?.cluster_ranges.is_empty());
+    let set = [
+        "--set",
+        "config.clusterRanges={10.0.0.0/16,10.96.0.0/12,192.168.1.10}",
+        "--set",
+        "config.privateNetworkAllowlist={10.0.0.0/8,10.96.12.7:8080}",
+    ];
+    let config = rendered_config(&documents(&template(RELEASE, NAMESPACE, &set)?.ok()?)?)?;
+    ensure!(
+        config.cluster_ranges == ["10.0.0.0/16", "10.96.0.0/12", "192.168.1.10"],
+        "{:?}",
+        config.cluster_ranges
+    );
+    ensure!(config.problems().is_empty(), "{:?}", config.problems());
+    ensure!(config.exact_sockets() == ["10.96.12.7:8080".parse::<std::net::SocketAddr>()?]);
+    Ok(())
+}
+
 /// `config.resyncSeconds` reaches the operator's config (60 unless set, fault case 12; a value
 /// out of range is one of the bad values below).
 #[test]

@@ -65,6 +65,7 @@ app.kubernetes.io/component: operator
 {{- $c := .Values.config -}}
 {{- $config := dict "apiVersion" "config.studio.orrery.dev/v1alpha1" "kind" "OperatorConfig" -}}
 {{- $_ := set $config "privateNetworkAllowlist" ($c.privateNetworkAllowlist | default list) -}}
+{{- if $c.clusterRanges }}{{- $_ := set $config "clusterRanges" $c.clusterRanges -}}{{- end -}}
 {{- $_ := set $config "actingRemotes" $c.actingRemotes -}}
 {{- if $c.egressProxy }}{{- $_ := set $config "egressProxy" $c.egressProxy -}}{{- end -}}
 {{- if $c.allowedModels }}{{- $_ := set $config "allowedModels" $c.allowedModels -}}{{- end -}}

@@ -70,7 +70,16 @@ fn network(config: &Config, out: &mut Problems) {
             out.add(
                 format!("privateNetworkAllowlist[{i}]"),
                 why.to_string(),
-                "write a host name (vllm.ml.svc), an address (10.0.0.5) or a network (10.0.0.0/8) of at least /8 (IPv6 /32)",
+                "write a host name (vllm.ml.svc), an address (10.0.0.5), a network (10.0.0.0/8) of at least /8 (IPv6 /32), or an address and port (10.96.12.7:8080)",
+            );
+        }
+    }
+    for (i, range) in config.cluster_ranges.iter().enumerate() {
+        if orrery_crds::host::parse_cluster_range(range).is_none() {
+            out.add(
+                format!("clusterRanges[{i}]"),
+                format!("{range:?} is neither a network nor an address"),
+                "write the cluster's node, pod and service networks (10.0.0.0/16, 10.96.0.0/12) and the API server's address (192.168.1.10)",
             );
         }
     }

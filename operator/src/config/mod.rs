@@ -67,9 +67,17 @@ pub struct Config {
     /// `OperatorConfig`.
     pub kind: String,
     /// Private hosts and networks that `privateNetwork` entries may reach: host names
-    /// (`vllm.ml.svc`), addresses (`10.0.0.5`) or networks (`10.0.0.0/8`).
+    /// (`vllm.ml.svc`), addresses (`10.0.0.5`), networks (`10.0.0.0/8`), or one address and
+    /// port (`10.96.12.7:8080`), the only form that reaches inside `clusterRanges`.
     #[serde(default)]
     pub private_network_allowlist: Vec<String>,
+    /// The cluster's own ranges: its node, pod and service networks and the API server's
+    /// addresses (`10.0.0.0/16`, `10.96.0.0/12`, `192.168.1.10`). No run reaches them through a
+    /// network or host on the allowlist, only at an address and port the allowlist names
+    /// exactly, and never on a kubelet, kube-proxy or etcd port (anchor 19); runner and probe
+    /// pods get them as `ORRERY_CLUSTER_RANGES`, and their NetworkPolicies leave them out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_ranges: Vec<String>,
     /// Whether entries with `effect: Acting` may be used.
     #[serde(default)]
     pub acting_remotes: bool,
@@ -421,6 +429,8 @@ pub enum AllowEntry {
     Host(String),
     /// An address or network.
     Net(IpNet),
+    /// One address and port (`10.96.12.7:8080`).
+    Socket(std::net::SocketAddr),
 }
 
 /// Why a text cannot be an allowlist entry.
@@ -446,13 +456,22 @@ pub enum AllowEntryError {
 }
 
 impl AllowEntry {
-    /// Parses `host`, `10.0.0.5` or `10.0.0.0/8` the way the runner's guard does, refusing
+    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080` the way the runner's guard does, refusing
     /// networks that are too broad or cover link-local, metadata, unspecified or loopback
     /// space. `Err` says why.
     pub fn parse(text: &str) -> Result<AllowEntry, AllowEntryError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(AllowEntryError::Empty);
+        }
+        if let Ok(socket) = text.parse::<std::net::SocketAddr>() {
+            return match never_allowlistable(&IpNet::from(socket.ip())) {
+                Some(why) => Err(AllowEntryError::NeverAllowlistable {
+                    entry: text.to_owned(),
+                    why,
+                }),
+                None => Ok(AllowEntry::Socket(socket)),
+            };
         }
         let net = text.parse::<IpNet>().ok().or_else(|| {
             text.trim_matches(['[', ']'])
@@ -491,6 +510,7 @@ impl AllowEntry {
         let host = host.trim_matches(['[', ']']);
         match (self, host.parse::<IpAddr>()) {
             (AllowEntry::Net(net), Ok(addr)) => net.contains(&addr),
+            (AllowEntry::Socket(socket), Ok(addr)) => socket.ip() == addr,
             (AllowEntry::Host(name), Err(_)) => name.eq_ignore_ascii_case(host),
             _ => false,
         }
@@ -564,6 +584,26 @@ impl Config {
             acting_remotes: self.acting_remotes,
             default_model: self.default_model.clone(),
         }
+    }
+
+    /// The cluster's ranges, parsed (entries that do not parse are left out; a loaded config
+    /// has none).
+    pub fn cluster_ranges(&self) -> Vec<IpNet> {
+        self.cluster_ranges
+            .iter()
+            .filter_map(|r| orrery_crds::host::parse_cluster_range(r))
+            .collect()
+    }
+
+    /// The allowlist's exact addresses and ports.
+    pub fn exact_sockets(&self) -> Vec<std::net::SocketAddr> {
+        self.allowlist()
+            .into_iter()
+            .filter_map(|a| match a {
+                AllowEntry::Socket(socket) => Some(socket),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The private-network allowlist, parsed (entries that do not parse are left out; a

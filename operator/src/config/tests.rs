@@ -161,6 +161,18 @@ fn each_semantic_rule_names_its_field() {
             &["privateNetworkAllowlist[0]", "privateNetworkAllowlist[1]"],
         ),
         (
+            "privateNetworkAllowlist: ['10.96.12.7:8080', '[fd00::7]:443', '169.254.169.254:80']",
+            &["privateNetworkAllowlist[2]"],
+        ),
+        (
+            "clusterRanges: [10.0.0.0/16, 10.96.0.0/12, 192.168.1.10, 'fd00:10::/108']",
+            &[],
+        ),
+        (
+            "clusterRanges: [10.0.0.0/16, 'the pods', 10.96.0.0/33]",
+            &["clusterRanges[1]", "clusterRanges[2]"],
+        ),
+        (
             "egressProxy: {url: 'http://proxy.internal:3128', addresses: [203.0.113.7]}",
             &[],
         ),
@@ -418,6 +430,9 @@ fn an_allowlist_entry_covers_exact_names_and_addresses_in_its_network() {
         ("10.0.0.0/8", "ten.example", false),
         ("2001:db8::/32", "[2001:db8::7]", true),
         ("10.0.0.5", "10.0.0.5", true),
+        ("10.96.12.7:8080", "10.96.12.7", true),
+        ("10.96.12.7:8080", "10.96.12.8", false),
+        ("10.96.12.7:8080", "tools.svc", false),
     ];
     for (entry, host, want) in cases {
         let parsed = AllowEntry::parse(entry).expect("a valid entry");

@@ -11,7 +11,9 @@
 use crate::config::{AllowEntry, Config};
 use crate::endpoints::{is_private, reached, secret_refs};
 use crate::error::{Error, Result};
-use crate::sandbox::network::{dns_egress, ip_block, proxy_egress, sandbox_network_policy, tcp};
+use crate::sandbox::network::{
+    block_outside, dns_egress, ip_block, proxy_egress, sandbox_network_policy, tcp,
+};
 use crate::sandbox::{SandboxedPod, TERMINATION_MESSAGE_PATH, sandboxed_pod};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{
@@ -228,8 +230,15 @@ pub fn probe_pod(entry: &RegistryEntry, config: &Config) -> Result<Pod> {
 
 /// Every public address: `0.0.0.0/0` and `::/0`, each except the [`NOT_PUBLIC`] space of its
 /// family.
-fn public_blocks() -> Vec<NetworkPolicyPeer> {
-    let nets: Vec<IpNet> = NOT_PUBLIC.iter().filter_map(|n| n.parse().ok()).collect();
+fn public_blocks(cluster: &[IpNet]) -> Vec<NetworkPolicyPeer> {
+    let mut nets: Vec<IpNet> = NOT_PUBLIC.iter().filter_map(|n| n.parse().ok()).collect();
+    // The cluster's ranges in public space (rare, but some clusters use them).
+    let public_ranges: Vec<IpNet> = cluster
+        .iter()
+        .copied()
+        .filter(|r| !nets.iter().any(|n| n.contains(r)))
+        .collect();
+    nets.extend(public_ranges);
     let except = |v4: bool| -> Vec<String> {
         nets.iter()
             .filter(|n| matches!(n, IpNet::V4(_)) == v4)
@@ -276,28 +285,37 @@ pub fn probe_network_policy(entry: &RegistryEntry, config: &Config) -> Result<Ne
         match &config.egress_proxy {
             Some(proxy) => egress.push(proxy_egress(proxy)?),
             None => egress.push(NetworkPolicyEgressRule {
-                to: Some(public_blocks()),
+                to: Some(public_blocks(&config.cluster_ranges())),
                 ports: to_ports.clone(),
             }),
         }
-        let private: Vec<NetworkPolicyPeer> = if is_private(&entry.spec) {
-            config
-                .allowlist()
-                .iter()
-                .filter_map(|a| match a {
-                    AllowEntry::Net(net) => Some(ip_block(net.to_string(), None)),
-                    AllowEntry::Host(_) => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let ranges = config.cluster_ranges();
+        let (mut private, mut sockets) = (Vec::new(), Vec::new());
+        if is_private(&entry.spec) {
+            for allowed in config.allowlist() {
+                match allowed {
+                    // The cluster's own ranges are left out of a network (anchor 19).
+                    AllowEntry::Net(net) => private.extend(block_outside(net, &ranges)),
+                    // An exact address and port: that port only, never a component's.
+                    AllowEntry::Socket(socket)
+                        if orrery_crds::host::cluster_reach(socket, &ranges, &[socket]).is_ok() =>
+                    {
+                        sockets.push(NetworkPolicyEgressRule {
+                            to: Some(vec![ip_block(IpNet::from(socket.ip()).to_string(), None)]),
+                            ports: Some(vec![tcp(socket.port())]),
+                        });
+                    }
+                    AllowEntry::Socket(_) | AllowEntry::Host(_) => {}
+                }
+            }
+        }
         if !private.is_empty() {
             egress.push(NetworkPolicyEgressRule {
                 to: Some(private),
                 ports: to_ports,
             });
         }
+        egress.append(&mut sockets);
     }
     Ok(sandbox_network_policy(
         meta(entry, probe_network_policy_name(&name), None)?,

@@ -257,6 +257,52 @@ fn a_private_entry_also_reaches_the_allowlisted_networks() {
 }
 
 #[test]
+fn a_probes_allowlisted_networks_leave_out_the_clusters_ranges_and_an_exact_address_keeps_its_port_anchor_19()
+ {
+    let vllm = entry(
+        "{model: {provider: OpenAI, model: m, baseUrl: 'https://vllm.ml.svc:8443/v1', privateNetwork: true}}",
+    );
+    let config = config(
+        "privateNetworkAllowlist: [10.0.0.0/8, 10.96.0.0/16, '10.96.12.7:8080', '10.1.0.5:10250']\n\
+         clusterRanges: [10.96.0.0/12, 10.1.0.0/16, 192.168.1.10]",
+    );
+    let np = serde_json::to_value(probe_network_policy(&vllm, &config).expect("np")).expect("json");
+    let egress = np["spec"]["egress"].as_array().expect("egress").clone();
+    // The /8 without the cluster's ranges inside it; the /16 inside a range is gone.
+    assert_eq!(
+        egress[2],
+        json!({"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.96.0.0/12", "10.1.0.0/16"]}}],
+               "ports": [{"protocol": "TCP", "port": 8443}]})
+    );
+    // The exact Service address on its own port; the kubelet never.
+    assert_eq!(
+        egress[3],
+        json!({"to": [{"ipBlock": {"cidr": "10.96.12.7/32"}}], "ports": [{"protocol": "TCP", "port": 8080}]})
+    );
+    assert_eq!(egress.len(), 4, "{egress:?}");
+    // A cluster range in public space is left out of the public addresses too.
+    let public = egress[1]["to"][0]["ipBlock"]["except"].clone();
+    assert!(
+        public
+            .as_array()
+            .is_some_and(|e| e.iter().any(|c| c == "192.168.1.10/32")
+                || e.iter().any(|c| c == "192.168.0.0/16")),
+        "{public}"
+    );
+    let pod = probe_pod(&vllm, &config).expect("pod");
+    let env: BTreeMap<String, String> = pod.spec.expect("spec").containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        env.get("ORRERY_CLUSTER_RANGES").map(String::as_str),
+        Some("10.96.0.0/12,10.1.0.0/16,192.168.1.10")
+    );
+}
+
+#[test]
 fn with_an_egress_proxy_the_probe_reaches_only_the_proxy_and_a_loopback_entry_nothing() {
     let config = config(
         "egressProxy: {url: 'http://proxy.net.svc:3128', addresses: [203.0.113.1], pods: {namespace: net, matchLabels: {app: proxy}}}",

@@ -110,8 +110,10 @@ pub fn static_problems(
         if private && !loopback {
             let named = allowlist.iter().any(|a| a.covers(&host));
             // A name may still resolve into an allowlisted network: the probe decides.
-            let may_resolve_in =
-                literal.is_none() && allowlist.iter().any(|a| matches!(a, AllowEntry::Net(_)));
+            let may_resolve_in = literal.is_none()
+                && allowlist
+                    .iter()
+                    .any(|a| matches!(a, AllowEntry::Net(_) | AllowEntry::Socket(_)));
             if !named && !may_resolve_in {
                 problem(
                     &url.field,

@@ -93,6 +93,38 @@ pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
     Ok(out)
 }
 
+/// Refuses an endpoint inside the cluster's own ranges (anchor 19) unless the allowlist names
+/// each of its addresses there with each of its ports, and never on a cluster component's port:
+/// a run's pod is not let out to a kubelet because an allowlisted network holds its node.
+fn check_cluster_reach(endpoints: &[Endpoint], config: &Config) -> Result<()> {
+    let (ranges, exact) = (config.cluster_ranges(), config.exact_sockets());
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    for endpoint in endpoints {
+        for addr in &endpoint.addresses {
+            for port in &endpoint.ports {
+                orrery_crds::host::cluster_reach(SocketAddr::new(*addr, *port), &ranges, &exact)
+                    .map_err(|why| Error::Endpoint {
+                        entry: endpoint.entry.clone(),
+                        fix: match why {
+                            orrery_crds::host::ClusterRefusal::ComponentPort { .. } => {
+                                "point the entry at a service, not at a cluster component".into()
+                            }
+                            _ => format!(
+                                "use an address outside the cluster's ranges, or ask the \
+                                 platform team to add {} to privateNetworkAllowlist",
+                                SocketAddr::new(*addr, *port)
+                            ),
+                        },
+                        problem: why.to_string(),
+                    })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn host_block(addr: IpAddr) -> NetworkPolicyPeer {
     ip_block(IpNet::from(addr).to_string(), None)
 }
@@ -117,6 +149,7 @@ pub fn network_policy(
 ) -> Result<NetworkPolicy> {
     let id = identity(run)?;
     let endpoints = plan_endpoints(document)?;
+    check_cluster_reach(&endpoints, config)?;
     let dns = dns_egress();
     let sidecar = NetworkPolicyEgressRule {
         to: Some(vec![pods_in(
@@ -305,5 +338,43 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_run_is_not_let_out_into_the_clusters_ranges_unless_the_allowlist_names_the_address_and_port_anchor_19()
+     {
+        // The tools entry resolves to 203.0.113.7 (and 2001:db8::7), port 8443.
+        let ranged = config("clusterRanges: ['203.0.113.0/24']");
+        let doc = document(&ranged);
+        match network_policy(&run("notes-1"), &doc, &ranged) {
+            Err(Error::Endpoint {
+                entry,
+                problem,
+                fix,
+            }) => {
+                assert_eq!(entry, "tools");
+                assert!(
+                    problem.contains("203.0.113.0/24") && problem.contains("203.0.113.7:8443"),
+                    "{problem}"
+                );
+                assert!(fix.contains("privateNetworkAllowlist"), "{fix}");
+            }
+            other => panic!("expected an endpoint error, got {other:?}"),
+        }
+        // Named exactly, with its port: let out to that address and port as before.
+        let named = config(
+            "clusterRanges: ['203.0.113.0/24']\nprivateNetworkAllowlist: ['203.0.113.7:8443']",
+        );
+        let np = serde_json::to_value(
+            network_policy(&run("notes-1"), &document(&named), &named).expect("policy"),
+        )
+        .expect("json");
+        assert!(
+            np["spec"]["egress"].as_array().is_some_and(|rules| rules
+                .iter()
+                .any(|r| r["to"][0]["ipBlock"]["cidr"] == "203.0.113.7/32"
+                    && r["ports"][0]["port"] == 8443)),
+            "{np}"
+        );
     }
 }

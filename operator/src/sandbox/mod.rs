@@ -202,6 +202,13 @@ pub fn runner_env(
             config.private_network_allowlist.join(","),
         ));
     }
+    if !config.cluster_ranges.is_empty() {
+        // The runner's `remote::CLUSTER_RANGES_ENV`.
+        envs.push(env(
+            "ORRERY_CLUSTER_RANGES",
+            config.cluster_ranges.join(","),
+        ));
+    }
     if let Some(proxy) = &config.egress_proxy {
         envs.push(env("ORRERY_STUDIO_EGRESS_PROXY", proxy.url.clone()));
     }

@@ -104,6 +104,24 @@ pub fn ip_block(cidr: String, except: Option<Vec<String>>) -> NetworkPolicyPeer 
     }
 }
 
+/// `net` as an ipBlock that leaves out the cluster's `ranges` (anchor 19): `None` when a range
+/// holds all of it, else the block with the ranges inside it as `except` (CIDRs nest or are
+/// apart, so nothing else overlaps).
+pub fn block_outside(net: ipnet::IpNet, ranges: &[ipnet::IpNet]) -> Option<NetworkPolicyPeer> {
+    if ranges.iter().any(|r| r.contains(&net)) {
+        return None;
+    }
+    let except: Vec<String> = ranges
+        .iter()
+        .filter(|r| net.contains(*r))
+        .map(ToString::to_string)
+        .collect();
+    Some(ip_block(
+        net.to_string(),
+        (!except.is_empty()).then_some(except),
+    ))
+}
+
 /// The NetworkPolicy of a sandboxed pod: selects the pods labelled `pod_label`;
 /// `policyTypes: [Ingress, Egress]` with no ingress rule (nothing reaches the pod) and exactly
 /// the `egress` rules given (the cluster DNS first, [`dns_egress`]).

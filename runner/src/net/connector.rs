@@ -92,7 +92,7 @@ where
                 let mut extensions = http::Extensions::new();
                 conn.connected().get_extras(&mut extensions);
                 if let (Some(info), Some(host)) = (extensions.get::<HttpInfo>(), url.host()) {
-                    policy.check_addr(&host, info.remote_addr().ip())?;
+                    policy.check_socket(&host, info.remote_addr())?;
                 }
             }
             Ok(conn)

@@ -41,6 +41,10 @@ pub enum Rule {
     Ipv6LiteralViaProxy,
     /// A URL without a host.
     NoHost,
+    /// Inside the cluster's own ranges (its nodes, pods, services, API server): reached only at
+    /// an address and port the allowlist names exactly, never on a component's port (anchor
+    /// 19); the words of [`orrery_crds::host::ClusterRefusal`].
+    ClusterRange(String),
 }
 
 impl std::fmt::Display for Rule {
@@ -85,6 +89,7 @@ impl std::fmt::Display for Rule {
                 "IPv6 literals do not go through the egress proxy; name the host",
             ),
             Self::NoHost => f.write_str("the URL has no host"),
+            Self::ClusterRange(why) => f.write_str(why),
         }
     }
 }

@@ -9,7 +9,7 @@ use super::classify::{AddrClass, classify, is_loopback_host, never_allowlistable
 use super::error::{GuardError, Rule};
 use ipnet::IpNet;
 use reqwest::Url;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use url::Host;
 
@@ -20,10 +20,13 @@ pub enum AllowRule {
     Host(String),
     /// An address or network the resolved address must fall in.
     Net(IpNet),
+    /// One exact address and port (`10.96.12.7:8080`, `[fd00::7]:8080`): the only form that
+    /// reaches an address inside the cluster's ranges (anchor 19), and only on that port.
+    Socket(SocketAddr),
 }
 
 impl AllowRule {
-    /// Parses `host`, `10.0.0.5` or `10.0.0.0/8`. Refuses networks that are too broad or cover
+    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080`. Refuses networks that are too broad or cover
     /// link-local, metadata, unspecified or loopback space (anchor 4).
     pub fn parse(text: &str) -> Result<Self, GuardError> {
         let text = text.trim();
@@ -31,6 +34,12 @@ impl AllowRule {
             return Err(GuardError::Config(
                 "an empty private-network allowlist entry".into(),
             ));
+        }
+        if let Ok(socket) = text.parse::<SocketAddr>() {
+            if let Some(why) = never_allowlistable(&IpNet::from(socket.ip())) {
+                return Err(GuardError::Config(format!("allowlist entry {text}: {why}")));
+            }
+            return Ok(Self::Socket(socket));
         }
         let net = if let Ok(net) = text.parse::<IpNet>() {
             Some(net)
@@ -112,6 +121,10 @@ pub struct GuardPolicy {
     pub extra_roots_pem: Vec<Vec<u8>>,
     /// Byte caps and timeouts.
     pub limits: Limits,
+    /// The cluster's own ranges (`ORRERY_CLUSTER_RANGES`: its node, pod and service ranges and
+    /// the API server's addresses): reached only at an allowlisted exact address and port,
+    /// never on a component's port ([`orrery_crds::host::cluster_reach`]).
+    pub cluster_ranges: Vec<IpNet>,
 }
 
 /// How a request reaches its destination.
@@ -149,12 +162,59 @@ impl GuardPolicy {
         self.private_allow.iter().any(|rule| match rule {
             AllowRule::Host(h) => matches!(host, Host::Domain(d) if d.eq_ignore_ascii_case(h)),
             AllowRule::Net(net) => addr.is_some_and(|a| net.contains(&a)),
+            AllowRule::Socket(socket) => addr.is_some_and(|a| a == socket.ip()),
         })
     }
 
-    /// Whether a connection for `host` may go to `addr` on the direct path.
+    /// The allowlist's exact addresses and ports.
+    fn exact_sockets(&self) -> Vec<SocketAddr> {
+        self.private_allow
+            .iter()
+            .filter_map(|rule| match rule {
+                AllowRule::Socket(socket) => Some(*socket),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether a connection for `host` may go to `addr` (an address and port) on the direct
+    /// path: [`GuardPolicy::check_addr`], then the cluster's ranges with the port (anchor 19).
+    pub fn check_socket(&self, host: &Host<&str>, addr: SocketAddr) -> Result<(), GuardError> {
+        self.check_addr(host, addr.ip())?;
+        orrery_crds::host::cluster_reach(addr, &self.cluster_ranges, &self.exact_sockets()).map_err(
+            |why| {
+                GuardError::refused(
+                    host_text(host),
+                    Some(addr.ip()),
+                    Rule::ClusterRange(why.to_string()),
+                )
+            },
+        )
+    }
+
+    /// A URL's literal address, with its port when the URL has one.
+    fn check_literal(
+        &self,
+        host: &Host<&str>,
+        addr: IpAddr,
+        port: Option<u16>,
+    ) -> Result<(), GuardError> {
+        match port {
+            Some(port) => self.check_socket(host, SocketAddr::new(addr, port)),
+            None => self.check_addr(host, addr),
+        }
+    }
+
+    /// Whether a connection for `host` may go to `addr` on the direct path. Inside the
+    /// cluster's ranges only an address the allowlist names with a port passes here; the port
+    /// is checked at connect ([`GuardPolicy::check_socket`]).
     pub fn check_addr(&self, host: &Host<&str>, addr: IpAddr) -> Result<(), GuardError> {
         let refuse = |rule| Err(GuardError::refused(host_text(host), Some(addr), rule));
+        if let Err(why) =
+            orrery_crds::host::cluster_address(addr, &self.cluster_ranges, &self.exact_sockets())
+        {
+            return refuse(Rule::ClusterRange(why.to_string()));
+        }
         let classified = classify(addr);
         if let Some(v4) = classified.embedded
             && classified.class != AddrClass::Public
@@ -249,8 +309,12 @@ impl GuardPolicy {
         }
         let route = self.route(url);
         match (&host, route) {
-            (Host::Ipv4(ip), Route::Direct) => self.check_addr(&host, IpAddr::V4(*ip))?,
-            (Host::Ipv6(ip), Route::Direct) => self.check_addr(&host, IpAddr::V6(*ip))?,
+            (Host::Ipv4(ip), Route::Direct) => {
+                self.check_literal(&host, IpAddr::V4(*ip), url.port_or_known_default())?;
+            }
+            (Host::Ipv6(ip), Route::Direct) => {
+                self.check_literal(&host, IpAddr::V6(*ip), url.port_or_known_default())?;
+            }
             (Host::Ipv4(ip), Route::Proxy) => {
                 // Only public literals are proxied (see `route`); check them all the same.
                 let unproxied = GuardPolicy {

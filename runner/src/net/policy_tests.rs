@@ -564,3 +564,89 @@ fn the_validator_refuses_exactly_the_literal_addresses_the_guard_refuses() {
         "{message}"
     );
 }
+
+#[test]
+fn inside_the_clusters_ranges_a_network_on_the_allowlist_is_not_enough_and_a_kubelet_is_never_reached_anchor_19()
+ {
+    let mut guard = policy(
+        true,
+        false,
+        &[
+            "10.0.0.0/8",
+            "10.96.12.7:8080",
+            "10.0.0.5:10250",
+            "tools.internal",
+        ],
+    );
+    guard.cluster_ranges = vec![
+        "10.0.0.0/16".parse().unwrap(),
+        "10.96.0.0/12".parse().unwrap(),
+    ];
+    let host = Host::Domain("tools.internal");
+    let at =
+        |text: &str| -> Result<(), GuardError> { guard.check_socket(&host, text.parse().unwrap()) };
+    let refused_as_cluster = |r: Result<(), GuardError>| {
+        matches!(
+            r,
+            Err(GuardError::Refused {
+                rule: Rule::ClusterRange(_),
+                ..
+            })
+        )
+    };
+    // The allowlist's /8 still reaches private addresses outside the cluster's ranges.
+    assert!(at("10.200.0.5:443").is_ok());
+    // A node's kubelet inside the /8: refused, even named exactly.
+    assert!(refused_as_cluster(at("10.0.0.5:10250")));
+    assert!(refused_as_cluster(at("10.0.9.9:443")));
+    // A Service address named with its port: reached, and only on that port.
+    assert!(at("10.96.12.7:8080").is_ok());
+    assert!(refused_as_cluster(at("10.96.12.7:9090")));
+    // However the address is written (a mapped form is refused as such, too).
+    assert!(at("[::ffff:10.0.0.5]:10250").is_err());
+    assert!(
+        orrery_crds::host::cluster_range_of(
+            "::ffff:10.0.0.5".parse().unwrap(),
+            &guard.cluster_ranges
+        )
+        .is_some()
+    );
+    // A name resolving into the ranges is refused before any connection, unless the allowlist
+    // names the address with a port.
+    assert!(matches!(
+        guard.check_resolved(&host, &["10.96.0.1".parse().unwrap()]),
+        Err(GuardError::Refused {
+            rule: Rule::ClusterRange(_),
+            ..
+        })
+    ));
+    assert!(
+        guard
+            .check_resolved(&host, &["10.96.12.7".parse().unwrap()])
+            .is_ok()
+    );
+    // A literal URL in the ranges is refused at the URL check too.
+    assert!(matches!(
+        rule_of(guard.check_url(&url("https://10.0.0.5:10250/pods"))),
+        Some(Rule::ClusterRange(_))
+    ));
+    let why = at("10.0.9.9:443").unwrap_err().to_string();
+    assert!(
+        why.contains("10.0.0.0/16") && why.contains("exact address"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_exact_address_and_port_is_an_allowlist_entry_and_a_dangerous_one_is_refused() {
+    assert_eq!(
+        AllowRule::parse("10.96.12.7:8080").unwrap(),
+        AllowRule::Socket("10.96.12.7:8080".parse().unwrap())
+    );
+    assert_eq!(
+        AllowRule::parse("[fd00::7]:8080").unwrap(),
+        AllowRule::Socket("[fd00::7]:8080".parse().unwrap())
+    );
+    assert!(AllowRule::parse("169.254.169.254:80").is_err());
+    assert!(AllowRule::parse("127.0.0.1:8080").is_err());
+}
