@@ -462,10 +462,26 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     let ca = TestCa::new("orrery up demo fleet CA (this session only)")?;
     let ca_file = state_dir.join("fleet-ca.crt");
     std::fs::write(&ca_file, ca.pem()).with_context(|| format!("writing {}", ca_file.display()))?;
-    if let Some(gateway) = gateway {
+    // The demo fleet first: its fronts' exact addresses and ports go on the allowlist.
+    let urls = start_demo_fleet(gateway, &ca, running).await?;
+    if gateway.is_some() {
         sets.push(format!("service.clusterIP={SIDECAR_CLUSTER_IP}"));
         sets.push(format!("service.port={sidecar_port}"));
-        sets.push(format!("config.privateNetworkAllowlist={{{gateway}}}"));
+        // The cluster's own ranges (the pod bridge, which holds the gateway and the API
+        // server's forward, and the Service CIDR): runners reach inside them only the fleet's
+        // two fronts, at their exact address and port (anchor 19).
+        let fronts: Vec<&str> = [&urls.tools, &urls.writer]
+            .iter()
+            .map(|u| u.trim_start_matches("https://"))
+            .collect();
+        sets.push(format!(
+            "config.privateNetworkAllowlist={{{}}}",
+            fronts.join(",")
+        ));
+        sets.push(format!(
+            "config.clusterRanges={{{},{SERVICE_CIDR}}}",
+            NetworkConfig::default().subnet
+        ));
     }
     let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
     let mut args: Vec<String> = [
@@ -528,7 +544,6 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
     running.sidecar_url = Some(sidecar_url.clone());
 
     let started = progress.begin("the demo fleet and the examples");
-    let urls = start_demo_fleet(gateway, &ca, running).await?;
     let compositions = apply_examples(&client, &urls).await?;
     let api: Api<Composition> = Api::namespaced(client.clone(), NAMESPACE);
     for name in &compositions {
@@ -885,6 +900,10 @@ pub fn ready_text(banner: &str, detached: bool) -> String {
 /// The fixed cluster IP of the chart's sidecar Service in isolated mode (from the static band of
 /// the test control plane's Service CIDR, `10.96.0.0/16`, which dynamic allocation avoids).
 pub const SIDECAR_CLUSTER_IP: &str = "10.96.0.80";
+
+/// The test control plane's Service CIDR (`tests/testenv/up.go`), one of the cluster ranges
+/// `orrery up` gives the chart.
+pub const SERVICE_CIDR: &str = "10.96.0.0/16";
 
 /// The address of a pod (`status.podIP`).
 fn pod_address(pod: &Pod) -> Option<std::net::IpAddr> {
