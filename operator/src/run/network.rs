@@ -93,6 +93,15 @@ pub fn plan_endpoints(document: &PlanDocument) -> Result<Vec<Endpoint>> {
     Ok(out)
 }
 
+/// [`plan_endpoints`], each allowed into the cluster's ranges or an error naming its entry
+/// ([`check_cluster_reach`]): what a run may be let out to. Preparing a run checks it (a run
+/// whose endpoint is refused is refused with the reason), and its NetworkPolicy is built from it.
+pub fn reachable_endpoints(document: &PlanDocument, config: &Config) -> Result<Vec<Endpoint>> {
+    let endpoints = plan_endpoints(document)?;
+    check_cluster_reach(&endpoints, config)?;
+    Ok(endpoints)
+}
+
 /// Refuses an endpoint inside the cluster's own ranges (anchor 19) unless the allowlist names
 /// each of its addresses there with each of its ports, and never on a cluster component's port:
 /// a run's pod is not let out to a kubelet because an allowlisted network holds its node.
@@ -148,8 +157,7 @@ pub fn network_policy(
     config: &Config,
 ) -> Result<NetworkPolicy> {
     let id = identity(run)?;
-    let endpoints = plan_endpoints(document)?;
-    check_cluster_reach(&endpoints, config)?;
+    let endpoints = reachable_endpoints(document, config)?;
     let dns = dns_egress();
     let sidecar = NetworkPolicyEgressRule {
         to: Some(vec![pods_in(

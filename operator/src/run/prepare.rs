@@ -165,7 +165,7 @@ pub fn prepare(
         digest,
     };
     let document = plan_document(run, composition, spec, plan, entries, config)?;
-    match super::network::plan_endpoints(&document) {
+    match super::network::reachable_endpoints(&document, config) {
         Ok(_) => Ok(Prepared::Ready(Box::new(document))),
         Err(e @ Error::Endpoint { .. }) => Ok(refused(reasons::REFUSED, e.to_string())),
         Err(e) => Err(e),
@@ -239,6 +239,30 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["gpt"]
         );
+    }
+
+    #[test]
+    fn a_run_whose_endpoint_lies_in_the_clusters_ranges_is_refused_naming_the_entry_and_the_fix_anchor_19()
+     {
+        // The gpt entry resolves to 198.51.100.9, port 443.
+        let ready_entries = ready(entries());
+        let ranged = config("clusterRanges: ['198.51.100.0/24']");
+        let (reason, message) =
+            refusal(prepare(&run("r"), source(PLAIN), &ready_entries, &ranged).expect("prepare"));
+        assert_eq!(reason, reasons::REFUSED);
+        assert!(
+            message.contains("RegistryEntry \"gpt\"")
+                && message.contains("198.51.100.0/24")
+                && message.contains("198.51.100.9:443 to privateNetworkAllowlist"),
+            "{message}"
+        );
+        let named = config(
+            "clusterRanges: ['198.51.100.0/24']\nprivateNetworkAllowlist: ['198.51.100.9:443']",
+        );
+        assert!(matches!(
+            prepare(&run("r"), source(PLAIN), &ready_entries, &named).expect("prepare"),
+            Prepared::Ready(_)
+        ));
     }
 
     #[test]
