@@ -31,6 +31,7 @@
 pub mod leftovers;
 pub mod state;
 pub mod steps;
+pub mod traces;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -123,7 +124,25 @@ pub struct Options {
     pub demo_run: bool,
     /// How pods are networked.
     pub pod_network: PodNetworkChoice,
+    /// Whether runs are exported as OpenTelemetry traces, and where.
+    pub traces: Traces,
 }
+
+/// Where `orrery up` has runs exported as OpenTelemetry traces.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Traces {
+    /// Not exported.
+    #[default]
+    Off,
+    /// To a receiver of its own ([`traces`]): each run's trace as a tree in
+    /// `<state-dir>/traces.txt`.
+    Local,
+    /// To the collector at this OTLP/HTTP base URL.
+    Endpoint(String),
+}
+
+/// The port a local trace receiver takes when free (OTLP/HTTP's).
+const OTLP_HTTP_PORT: u16 = 4318;
 
 /// The default state directory: `$XDG_STATE_HOME/orrery/up`, else `~/.local/state/orrery/up`.
 pub fn default_state_dir() -> PathBuf {
@@ -483,6 +502,39 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
             NetworkConfig::default().subnet
         ));
     }
+    // Runs as traces: a receiver of its own where the operator's pod reaches it, or the
+    // person's collector.
+    let traces_text = match &options.traces {
+        Traces::Off => {
+            "\n\nRuns as OpenTelemetry traces: start with `orrery up --traces` (a receiver of its \
+                        own draws each run's trace) or `--otel-endpoint URL` (your collector)."
+                .to_owned()
+        }
+        Traces::Local => {
+            let ip = gateway.unwrap_or(std::net::Ipv4Addr::LOCALHOST);
+            let port = port_on(ip, OTLP_HTTP_PORT)?;
+            let (receiver, task) = traces::start((ip, port).into(), state_dir).await?;
+            running.tasks.push(task);
+            sets.push(format!("otel.endpoint={}", receiver.url));
+            sets.push(format!("otel.cidrs={{{ip}/32}}"));
+            format!(
+                "\n\nRuns as OpenTelemetry traces (the sidecar and the controller export them to \
+                 {}):\n  cat {}        # each run's trace as a tree, when it ends\n  tail -f {}  \
+                 # every span, one JSON line each",
+                receiver.url,
+                receiver.trees_file.display(),
+                receiver.spans_file.display()
+            )
+        }
+        Traces::Endpoint(url) => {
+            sets.push(format!("otel.endpoint={url}"));
+            format!(
+                "\n\nRuns are exported as OpenTelemetry traces to {url}: search your backend for \
+                 a run's UID without its dashes (kubectl get studiorun NAME -o \
+                 jsonpath='{{.metadata.uid}}')."
+            )
+        }
+    };
     let chart_dir = chart::chart_dir().to_string_lossy().into_owned();
     let mut args: Vec<String> = [
         "install",
@@ -597,6 +649,7 @@ pub async fn start(options: &Options, running: &mut Running) -> Result<()> {
         &networking,
         options.demo_run,
     );
+    running.banner.push_str(&traces_text);
 
     let started = progress.begin("the critic-loop StudioRun, followed live through the sidecar");
     if options.demo_run {

@@ -36,6 +36,15 @@ struct Cli {
     /// Do not start the demo StudioRun.
     #[arg(long)]
     no_run: bool,
+    /// Show runs as OpenTelemetry traces: a local receiver takes what the sidecar and the
+    /// controller export and writes each run's trace as a tree to <state-dir>/traces.txt (every
+    /// span as JSON lines to traces.jsonl).
+    #[arg(long, conflicts_with = "otel_endpoint")]
+    traces: bool,
+    /// Export runs as OpenTelemetry traces to your collector's OTLP/HTTP base URL instead
+    /// (e.g. http://127.0.0.1:4318; pods reach the host at the bridge's gateway, 10.213.0.1).
+    #[arg(long, value_name = "URL")]
+    otel_endpoint: Option<String>,
     /// The sidecar's port on loopback (default 8080 when free, else a free port).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     sidecar_port: u16,
@@ -166,6 +175,11 @@ fn foreground(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
         sidecar_port: cli.sidecar_port,
         demo_run: !cli.no_run,
         pod_network: cli.pod_network,
+        traces: match (&cli.otel_endpoint, cli.traces) {
+            (Some(url), _) => up::Traces::Endpoint(url.clone()),
+            (None, true) => up::Traces::Local,
+            (None, false) => up::Traces::Off,
+        },
     };
     let rt = runtime()?;
     let code = rt.block_on(async {
@@ -265,6 +279,12 @@ fn detach(cli: &Cli, state_dir: &std::path::Path) -> Result<u8> {
     ];
     if cli.no_run {
         args.push("--no-run".into());
+    }
+    if cli.traces {
+        args.push("--traces".into());
+    }
+    if let Some(url) = &cli.otel_endpoint {
+        args.extend(["--otel-endpoint".into(), url.clone()]);
     }
     let mut child = std::process::Command::new(exe)
         .args(&args)
