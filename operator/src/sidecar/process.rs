@@ -277,7 +277,7 @@ async fn open_store_serving(
         let mut wait = Duration::from_secs(1);
         loop {
             tracing::warn!(
-                "{error}; the sidecar is alive but not ready (its /readyz says why) and tries                  again in {} s",
+                "{error}; the sidecar is alive but not ready (its /readyz says why) and tries again in {} s",
                 wait.as_secs()
             );
             tokio::time::sleep(wait).await;
