@@ -100,8 +100,8 @@ impl RemoteConfig {
 }
 
 /// The deployment's network policy from the environment: [`PRIVATE_ALLOW_ENV`],
-/// [`CLUSTER_RANGES_ENV`], [`EGRESS_PROXY_ENV`] and [`CA_FILE_ENV`]. Proxy environment variables (`HTTPS_PROXY` …) are
-/// never read.
+/// [`CLUSTER_RANGES_ENV`], [`EGRESS_PROXY_ENV`] and [`CA_FILE_ENV`]. Proxy environment
+/// variables (`HTTPS_PROXY` …) are never read.
 pub fn network_from_env() -> Result<GuardPolicy, RemoteConfigError> {
     network_from(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
 }

@@ -456,9 +456,9 @@ pub enum AllowEntryError {
 }
 
 impl AllowEntry {
-    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080` the way the runner's guard does, refusing
-    /// networks that are too broad or cover link-local, metadata, unspecified or loopback
-    /// space. `Err` says why.
+    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080` the way the runner's guard
+    /// does, refusing networks that are too broad or cover link-local, metadata, unspecified or
+    /// loopback space. `Err` says why.
     pub fn parse(text: &str) -> Result<AllowEntry, AllowEntryError> {
         let text = text.trim();
         if text.is_empty() {

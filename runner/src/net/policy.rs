@@ -20,14 +20,14 @@ pub enum AllowRule {
     Host(String),
     /// An address or network the resolved address must fall in.
     Net(IpNet),
-    /// One exact address and port (`10.96.12.7:8080`, `[fd00::7]:8080`): the only form that
-    /// reaches an address inside the cluster's ranges (anchor 19), and only on that port.
+    /// One exact address and port (`10.96.12.7:8080`, `[fd00::7]:8080`): that address on that
+    /// port alone, and the only form that reaches inside the cluster's ranges (anchor 19).
     Socket(SocketAddr),
 }
 
 impl AllowRule {
-    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080`. Refuses networks that are too broad or cover
-    /// link-local, metadata, unspecified or loopback space (anchor 4).
+    /// Parses `host`, `10.0.0.5`, `10.0.0.0/8` or `10.96.12.7:8080`. Refuses networks that are
+    /// too broad or cover link-local, metadata, unspecified or loopback space (anchor 4).
     pub fn parse(text: &str) -> Result<Self, GuardError> {
         let text = text.trim();
         if text.is_empty() {
@@ -181,6 +181,24 @@ impl GuardPolicy {
     /// path: [`GuardPolicy::check_addr`], then the cluster's ranges with the port (anchor 19).
     pub fn check_socket(&self, host: &Host<&str>, addr: SocketAddr) -> Result<(), GuardError> {
         self.check_addr(host, addr.ip())?;
+        // A private address the allowlist names only as an address and port is reached on
+        // that port alone.
+        let private = matches!(
+            classify(addr.ip()).class,
+            AddrClass::Private | AddrClass::Shared
+        );
+        let named_otherwise = self.private_allow.iter().any(|rule| match rule {
+            AllowRule::Host(h) => matches!(host, Host::Domain(d) if d.eq_ignore_ascii_case(h)),
+            AllowRule::Net(net) => net.contains(&addr.ip()),
+            AllowRule::Socket(_) => false,
+        });
+        if private && !named_otherwise && !self.exact_sockets().contains(&addr) {
+            return Err(GuardError::refused(
+                host_text(host),
+                Some(addr.ip()),
+                Rule::PrivateNotAllowed,
+            ));
+        }
         orrery_crds::host::cluster_reach(addr, &self.cluster_ranges, &self.exact_sockets()).map_err(
             |why| {
                 GuardError::refused(

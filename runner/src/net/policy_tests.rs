@@ -638,6 +638,30 @@ fn inside_the_clusters_ranges_a_network_on_the_allowlist_is_not_enough_and_a_kub
 }
 
 #[test]
+fn a_private_address_named_with_a_port_is_reached_on_that_port_alone() {
+    let guard = policy(true, false, &["10.1.2.3:8080", "10.9.0.0/16"]);
+    let host = Host::Domain("svc.internal");
+    assert!(
+        guard
+            .check_socket(&host, "10.1.2.3:8080".parse().unwrap())
+            .is_ok()
+    );
+    assert!(matches!(
+        guard.check_socket(&host, "10.1.2.3:22".parse().unwrap()),
+        Err(GuardError::Refused {
+            rule: Rule::PrivateNotAllowed,
+            ..
+        })
+    ));
+    // A network on the allowlist still opens every port of its addresses.
+    assert!(
+        guard
+            .check_socket(&host, "10.9.1.1:22".parse().unwrap())
+            .is_ok()
+    );
+}
+
+#[test]
 fn an_exact_address_and_port_is_an_allowlist_entry_and_a_dangerous_one_is_refused() {
     assert_eq!(
         AllowRule::parse("10.96.12.7:8080").unwrap(),
