@@ -22,6 +22,7 @@ pub mod crd_yaml;
 pub mod events;
 pub mod host;
 pub mod import;
+pub mod jwks;
 #[cfg(feature = "logging")]
 pub mod logging;
 #[cfg(feature = "files")]

@@ -143,6 +143,7 @@ impl A2aEntry {
             private_network: false,
             auth: None,
             limits: None,
+            card_signature: None,
         }
     }
 }
@@ -169,6 +170,23 @@ impl ModelEntry {
             ..ModelEntry::new(ModelProvider::Scripted, model)
         }
     }
+}
+
+/// The path an agent card is served at, below the agent's origin or a path prefix (A2A §8.2;
+/// security case 25: a card from anywhere else is refused).
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// Why `card_url` is not an agent's well-known card (`None`: it is): its path must end in
+/// [`AGENT_CARD_PATH`]. A URL that does not parse is left to the
+/// URL checks.
+pub fn card_path_problem(card_url: &str) -> Option<String> {
+    let url = url::Url::parse(card_url).ok()?;
+    if !url.path().ends_with(AGENT_CARD_PATH) {
+        return Some(format!(
+            "{card_url:?} is not an agent's well-known card: its path must end in {AGENT_CARD_PATH} (A2A §8.2); a card served anywhere else is refused"
+        ));
+    }
+    None
 }
 
 /// One URL of an entry, at its field.
@@ -284,12 +302,15 @@ pub enum Effect {
      "message": "each of spec.a2a.serviceOrigins must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
 ]))]
 pub struct A2aEntry {
-    /// URL of the agent card (https; plain http only to loopback), e.g.
+    /// URL of the agent's well-known card (https; plain http only to loopback): its path ends
+    /// in `/.well-known/agent-card.json`, e.g.
     /// `https://agent.example.com/.well-known/agent-card.json`.
     #[schemars(length(min = 1, max = 2048))]
     #[schemars(extend("x-kubernetes-validations" = [
         {"rule": "isURL(self) && url(self).getHostname() != '' && (url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1']))",
-         "message": "spec.a2a.cardUrl must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"}
+         "message": "spec.a2a.cardUrl must be an https URL (plain http is allowed only to localhost, 127.0.0.1 or [::1])"},
+        {"rule": "!isURL(self) || url(self).getEscapedPath().endsWith('/.well-known/agent-card.json')",
+         "message": "spec.a2a.cardUrl must be the agent's well-known card, ending in /.well-known/agent-card.json (A2A §8.2)"}
     ]))]
     pub card_url: String,
     /// Optional pin: SHA-256 (hex) of the RFC 8785 canonical JSON of the card's trust fields.
@@ -318,6 +339,37 @@ pub struct A2aEntry {
     /// Per-call limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<EndpointLimits>,
+    /// Require the card to be signed (A2A §8.4) by a trusted key. Without it, a card's
+    /// `signatures` are not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_signature: Option<CardSignature>,
+}
+
+/// How an agent card must be signed: at least one JWS in the card's `signatures` whose
+/// protected header names (`kid`) a trusted, unexpired key, whose algorithm is ES256 (EC P-256),
+/// RS256 (RSA, 2048+ bits) or EdDSA (Ed25519), and whose signature covers the card as served
+/// without `signatures` (empty values dropped, RFC 8785 canonical JSON). A card without such a
+/// signature, or with a signature by a trusted key over other bytes, is refused: the entry is
+/// `Ready=False` and no run calls the agent. The card's pin (`cardSHA256`) binds it as well.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "has(self.jwks) || (has(self.allowJku) && self.allowJku)",
+     "message": "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set, or allowJku: true to take the key set a signature names on the card's own origin"}
+]))]
+pub struct CardSignature {
+    /// The trusted public keys, as a JWKS document in JSON (`{"keys": [{"kty": "EC", "crv":
+    /// "P-256", "kid": "…", "x": "…", "y": "…"}]}`). Each key needs a unique `kid`; private
+    /// members are refused. A key's `exp` (seconds since the epoch) ends its trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 65536))]
+    pub jwks: Option<String>,
+    /// Also trust the key set a signature's `jku` names, only when it is on the card's own
+    /// origin (same scheme, host and port); it is fetched through the network guard, within
+    /// the card's size limit. Off by default: a key set on the agent's own origin proves only
+    /// that the card came from there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_jku: bool,
 }
 
 /// Per-call limits of a remote endpoint.

@@ -77,8 +77,18 @@ fn entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
             "metadata": {"name": "demo-writer"},
             "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"]}}
         }))?,
+        // The same agent, but its card must be signed (it is not): issue 27 §1, anchor 25.
+        yaml(json!({
+            "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
+            "metadata": {"name": "signed-writer"},
+            "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"],
+                "cardSignature": {"jwks": SIGNING_KEYS}}}
+        }))?,
     ])
 }
+
+/// A public key set the demo writer does not sign with (it signs with none).
+const SIGNING_KEYS: &str = r#"{"keys": [{"kty": "EC", "crv": "P-256", "kid": "writer-2026", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
 
 fn ready_reason(e: Option<&RegistryEntry>) -> Option<(ConditionStatus, String)> {
     e?.status
@@ -206,6 +216,27 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     )
     .await?
     .context("demo-writer")?;
+    // An entry that requires a signed card is not Ready while the card carries no signature,
+    // and says so.
+    let signed = wait_for(
+        &registry,
+        "signed-writer",
+        "Ready=False (ProbeFailed)",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::False, "ProbeFailed"),
+    )
+    .await?
+    .context("signed-writer")?;
+    let refused = signed
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Ready"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        refused.contains("the card of remote agent 'signed-writer' was refused: its signature: the entry requires a signed card"),
+        "{refused}"
+    );
     let first = writer.status.clone().context("status")?;
     let first_digest = first.card_sha256.clone().context("a card digest")?;
     assert_eq!(first.skills, ["draft"]);

@@ -317,3 +317,142 @@ async fn a_cancelled_call_cancels_the_remote_task() {
         );
     }
 }
+
+/// A key set file for a peer to write its public key to.
+fn jwks_path(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "orrery-interop-jwks-{}-{tag}.json",
+        std::process::id()
+    ))
+}
+
+/// Starts a py-a2a peer that signs its card with `alg` (the SDK's own signer, PyJWT), plus
+/// `extra` arguments; the peer and its public key set as JSON text.
+async fn signed_peer(alg: &str, tag: &str, extra: &[&str]) -> (Peer, String) {
+    let path = jwks_path(tag);
+    let file = path.to_str().unwrap().to_owned();
+    let mut args = vec!["--mode", "echo", "--sign", alg, "--jwks-out", &file];
+    args.extend_from_slice(extra);
+    let peer = Peer::start(&peers_dir(), PeerKind::PyA2a, &args).await;
+    let jwks = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    (peer, jwks)
+}
+
+fn signed(
+    jwks: Option<&str>,
+    allow_jku: bool,
+) -> impl FnOnce(&mut orrery_crds::registry::A2aEntry) {
+    let jwks = jwks.map(str::to_owned);
+    move |a| {
+        a.card_signature = Some(orrery_crds::registry::CardSignature { jwks, allow_jku });
+    }
+}
+
+async fn build_signed(
+    peer: &Peer,
+    edit: impl FnOnce(&mut orrery_crds::registry::A2aEntry),
+) -> Result<Arc<dyn orrery_runner::tools::Tool>, String> {
+    build(
+        &factory(pins(), &[]),
+        ToolKind::A2a,
+        &a2a_entry("peer", &peer.url, edit),
+        "draft",
+    )
+    .await
+}
+
+/// Issue 27 §1, anchor 25: a card the A2A SDK signed verifies with each algorithm, and the
+/// agent is called; the same card changed after signing is refused before anything is sent.
+#[tokio::test]
+async fn cards_the_python_sdk_signed_verify_with_each_algorithm_and_a_changed_one_is_refused() {
+    for alg in ["ES256", "RS256", "EdDSA"] {
+        let (peer, jwks) = signed_peer(alg, alg, &[]).await;
+        let tool = build_signed(&peer, signed(Some(&jwks), false))
+            .await
+            .unwrap();
+        let (result, _) = call(&tool, &Ctx::new([]), json!({"request": "x"})).await;
+        assert_eq!(result["status"], "success", "{alg}: {result}");
+
+        let (tampered, jwks) = signed_peer(alg, &format!("{alg}-t"), &["--tamper"]).await;
+        let err = build_signed(&tampered, signed(Some(&jwks), false))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("by trusted key \"peer-key-1\"")
+                && err.contains("does not match the card"),
+            "{alg}: {err}"
+        );
+        assert!(tampered.rpc_methods().is_empty(), "{alg}: nothing was sent");
+    }
+}
+
+/// Anchor 25: a key nobody trusts, a card without a signature where one is required, and a
+/// key past its `exp` are each refused, naming why; without `cardSignature` the same unsigned
+/// card is used as before.
+#[tokio::test]
+async fn an_unknown_key_a_missing_signature_and_an_expired_key_are_refused() {
+    let (peer, _) = signed_peer("ES256", "unknown", &[]).await;
+    let (_, other_jwks) = signed_peer("ES256", "other", &[]).await;
+    let other_jwks = other_jwks.replace("peer-key-1", "partner-key");
+    let err = build_signed(&peer, signed(Some(&other_jwks), false))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("key \"peer-key-1\", which is not trusted (trusted: \"partner-key\")"),
+        "{err}"
+    );
+
+    let (peer, jwks) = signed_peer("EdDSA", "expired", &[]).await;
+    let mut set: Value = serde_json::from_str(&jwks).unwrap();
+    set["keys"][0]["exp"] = json!(1_600_000_000);
+    let err = build_signed(&peer, signed(Some(&set.to_string()), false))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.contains("expired at 1600000000"), "{err}");
+
+    let unsigned = Peer::start(&peers_dir(), PeerKind::PyA2a, &["--mode", "echo"]).await;
+    let (_, jwks) = signed_peer("ES256", "unsigned", &[]).await;
+    let err = build_signed(&unsigned, signed(Some(&jwks), false))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.contains("carries no signature"), "{err}");
+    assert!(
+        build_signed(&unsigned, |_| {}).await.is_ok(),
+        "no cardSignature, no check"
+    );
+}
+
+/// Anchor 25: a signature's `jku` is fetched only when the entry allows it, on the card's own
+/// origin, through the guard; then its keys vouch for the card.
+#[tokio::test]
+async fn a_key_set_named_by_jku_on_the_cards_origin_vouches_only_when_the_entry_allows_it() {
+    let (peer, _) = signed_peer("RS256", "jku", &["--jku"]).await;
+    let tool = build_signed(&peer, signed(None, true)).await.unwrap();
+    let (result, _) = call(&tool, &Ctx::new([]), json!({"request": "x"})).await;
+    assert_eq!(result["status"], "success", "{result}");
+    assert!(
+        peer.requests()
+            .iter()
+            .any(|r| r.method == "GET" && r.path == "/.well-known/jwks.json"),
+        "the key set was fetched from the card's origin"
+    );
+
+    let (peer, _) = signed_peer("RS256", "no-jku", &["--jku"]).await;
+    let err = build_signed(&peer, signed(Some(r#"{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#), false))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.contains("not trusted"), "{err}");
+    assert!(
+        !peer
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("jwks.json")),
+        "a jku is not fetched unless the entry allows it"
+    );
+}

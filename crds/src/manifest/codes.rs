@@ -37,6 +37,10 @@ pub const READ_ONLY_NOT_LISTED: &str = "read_only_not_listed";
 pub const MISSING_SCRIPT: &str = "missing_script";
 /// A real model provider without an API key or a base URL.
 pub const MISSING_API_KEY: &str = "missing_api_key";
+/// An A2A card URL that is not the agent's well-known card.
+pub const CARD_NOT_WELL_KNOWN: &str = "card_not_well_known";
+/// A card-signature key set that cannot vouch for a card (not a JWKS, a private key, no kid…).
+pub const INVALID_KEY_SET: &str = "invalid_key_set";
 /// A value the CRD's OpenAPI schema refuses (too long, out of range, too many items, a
 /// required field missing…).
 pub const SCHEMA_VIOLATION: &str = "schema_violation";
@@ -146,6 +150,18 @@ pub const MANIFEST_CODES: &[CodeInfo] = &[
         Severity::Error,
         "a real provider without apiKey or baseUrl",
         "CRD CEL",
+    ),
+    (
+        CARD_NOT_WELL_KNOWN,
+        Severity::Error,
+        "an A2A cardUrl whose path does not end in /.well-known/agent-card.json",
+        "A2A §8.2, anchor 25",
+    ),
+    (
+        INVALID_KEY_SET,
+        Severity::Error,
+        "a cardSignature.jwks that is not a public JWKS of ES256, RS256 or EdDSA keys, each with a unique kid",
+        "A2A §8.4, anchor 25",
     ),
     (
         SCHEMA_VIOLATION,

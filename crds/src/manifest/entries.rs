@@ -110,6 +110,31 @@ pub(super) fn entry_problems(
                 ));
             }
         }
+        if let Some(why) = crate::registry::card_path_problem(&a2a.card_url) {
+            out.push(issue(
+                loc!["spec", "a2a", "cardUrl"],
+                codes::CARD_NOT_WELL_KNOWN,
+                why,
+            ));
+        }
+        if let Some(signature) = &a2a.card_signature {
+            if let Some(jwks) = &signature.jwks
+                && let Err(e) = crate::jwks::parse_jwks(jwks.as_bytes())
+            {
+                out.push(issue(
+                    loc!["spec", "a2a", "cardSignature", "jwks"],
+                    codes::INVALID_KEY_SET,
+                    format!("spec.a2a.cardSignature.jwks: {e}"),
+                ));
+            }
+            if signature.jwks.is_none() && !signature.allow_jku {
+                out.push(issue(
+                    loc!["spec", "a2a", "cardSignature"],
+                    codes::INVALID_KEY_SET,
+                    "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set, or allowJku: true to take the key set a signature names on the card's own origin",
+                ));
+            }
+        }
         if a2a.effect == Effect::Acting && !limits.acting_remotes {
             out.push(issue(
                 loc!["spec", "a2a", "effect"],
@@ -228,7 +253,36 @@ mod tests {
         };
         let mcp = "spec: {mcp: {url: 'https://x/mcp', tools: [a, b], readOnly: [a]}}";
         type Case<'a> = (&'a str, &'a DeploymentLimits, &'a [(&'a str, &'a str)]);
-        let cases: [Case; 10] = [
+        let card = "cardUrl: 'https://w/.well-known/agent-card.json', skills: [draft]";
+        let ec = r#"{\"keys\": [{\"kty\": \"EC\", \"crv\": \"P-256\", \"kid\": \"k1\", \"x\": \"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU\", \"y\": \"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0\"}]}"#;
+        let signed = format!("spec: {{a2a: {{{card}, cardSignature: {{jwks: \"{ec}\"}}}}}}");
+        let private = signed.replace("\\\"y\\\"", "\\\"d\\\": \\\"AA\\\", \\\"y\\\"");
+        let jku_only = format!("spec: {{a2a: {{{card}, cardSignature: {{allowJku: true}}}}}}");
+        let no_keys = format!("spec: {{a2a: {{{card}, cardSignature: {{}}}}}}");
+        let elsewhere = "spec: {a2a: {cardUrl: 'https://w/card.json', skills: [draft]}}";
+        let prefixed = "spec: {a2a: {cardUrl: 'https://w/agents/a/.well-known/agent-card.json', skills: [draft]}}";
+        let query =
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json?v=2', skills: [draft]}}";
+        let cases: [Case; 17] = [
+            (&signed, &none, &[]),
+            (
+                &private,
+                &none,
+                &[("invalid_key_set", "spec.a2a.cardSignature.jwks")],
+            ),
+            (&jku_only, &none, &[]),
+            (
+                &no_keys,
+                &none,
+                &[("invalid_key_set", "spec.a2a.cardSignature")],
+            ),
+            (
+                elsewhere,
+                &none,
+                &[("card_not_well_known", "spec.a2a.cardUrl")],
+            ),
+            (prefixed, &none, &[]),
+            (query, &none, &[]),
             (mcp, &none, &[]),
             ("spec: {}", &none, &[("exactly_one_of", "spec")]),
             (
@@ -247,12 +301,12 @@ mod tests {
                 &[("read_only_not_listed", "spec.mcp.readOnly[0]")],
             ),
             (
-                "spec: {a2a: {cardUrl: 'https://w/card', skills: [draft], effect: Acting}}",
+                "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [draft], effect: Acting}}",
                 &none,
                 &[("acting_not_allowed", "spec.a2a.effect")],
             ),
             (
-                "spec: {a2a: {cardUrl: 'https://w/card', skills: [draft], effect: Acting}}",
+                "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [draft], effect: Acting}}",
                 &acting,
                 &[],
             ),
@@ -304,13 +358,13 @@ mod tests {
         // https to a spelled loopback host passes the apiserver's rule, but the guard never
         // connects to it (rule 5.24): unreachable_address, on the card URL and origins too.
         for url in [
-            "https://0x7f000001/mcp",
+            "https://0x7f000001/",
             "https://127.1:8443/",
             "https://LOCALHOST/",
         ] {
             let found = entry_problems(
                 &entry(&format!(
-                    "spec: {{a2a: {{cardUrl: '{url}', serviceOrigins: ['{url}'], skills: [a]}}}}"
+                    "spec: {{a2a: {{cardUrl: '{url}.well-known/agent-card.json', serviceOrigins: ['{url}'], skills: [a]}}}}"
                 )),
                 &DeploymentLimits::default(),
             );
@@ -344,7 +398,7 @@ mod tests {
         let none = DeploymentLimits::default();
         assert_eq!(
             codes(
-                "spec: {a2a: {cardUrl: 'https://w/card', skills: [s], serviceOrigins: ['https://rpc.example', 'http://rpc.example:80']}}",
+                "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], serviceOrigins: ['https://rpc.example', 'http://rpc.example:80']}}",
                 &none
             ),
             [(

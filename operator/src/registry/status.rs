@@ -133,6 +133,24 @@ pub fn static_problems(
             );
         }
     }
+    if let Some(a2a) = &spec.a2a {
+        if let Some(why) = orrery_crds::registry::card_path_problem(&a2a.card_url) {
+            problem(
+                "spec.a2a.cardUrl",
+                why,
+                "point cardUrl at the agent's /.well-known/agent-card.json",
+            );
+        }
+        if let Some(jwks) = a2a.card_signature.as_ref().and_then(|s| s.jwks.as_ref())
+            && let Err(e) = orrery_crds::jwks::parse_jwks(jwks.as_bytes())
+        {
+            problem(
+                "spec.a2a.cardSignature.jwks",
+                e.to_string(),
+                "give the agent's public key set as JSON ({\"keys\": [...]}), each key with a unique kid",
+            );
+        }
+    }
     if let Some(a2a) = &spec.a2a
         && a2a.effect == Effect::Acting
         && !config.acting_remotes

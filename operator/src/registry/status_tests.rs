@@ -60,9 +60,24 @@ fn each_static_rule_refuses_its_case_and_passes_its_neighbour() {
             &[],
         ),
         (
-            "spec: {a2a: {cardUrl: 'https://w/card', skills: [s], serviceOrigins: ['http://rpc:80']}}",
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], serviceOrigins: ['http://rpc:80']}}",
             &plain,
             &["spec.a2a.serviceOrigins[0]"],
+        ),
+        (
+            "spec: {a2a: {cardUrl: 'https://w/agent.json', skills: [s]}}",
+            &plain,
+            &["spec.a2a.cardUrl"],
+        ),
+        (
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], cardSignature: {jwks: '{\"keys\": [{\"kty\": \"oct\", \"kid\": \"k\", \"k\": \"AA\"}]}'}}}",
+            &plain,
+            &["spec.a2a.cardSignature.jwks"],
+        ),
+        (
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], cardSignature: {allowJku: true}}}",
+            &plain,
+            &[],
         ),
         // private hosts
         (
@@ -112,12 +127,12 @@ fn each_static_rule_refuses_its_case_and_passes_its_neighbour() {
         ),
         // acting
         (
-            "spec: {a2a: {cardUrl: 'https://w/card', skills: [s], effect: Acting}}",
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], effect: Acting}}",
             &plain,
             &["spec.a2a.effect"],
         ),
         (
-            "spec: {a2a: {cardUrl: 'https://w/card', skills: [s], effect: Acting}}",
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s], effect: Acting}}",
             &acting,
             &[],
         ),
@@ -236,7 +251,8 @@ fn the_status_says_refused_probing_or_ready_with_reasons() {
 
 #[test]
 fn pins_already_in_the_status_survive_the_static_checks() {
-    let mut e = entry("spec: {a2a: {cardUrl: 'https://w/card', skills: [s]}}");
+    let mut e =
+        entry("spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [s]}}");
     e.status = Some(RegistryEntryStatus {
         card_sha256: Some("ab".repeat(32)),
         skills: vec!["s".into()],
@@ -256,7 +272,9 @@ mod probing {
     }
 
     fn writer() -> RegistryEntry {
-        let mut e = entry("spec: {a2a: {cardUrl: 'https://w/card', skills: [draft]}}");
+        let mut e = entry(
+            "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json', skills: [draft]}}",
+        );
         e.metadata.namespace = Some("team".into());
         e
     }

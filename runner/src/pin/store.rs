@@ -804,7 +804,7 @@ mod tests {
         let entries: Vec<PlannedEntry> = serde_json::from_value(serde_json::json!([
             {"name": "tools", "spec": {"mcp": {"url": "https://t.example/mcp", "tools": ["search"]}},
              "pins": {"tools": [pinned]}},
-            {"name": "writer", "spec": {"a2a": {"cardUrl": "https://w.example/card", "skills": ["draft"]}},
+            {"name": "writer", "spec": {"a2a": {"cardUrl": "https://w.example/.well-known/agent-card.json", "skills": ["draft"]}},
              "pins": {"cardSHA256": "AA"}},
         ]))
         .unwrap();

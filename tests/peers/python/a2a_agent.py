@@ -20,6 +20,12 @@ Modes (--mode); every reply text comes from ../texts.json:
   fail          task FAILED with "failed: <request>" in status.message
   mixed-parts   artifact with a text part, a data part and a url part
 
+Signed cards (any mode): --sign ES256|RS256|EdDSA makes a fresh key and signs the card with
+the SDK's own signer (a2a.utils.signing.create_agent_card_signer, PyJWT underneath), kid
+--sign-kid; --jwks-out FILE writes the public key set; --jku names the key set served at
+/.well-known/jwks.json in the protected header; --tamper serves the card changed after it was
+signed (its description).
+
 Run with the venv from tests/peers/setup.sh:
   PEERS=$(tests/peers/setup.sh)
   "$PEERS/venv/bin/python" tests/peers/python/a2a_agent.py --mode ask
@@ -57,6 +63,9 @@ from a2a.types.a2a_pb2 import Role
 from google.protobuf import struct_pb2
 from peer_http import Gate, bind, serve
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 TEXTS: dict[str, Any] = json.loads((Path(__file__).resolve().parent.parent / "texts.json").read_text("utf-8"))
 MODES = ("echo", "ask", "card-changes", "inject", "slow", "big-reply", "fail", "mixed-parts")
@@ -197,6 +206,42 @@ def changed_card(card: AgentCard, kind: str, base: str) -> AgentCard:
     return new
 
 
+JWKS_PATH = "/.well-known/jwks.json"
+
+
+def signing_key(alg: str) -> Any:
+    """A fresh private key for `alg`, from `cryptography` (PyJWT's backend)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    if alg == "ES256":
+        return ec.generate_private_key(ec.SECP256R1())
+    if alg == "RS256":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def public_jwk(key: Any, alg: str, kid: str) -> dict[str, Any]:
+    """The public JWK of `key`, as PyJWT writes it, with its kid."""
+    from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+
+    algorithm = {"ES256": ECAlgorithm, "RS256": RSAAlgorithm, "EdDSA": OKPAlgorithm}[alg]
+    jwk = algorithm.to_jwk(key.public_key(), as_dict=True)
+    jwk["kid"] = kid
+    return jwk
+
+
+def sign_card(card: AgentCard, args: argparse.Namespace, base: str) -> dict[str, Any]:
+    """Signs `card` in place with a fresh key; the public key set."""
+    from a2a.utils.signing import create_agent_card_signer
+
+    key = signing_key(args.sign)
+    header: dict[str, Any] = {"alg": args.sign, "kid": args.sign_kid, "typ": "JOSE"}
+    if args.jku:
+        header["jku"] = base + JWKS_PATH
+    create_agent_card_signer(signing_key=key, protected_header=header)(card)
+    return {"keys": [public_jwk(key, args.sign, args.sign_kid)]}
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=MODES, default=os.environ.get("PEER_MODE", "echo"))
@@ -213,6 +258,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--require-bearer", metavar="TOKEN", help="RPC requests need 'Authorization: Bearer TOKEN'")
     p.add_argument("--request-log", metavar="FILE", help="append each request (headers, body) as a JSON line")
     p.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when standard input closes")
+    p.add_argument("--sign", choices=("ES256", "RS256", "EdDSA"), help="sign the card with a fresh key")
+    p.add_argument("--sign-kid", default="peer-key-1", help="the signing key's kid")
+    p.add_argument("--jwks-out", metavar="FILE", help="write the public key set here (with --sign)")
+    p.add_argument("--jku", action="store_true", help="name the key set served at " + JWKS_PATH)
+    p.add_argument("--tamper", action="store_true", help="serve the card changed after it was signed")
     args = p.parse_args(argv)
     if not args.rpc_path.startswith("/"):
         p.error("--rpc-path must start with /")
@@ -224,6 +274,9 @@ async def main(argv: list[str]) -> None:
     sock, base = bind(args.host, args.port)
     card_path = "/.well-known/agent-card.json"
     card = build_card(args, base)
+    jwks = sign_card(card, args, base) if args.sign else None
+    if jwks is not None and args.jwks_out:
+        Path(args.jwks_out).write_text(json.dumps(jwks))
     fetches = 0
 
     async def card_modifier(served: AgentCard) -> AgentCard:
@@ -231,6 +284,8 @@ async def main(argv: list[str]) -> None:
         fetches += 1
         if args.mode == "card-changes" and fetches > args.change_after:
             return changed_card(served, args.card_change, base)
+        if args.tamper:
+            return changed_card(served, "description", base)
         return served
 
     handler = DefaultRequestHandler(agent_executor=PeerExecutor(args), task_store=InMemoryTaskStore(), agent_card=card)
@@ -238,7 +293,16 @@ async def main(argv: list[str]) -> None:
     routes += create_jsonrpc_routes(handler, args.rpc_path)
     if args.mode == "card-changes" and args.card_change == "interface":
         routes += create_jsonrpc_routes(handler, "/v2")
-    app = Gate(Starlette(routes=routes), args.request_log, args.require_bearer, public_paths=(card_path,))
+    if jwks is not None:
+        key_set = jwks
+
+        async def serve_jwks(_request: Request) -> JSONResponse:
+            return JSONResponse(key_set)
+
+        routes.append(Route(JWKS_PATH, serve_jwks))
+    app = Gate(
+        Starlette(routes=routes), args.request_log, args.require_bearer, public_paths=(card_path, JWKS_PATH)
+    )
     await serve(app, sock, base + card_path, exit_on_stdin_eof=args.exit_on_stdin_eof)
 
 

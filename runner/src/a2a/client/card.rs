@@ -5,14 +5,17 @@
 
 use super::endpoint::A2aEndpoint;
 use super::outcome::{CallError, ErrorType};
+use super::signature::{SignaturePolicy, jku_urls, verify_card};
 use crate::a2a::types::{AgentCard, BINDING_JSONRPC};
 use crate::net::GuardedClient;
 use crate::net::is_loopback_host;
 use crate::pin::store::{PinCheck, Pins};
 use crate::pin::{card_trust_digest, parse_json_no_duplicate_keys};
 use crate::safety::output::{decode, plain_name};
+use orrery_crds::jwks::{Jwks, parse_jwks};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
+use std::collections::BTreeMap;
 
 /// A card that passed every check.
 #[derive(Clone, Debug)]
@@ -77,6 +80,15 @@ pub async fn fetch_trusted_card(
         ));
     }
     let value = parse_json_no_duplicate_keys(&body).map_err(|e| refused(entry, e))?;
+    if let Some(policy) = &endpoint.card_signature {
+        let fetched = fetch_key_sets(client, endpoint, &value, policy).await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let verified = verify_card(&value, policy, &fetched, now)
+            .map_err(|e| refused(entry, format!("its signature: {e}")))?;
+        tracing::debug!(entry = %entry, kid = %verified.kid, alg = verified.alg, "agent card signature verified");
+    }
     let digest = card_trust_digest(&value).map_err(|e| refused(entry, e))?;
     check_pin(endpoint, pins, &digest)?;
     let card: AgentCard = decode(value)
@@ -94,6 +106,52 @@ pub async fn fetch_trusted_card(
         tenant,
         streaming,
     })
+}
+
+/// Fetches, through the guard and within the card's cap, the key sets the card's signatures
+/// name by `jku` (only those the entry's own keys cannot stand in for, and only on the card's
+/// own origin: a `jku` anywhere else is not fetched, so its signature counts as untrusted).
+async fn fetch_key_sets(
+    client: &GuardedClient,
+    endpoint: &A2aEndpoint,
+    card: &serde_json::Value,
+    policy: &SignaturePolicy,
+) -> Result<BTreeMap<String, Jwks>, CallError> {
+    let entry = &endpoint.entry;
+    let card_origin = crate::net::Origin::of(&endpoint.card_url).map_err(|e| refused(entry, e))?;
+    let mut out = BTreeMap::new();
+    for jku in jku_urls(card, policy) {
+        let same_origin = crate::net::parse_url(&jku)
+            .ok()
+            .and_then(|url| crate::net::Origin::of(&url).ok())
+            .is_some_and(|origin| origin == card_origin);
+        if !same_origin {
+            tracing::warn!(entry = %entry, jku = %jku, "a card signature names a key set off the card's origin; it is not fetched");
+            continue;
+        }
+        let unreadable = |why: String| {
+            refused(
+                entry,
+                format!("the key set its signature names (jku {jku}) could not be read: {why}"),
+            )
+        };
+        let request = client
+            .get(&jku)
+            .map_err(|e| unreadable(e.to_string()))?
+            .header(ACCEPT, "application/json")
+            .header(crate::mcp::HOP_HEADER, "1");
+        let fetch = client.fetch_capped(request, endpoint.max_card_bytes);
+        let (status, _, body) = tokio::time::timeout(endpoint.message_timeout, fetch)
+            .await
+            .map_err(|_| unreadable("it did not arrive in time".into()))?
+            .map_err(|e| unreadable(e.to_string()))?;
+        if !status.is_success() {
+            return Err(unreadable(format!("HTTP {status}")));
+        }
+        let set = parse_jwks(&body).map_err(|e| unreadable(e.to_string()))?;
+        out.insert(jku, set);
+    }
+    Ok(out)
 }
 
 /// Compares the digest with `cardSHA256`, or with the pin store (pinning it on first use).
@@ -189,6 +247,7 @@ mod tests {
             message_timeout: std::time::Duration::from_secs(5),
             max_reply_bytes: 1024,
             max_card_bytes: 1024,
+            card_signature: None,
         }
     }
 

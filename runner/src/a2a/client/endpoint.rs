@@ -1,6 +1,7 @@
 //! An A2A registry entry as a run uses it: card URL and pin, skills, effect, the origins RPC
 //! targets and the bearer token may go to, limits, and the key its card pin is kept under.
 
+use super::signature::SignaturePolicy;
 use crate::net::{EndpointAccess, Origin};
 use crate::secrets::{SecretResolver, SecretValue};
 use orrery_crds::registry::{A2aEntry, Effect};
@@ -28,6 +29,14 @@ pub enum EndpointError {
         url: String,
         /// The parser's message.
         reason: String,
+    },
+    /// `cardSignature.jwks` is not a key set that can vouch for a card.
+    #[error("A2A entry '{entry}': spec.a2a.cardSignature.jwks: {source}")]
+    KeySet {
+        /// The entry.
+        entry: String,
+        /// Why.
+        source: orrery_crds::jwks::JwksError,
     },
     /// The bearer token could not be read.
     #[error("A2A entry '{entry}': its bearer token: {source}")]
@@ -65,6 +74,8 @@ pub struct A2aEndpoint {
     pub max_reply_bytes: u64,
     /// Largest card read.
     pub max_card_bytes: u64,
+    /// What the card's signatures must be (`cardSignature`); `None`: they are not read.
+    pub card_signature: Option<SignaturePolicy>,
 }
 
 impl A2aEndpoint {
@@ -82,6 +93,26 @@ impl A2aEndpoint {
         };
         let card_url = crate::net::parse_url(&spec.card_url)
             .map_err(|e| url_error("cardUrl", &spec.card_url, e.to_string()))?;
+        if let Some(why) = orrery_crds::registry::card_path_problem(&spec.card_url) {
+            return Err(url_error("cardUrl", &spec.card_url, why));
+        }
+        let card_signature = match &spec.card_signature {
+            None => None,
+            Some(signature) => Some(SignaturePolicy {
+                keys: match &signature.jwks {
+                    Some(jwks) => {
+                        orrery_crds::jwks::parse_jwks(jwks.as_bytes()).map_err(|source| {
+                            EndpointError::KeySet {
+                                entry: name.to_owned(),
+                                source,
+                            }
+                        })?
+                    }
+                    None => orrery_crds::jwks::Jwks::default(),
+                },
+                allow_jku: signature.allow_jku,
+            }),
+        };
         let mut origins = vec![
             Origin::of(&card_url)
                 .map_err(|e| url_error("cardUrl", &spec.card_url, e.to_string()))?,
@@ -119,6 +150,7 @@ impl A2aEndpoint {
                 .limits
                 .max_card_bytes
                 .unwrap_or(DEFAULT_MAX_CARD_BYTES),
+            card_signature,
         })
     }
 

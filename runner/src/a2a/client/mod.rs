@@ -2,7 +2,8 @@
 //!
 //! - [`A2aEndpoint`]: a registry entry resolved for a run.
 //! - [`fetch_trusted_card`]: the card through the guard, duplicate keys refused, its trust
-//!   digest compared with the pin, its JSON-RPC target checked (https, the entry's origins).
+//!   digest compared with the pin, its JSON-RPC target checked (https, the entry's origins),
+//!   and, when the entry requires it, its signature ([`signature`]).
 //! - [`Rpc`]: `SendMessage` / `SendStreamingMessage`, `GetTask`, `CancelTask` with
 //!   `A2A-Version: 1.0`, `x-orrery-hop: 1` and the entry's token only.
 //! - [`A2aAgent`]: one call: only the request text leaves; questions go to a person; acting
@@ -18,6 +19,7 @@ mod outcome;
 mod people;
 mod reply;
 mod rpc;
+pub mod signature;
 mod tool;
 
 pub use agent::{A2aAgent, request_text};
