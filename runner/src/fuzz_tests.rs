@@ -1,7 +1,8 @@
 //! Fuzzing of the runner's parsers of remote input (issue 27 §3), property-based (proptest, on
 //! the stable toolchain): SSE frames however the stream is cut, JSON-RPC envelopes to the A2A
 //! server, the three model providers' replies, JSON with duplicate keys and its RFC 8785
-//! canonical form (what pins an agent card), and addresses and allowlist rules. Beyond "no
+//! canonical form (what pins an agent card), signed cards' key sets, protected headers and
+//! signatures, and addresses and allowlist rules. Beyond "no
 //! panic": the same events whatever the chunking, canonical JSON idempotent, bounded time.
 //!
 //! 256 cases a property (`cargo test -p orrery-runner --lib fuzz_tests`); more with
@@ -180,6 +181,36 @@ proptest! {
         let _ = crate::model::anthropic::parse_reply(&reply, &ids);
         let _ = crate::model::openai::parse_reply(&reply, &ids);
         let _ = crate::model::gemini::parse_reply(&reply, &ids);
+        prop_assert!(started.elapsed() < BOUND);
+    }
+
+    #[test]
+    fn any_signed_card_key_set_or_protected_header_is_read_or_refused_in_bounded_time(
+        card in json_value(),
+        keys in json_value(),
+        jwk in (json_value(), json_value(), ".{0,12}", prop::sample::select(vec!["EC", "RSA", "OKP", "oct", ""])),
+        header in json_value(),
+        bytes in prop::collection::vec(any::<u8>(), 0..120),
+        now in any::<i64>(),
+    ) {
+        use crate::a2a::client::signature::{SignaturePolicy, jku_urls, signed_payload, verify_card};
+        use orrery_crds::jwks::{parse_jwks, parse_protected_header, to_base64url};
+        let started = Instant::now();
+        let (x, crv, kid, kty) = jwk;
+        let set = json!({"keys": [keys, {"kty": kty, "crv": crv, "kid": kid, "x": x, "y": x, "n": x, "e": x}]});
+        let _ = parse_jwks(set.to_string().as_bytes());
+        let _ = parse_jwks(&bytes);
+        let _ = parse_protected_header(&to_base64url(header.to_string().as_bytes()));
+        let _ = parse_protected_header(&String::from_utf8_lossy(&bytes));
+        // Any card, with anything as its signatures, is verified or refused, never a panic;
+        // the payload never covers the signatures.
+        let mut signed = json!({"card": card.clone(), "signatures": [{"protected": to_base64url(header.to_string().as_bytes()), "signature": kid}, card.clone()]});
+        let policy = SignaturePolicy { allow_jku: true, ..SignaturePolicy::default() };
+        let _ = jku_urls(&signed, &policy);
+        prop_assert!(verify_card(&signed, &policy, &Default::default(), now).is_err());
+        let with = signed_payload(&signed);
+        signed.as_object_mut().unwrap().remove("signatures");
+        prop_assert_eq!(with, signed_payload(&signed));
         prop_assert!(started.elapsed() < BOUND);
     }
 
