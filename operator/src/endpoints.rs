@@ -40,6 +40,43 @@ pub fn secret_refs(spec: &RegistryEntrySpec) -> Vec<(String, &SecretKeyRef)> {
     out
 }
 
+/// The annotation on a Secret that lists the origins it may be sent to (rules 5.46/5.47):
+/// origins (`https://api.openai.com`, `https://mcp.corp.example:8443`) separated by commas or
+/// white space; a URL stands for its origin.
+pub const ALLOWED_ORIGINS_ANNOTATION: &str = "studio.orrery.dev/allowed-origins";
+
+/// The origin of a URL as browsers write it (`https://host`, the port only when it is not the
+/// scheme's default, the host in lowercase), or `None` when it is not a URL with a host.
+pub fn origin_of(text: &str) -> Option<String> {
+    let url = url::Url::parse(text.trim()).ok()?;
+    url.host_str()?;
+    Some(url.origin().ascii_serialization())
+}
+
+/// The origins the entry sends its Secret to: every URL it reaches ([`entry_urls`]: an MCP
+/// server's URL, an agent's card and service origins, a model's base URL or its provider's
+/// default), each once, in order.
+pub fn secret_destinations(spec: &RegistryEntrySpec) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for url in entry_urls(spec) {
+        if let Some(origin) = origin_of(&url.url)
+            && !out.contains(&origin)
+        {
+            out.push(origin);
+        }
+    }
+    out
+}
+
+/// The origins an [`ALLOWED_ORIGINS_ANNOTATION`] lists, or the first item that is not one.
+pub fn allowed_origins(annotation: &str) -> Result<Vec<String>, String> {
+    annotation
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|item| !item.is_empty())
+        .map(|item| origin_of(item).ok_or_else(|| item.to_owned()))
+        .collect()
+}
+
 /// The TCP port a URL reaches: its own, or its scheme's default.
 pub fn url_port(text: &str) -> Option<u16> {
     url::Url::parse(text).ok()?.port_or_known_default()

@@ -275,6 +275,21 @@ fn cluster_ranges_reach_the_operators_config() -> Result<()> {
     Ok(())
 }
 
+/// `config.requireSecretOrigins` (off unless set, so an upgrade keeps unannotated Secrets
+/// working) reaches the operator's config (rules 5.46/5.47).
+#[test]
+fn require_secret_origins_reaches_the_operators_config() -> Result<()> {
+    for (extra, want) in [
+        (&[][..], false),
+        (&["--set", "config.requireSecretOrigins=true"][..], true),
+    ] {
+        let docs = documents(&template(RELEASE, NAMESPACE, extra)?.ok()?)?;
+        let config = rendered_config(&docs)?;
+        ensure!(config.require_secret_origins == want, "{extra:?}");
+    }
+    Ok(())
+}
+
 /// `config.resyncSeconds` reaches the operator's config (60 unless set, fault case 12; a value
 /// out of range is one of the bad values below).
 #[test]

@@ -264,6 +264,7 @@ async fn every_example_composition_becomes_valid_with_its_revision_and_entries_g
         "{}",
         ready.message
     );
+    secret_bound_to_its_origin(&client, &ns, &registry).await?;
     wait_for(
         &registry,
         "demo-tools",
@@ -273,6 +274,88 @@ async fn every_example_composition_becomes_valid_with_its_revision_and_entries_g
     )
     .await?;
     operator.stop().await
+}
+
+/// The `Ready` condition's reason and message of `entry`.
+fn ready_of(entry: &RegistryEntry) -> (String, String) {
+    entry
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .find(|c| c.r#type == "Ready")
+        .map(|c| (c.reason.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
+/// Rules 5.46/5.47 (issue 27 §2): gpt's Secret, once it exists bound to api.openai.com, lets
+/// the entry on to its probe; the entry's URL moved to another host refuses it, naming the
+/// Secret, the origin and the one command that allows it; that command lets it on again.
+async fn secret_bound_to_its_origin(
+    client: &Client,
+    ns: &TestNamespace,
+    registry: &Api<RegistryEntry>,
+) -> Result<()> {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Patch, PatchParams, PostParams};
+    let secrets: Api<Secret> = ns.api(client);
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "openai", "annotations": {
+            "studio.orrery.dev/allowed-origins": "https://api.openai.com"}},
+        "stringData": {"api-key": "sk-test-not-a-key"}
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    // Secrets are not watched; a touch of the entry has it checked now.
+    let touch = |n: u32| serde_json::json!({"metadata": {"annotations": {"e2e.orrery.dev/touch": n.to_string()}}});
+    registry
+        .patch("gpt", &PatchParams::default(), &Patch::Merge(&touch(1)))
+        .await?;
+    wait_for(
+        registry,
+        "gpt",
+        "Ready no longer refused for its Secret",
+        TIMEOUT,
+        |e: Option<&RegistryEntry>| e.is_some_and(|e| ready_of(e).0 != "SpecRefused"),
+    )
+    .await?;
+    let moved =
+        serde_json::json!({"spec": {"model": {"baseUrl": "https://collector.evil.example/v1"}}});
+    registry
+        .patch("gpt", &PatchParams::default(), &Patch::Merge(&moved))
+        .await?;
+    let gpt = wait_for(
+        registry,
+        "gpt",
+        "Ready=False (SpecRefused) for the moved URL",
+        TIMEOUT,
+        |e: Option<&RegistryEntry>| e.is_some_and(|e| ready_of(e).0 == "SpecRefused"),
+    )
+    .await?
+    .context("gpt")?;
+    let (_, message) = ready_of(&gpt);
+    ensure!(
+        message.contains("Secret \"openai\" may be sent only to https://api.openai.com")
+            && message.contains("would send it to https://collector.evil.example")
+            && message
+                .contains("kubectl annotate secret openai studio.orrery.dev/allowed-origins="),
+        "{message}"
+    );
+    let allow = serde_json::json!({"metadata": {"annotations": {
+        "studio.orrery.dev/allowed-origins": "https://api.openai.com,https://collector.evil.example"}}});
+    secrets
+        .patch("openai", &PatchParams::default(), &Patch::Merge(&allow))
+        .await?;
+    registry
+        .patch("gpt", &PatchParams::default(), &Patch::Merge(&touch(2)))
+        .await?;
+    wait_for(
+        registry,
+        "gpt",
+        "Ready no longer refused once the Secret allows the origin",
+        TIMEOUT,
+        |e: Option<&RegistryEntry>| e.is_some_and(|e| ready_of(e).0 != "SpecRefused"),
+    )
+    .await?;
+    Ok(())
 }
 
 const BROKEN: &str = r#"

@@ -67,6 +67,7 @@ app.kubernetes.io/component: operator
 {{- $_ := set $config "privateNetworkAllowlist" ($c.privateNetworkAllowlist | default list) -}}
 {{- if $c.clusterRanges }}{{- $_ := set $config "clusterRanges" $c.clusterRanges -}}{{- end -}}
 {{- $_ := set $config "actingRemotes" $c.actingRemotes -}}
+{{- if $c.requireSecretOrigins }}{{- $_ := set $config "requireSecretOrigins" true -}}{{- end -}}
 {{- if $c.egressProxy }}{{- $_ := set $config "egressProxy" $c.egressProxy -}}{{- end -}}
 {{- if $c.allowedModels }}{{- $_ := set $config "allowedModels" $c.allowedModels -}}{{- end -}}
 {{- if $c.defaultModel }}{{- $_ := set $config "defaultModel" $c.defaultModel -}}{{- end -}}

@@ -81,6 +81,11 @@ pub struct Config {
     /// Whether entries with `effect: Acting` may be used.
     #[serde(default)]
     pub acting_remotes: bool,
+    /// Whether every Secret a RegistryEntry references must name the origins it may be sent
+    /// to (annotation `studio.orrery.dev/allowed-origins`); without it, only a Secret that
+    /// carries the annotation is held to it (rules 5.46/5.47, anchor issue 27 §2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_secret_origins: bool,
     /// The egress proxy public traffic goes through; without it runners connect directly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_proxy: Option<EgressProxy>,

@@ -9,10 +9,11 @@ use super::probe::{
     probe_selector,
 };
 use super::status::{
-    ProbeNext, SecretKeys, needs_no_probe, observe, probe_status, static_problems, static_status,
+    ProbeNext, ReferencedSecret, SecretKeys, needs_no_probe, observe, probe_status,
+    static_problems, static_status,
 };
 use crate::controller::{Context, apply_status, drain, scoped};
-use crate::endpoints::secret_refs;
+use crate::endpoints::{ALLOWED_ORIGINS_ANNOTATION, secret_refs};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
 use crate::sandbox::pod_state;
@@ -50,9 +51,21 @@ async fn referenced_secrets(api: &Api<Secret>, entry: &RegistryEntry) -> Result<
         .collect();
     for name in names {
         if let Some(secret) = api.get_opt(name).await? {
+            let allowed_origins = secret
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ALLOWED_ORIGINS_ANNOTATION))
+                .cloned();
             let mut keys: BTreeSet<String> = secret.data.unwrap_or_default().into_keys().collect();
             keys.extend(secret.string_data.unwrap_or_default().into_keys());
-            out.insert(name.to_owned(), keys);
+            out.insert(
+                name.to_owned(),
+                ReferencedSecret {
+                    keys,
+                    allowed_origins,
+                },
+            );
         }
     }
     Ok(out)

@@ -9,7 +9,9 @@
 //! would be read in two files. Its tests are in `status_tests.rs`.
 
 use crate::config::{AllowEntry, Config};
-use crate::endpoints::{entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs};
+use crate::endpoints::{
+    ALLOWED_ORIGINS_ANNOTATION, entry_urls, is_private, is_secure_url, scheme_and_host, secret_refs,
+};
 use crate::kstatus::{self, Health, find};
 use crate::sandbox::PodState;
 use ipnet::IpNet;
@@ -25,8 +27,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 
-/// The Secrets of the entry's namespace: name → the keys of its data.
-pub type SecretKeys = BTreeMap<String, BTreeSet<String>>;
+/// What the static checks read of one Secret an entry references.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReferencedSecret {
+    /// The keys of its data.
+    pub keys: BTreeSet<String>,
+    /// Its [`ALLOWED_ORIGINS_ANNOTATION`], when it has one.
+    pub allowed_origins: Option<String>,
+}
+
+/// The Secrets the entry references that exist, by name.
+pub type SecretKeys = BTreeMap<String, ReferencedSecret>;
 
 /// One static problem of an entry, at its field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,15 +182,84 @@ pub fn static_problems(
                 ),
                 "create the Secret (kubectl create secret generic NAME --from-literal=KEY=VALUE) or fix the name",
             ),
-            Some(keys) if !keys.contains(&reference.key) => problem(
+            Some(secret) if !secret.keys.contains(&reference.key) => problem(
                 &field,
                 format!("Secret {:?} has no key {:?}", reference.name, reference.key),
                 "add the key to the Secret or fix secretKeyRef.key",
             ),
-            Some(_) => {}
+            Some(secret) => {
+                if let Some((problem_text, fix)) =
+                    secret_origin_problem(&reference.name, secret, spec, config)
+                {
+                    problem(&field, problem_text, &fix);
+                }
+            }
         }
     }
     out
+}
+
+/// Why the entry may not send Secret `name` where it would (rules 5.46/5.47): the Secret's
+/// [`ALLOWED_ORIGINS_ANNOTATION`] does not list an origin the entry reaches, cannot be read,
+/// or is missing while the deployment requires it. The problem and its fix.
+fn secret_origin_problem(
+    name: &str,
+    secret: &ReferencedSecret,
+    spec: &orrery_crds::RegistryEntrySpec,
+    config: &Config,
+) -> Option<(String, String)> {
+    let destinations = crate::endpoints::secret_destinations(spec);
+    let annotate = |origins: &[String]| {
+        format!(
+            "someone who may edit Secret {name:?} allows it: kubectl annotate secret {name} {ALLOWED_ORIGINS_ANNOTATION}={:?} --overwrite",
+            origins.join(",")
+        )
+    };
+    let Some(annotation) = &secret.allowed_origins else {
+        return config.require_secret_origins.then(|| {
+            (
+                format!(
+                    "Secret {name:?} does not say which origins it may be sent to, and this deployment requires it (requireSecretOrigins)"
+                ),
+                annotate(&destinations),
+            )
+        });
+    };
+    let allowed = match crate::endpoints::allowed_origins(annotation) {
+        Ok(allowed) => allowed,
+        Err(item) => {
+            return Some((
+                format!(
+                    "Secret {name:?} has {ALLOWED_ORIGINS_ANNOTATION} {annotation:?}, and {item:?} in it is not an origin (scheme://host[:port])"
+                ),
+                annotate(&destinations),
+            ));
+        }
+    };
+    let outside: Vec<&String> = destinations
+        .iter()
+        .filter(|d| !allowed.contains(d))
+        .collect();
+    if outside.is_empty() {
+        return None;
+    }
+    let mut widened = allowed.clone();
+    widened.extend(outside.iter().map(|o| (*o).clone()));
+    Some((
+        format!(
+            "Secret {name:?} may be sent only to {} ({ALLOWED_ORIGINS_ANNOTATION}), but this entry would send it to {}; the entry is not used until the Secret allows it",
+            allowed.join(", "),
+            outside
+                .iter()
+                .map(|o| o.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        format!(
+            "point the entry back at an allowed origin, or, if the new one is meant, have {}",
+            annotate(&widened)
+        ),
+    ))
 }
 
 /// Whether the entry reaches no network (a Scripted model), so nothing is probed or pinned.

@@ -27,7 +27,13 @@ fn entry(yaml: &str) -> RegistryEntry {
 }
 
 fn secrets() -> SecretKeys {
-    BTreeMap::from([("keys".to_owned(), BTreeSet::from(["openai".to_owned()]))])
+    BTreeMap::from([(
+        "keys".to_owned(),
+        ReferencedSecret {
+            keys: BTreeSet::from(["openai".to_owned()]),
+            allowed_origins: None,
+        },
+    )])
 }
 
 fn fields(yaml: &str, config: &Config) -> Vec<String> {
@@ -637,5 +643,83 @@ mod probing {
         ));
         assert_eq!(observe(&PodState::Absent), ProbeObservation::NoPod);
         assert_eq!(observe(&PodState::Starting), ProbeObservation::Running);
+    }
+}
+
+/// Rules 5.46/5.47 (issue 27 §2): a Secret bound to origins is sent to no other; an entry whose
+/// URL moved elsewhere is refused until someone who can edit the Secret allows the new origin;
+/// with requireSecretOrigins, a Secret that names no origins is refused too.
+#[test]
+fn a_secret_goes_only_to_the_origins_its_annotation_lists() {
+    let bound = |annotation: Option<&str>| -> SecretKeys {
+        BTreeMap::from([(
+            "keys".to_owned(),
+            ReferencedSecret {
+                keys: BTreeSet::from(["k".to_owned()]),
+                allowed_origins: annotation.map(str::to_owned),
+            },
+        )])
+    };
+    let openai =
+        "spec: {model: {provider: OpenAI, model: m, apiKey: {secretKeyRef: {name: keys, key: k}}}}";
+    let moved = "spec: {model: {provider: OpenAI, model: m, baseUrl: 'https://collector.evil.example/v1', apiKey: {secretKeyRef: {name: keys, key: k}}}}";
+    let agent = "spec: {a2a: {cardUrl: 'https://w.example/.well-known/agent-card.json', skills: [s], serviceOrigins: ['https://rpc.example:8443'], auth: {secretKeyRef: {name: keys, key: k}}}}";
+    let required = config("requireSecretOrigins: true");
+    let plain = config("");
+    // (entry, annotation, config, refused with)
+    let cases: [(&str, Option<&str>, &Config, Option<&str>); 9] = [
+        (openai, None, &plain, None),
+        (openai, Some("https://api.openai.com"), &plain, None),
+        (openai, Some("HTTPS://API.OPENAI.COM:443/v1"), &plain, None),
+        (
+            moved,
+            Some("https://api.openai.com"),
+            &plain,
+            Some(
+                "may be sent only to https://api.openai.com (studio.orrery.dev/allowed-origins), but this entry would send it to https://collector.evil.example",
+            ),
+        ),
+        (
+            agent,
+            Some("https://w.example, https://rpc.example:8443"),
+            &plain,
+            None,
+        ),
+        (
+            agent,
+            Some("https://w.example"),
+            &plain,
+            Some("would send it to https://rpc.example:8443"),
+        ),
+        (
+            openai,
+            Some("api.openai.com"),
+            &plain,
+            Some("\"api.openai.com\" in it is not an origin"),
+        ),
+        (
+            openai,
+            None,
+            &required,
+            Some("does not say which origins it may be sent to, and this deployment requires it"),
+        ),
+        (openai, Some("https://api.openai.com"), &required, None),
+    ];
+    for (yaml, annotation, config, refused) in cases {
+        let problems = static_problems(&entry(yaml), config, &bound(annotation));
+        match refused {
+            None => assert!(problems.is_empty(), "{yaml} {annotation:?}: {problems:?}"),
+            Some(text) => {
+                assert_eq!(problems.len(), 1, "{yaml} {annotation:?}: {problems:?}");
+                let shown = problems[0].to_string();
+                assert!(shown.contains(text), "{shown}");
+                assert!(
+                    problems[0].field.ends_with("secretKeyRef"),
+                    "{}",
+                    problems[0].field
+                );
+                assert!(shown.contains("kubectl annotate secret keys"), "{shown}");
+            }
+        }
     }
 }

@@ -166,6 +166,18 @@ pub fn entries_readiness(plan: &Plan, entries: &[RegistryEntry]) -> EntryReadine
         });
         match (entry, ready) {
             (None, _) => refused.push(format!("RegistryEntry {name} does not exist")),
+            // Ready, but of an older spec: the entry was edited (its URL moved, say) and is
+            // not checked again yet, so what was Ready is not what would be called.
+            (Some(e), Some(c))
+                if c.status == ConditionStatus::True
+                    && c.observed_generation.is_some()
+                    && c.observed_generation != e.metadata.generation =>
+            {
+                waiting.push(format!(
+                    "RegistryEntry {name} changed (generation {}) and is being checked again",
+                    e.metadata.generation.unwrap_or_default()
+                ))
+            }
             (Some(_), Some(c)) if c.status == ConditionStatus::True => {}
             (Some(_), Some(c)) if c.status == ConditionStatus::False => refused.push(format!(
                 "RegistryEntry {name} is not Ready ({}: {})",

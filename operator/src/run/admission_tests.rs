@@ -272,6 +272,43 @@ fn a_plan_waits_for_unprobed_entries_and_is_refused_on_entries_not_ready() {
         entries_readiness(&doc.plan, &entries),
         EntryReadiness::Ready
     );
+    // Ready of generation 3, but the entry is at 4 (edited: its URL moved, say): the run
+    // waits for the check of what would be called (rules 5.46/5.47).
+    for e in entries.iter_mut() {
+        e.metadata.generation = Some(3);
+        let status = e.status.get_or_insert_with(Default::default);
+        set_health(
+            &mut status.conditions,
+            &Health::Ready {
+                reason: "Probed",
+                message: String::new(),
+            },
+            Some(3),
+            at(0),
+        );
+    }
+    assert_eq!(
+        entries_readiness(&doc.plan, &entries),
+        EntryReadiness::Ready
+    );
+    if let Some(gpt) = entries
+        .iter_mut()
+        .find(|e| e.metadata.name.as_deref() == Some("gpt"))
+    {
+        gpt.metadata.generation = Some(4);
+    }
+    assert_eq!(
+        entries_readiness(&doc.plan, &entries),
+        EntryReadiness::Waiting(
+            "RegistryEntry gpt changed (generation 4) and is being checked again".into()
+        )
+    );
+    if let Some(gpt) = entries
+        .iter_mut()
+        .find(|e| e.metadata.name.as_deref() == Some("gpt"))
+    {
+        gpt.metadata.generation = Some(3);
+    }
     if let Some(status) = entries
         .iter_mut()
         .find(|e| e.metadata.name.as_deref() == Some("tools"))
