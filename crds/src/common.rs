@@ -158,6 +158,18 @@ pub struct SecretKeyRef {
     pub key: String,
 }
 
+/// A reference to one key of a ConfigMap in the resource's own namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigMapKeyRef {
+    /// Name of the ConfigMap, in the same namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the ConfigMap's data.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
 /// Credentials sent to an entry's own origin only.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

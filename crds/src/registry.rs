@@ -354,8 +354,10 @@ pub struct A2aEntry {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "has(self.jwks) || (has(self.allowJku) && self.allowJku)",
-     "message": "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set, or allowJku: true to take the key set a signature names on the card's own origin"}
+    {"rule": "has(self.jwks) || has(self.jwksConfigMapRef) || (has(self.allowJku) && self.allowJku)",
+     "message": "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set (or jwksConfigMapRef to a ConfigMap holding it), or allowJku: true to take the key set a signature names on the card's own origin"},
+    {"rule": "!(has(self.jwks) && has(self.jwksConfigMapRef))",
+     "message": "spec.a2a.cardSignature sets both jwks and jwksConfigMapRef; keep one"}
 ]))]
 pub struct CardSignature {
     /// The trusted public keys, as a JWKS document in JSON (`{"keys": [{"kty": "EC", "crv":
@@ -364,6 +366,12 @@ pub struct CardSignature {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 65536))]
     pub jwks: Option<String>,
+    /// The trusted public keys, as a JWKS document in a key of a ConfigMap in this namespace
+    /// (one key set shared by several entries, rotated in one place). The operator reads it
+    /// when it checks the entry and when it starts each run; a run started after the ConfigMap
+    /// changed uses the new keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_config_map_ref: Option<crate::common::ConfigMapKeyRef>,
     /// Also trust the key set a signature's `jku` names, only when it is on the card's own
     /// origin (same scheme, host and port); it is fetched through the network guard, within
     /// the card's size limit. Off by default: a key set on the agent's own origin proves only

@@ -29,6 +29,7 @@
 //!
 //! No module depends on itself through others (the same test checks it).
 
+pub mod card_keys;
 pub mod composition;
 pub mod config;
 pub mod controller;

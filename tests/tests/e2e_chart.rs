@@ -152,6 +152,10 @@ async fn helm_installs_upgrades_and_uninstalls_the_chart_on_a_real_apiserver() -
         ("list", "secrets", t, false),
         ("delete", "secrets", t, false),
         ("get", "secrets", o, false),
+        ("get", "configmaps", t, true),
+        ("list", "configmaps", t, false),
+        ("update", "configmaps", t, false),
+        ("get", "configmaps", o, false),
         // NetworkPolicies: created and applied in tenant namespaces, never deleted (owned).
         ("create", "networkpolicies.networking.k8s.io", t, true),
         ("patch", "networkpolicies.networking.k8s.io", t, true),

@@ -82,7 +82,7 @@ fn entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
             "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "RegistryEntry",
             "metadata": {"name": "signed-writer"},
             "spec": {"a2a": {"cardUrl": fleet.writer_card_url(), "skills": ["draft"],
-                "cardSignature": {"jwks": SIGNING_KEYS}}}
+                "cardSignature": {"jwksConfigMapRef": {"name": "writer-keys", "key": "jwks.json"}}}}
         }))?,
     ])
 }
@@ -216,8 +216,34 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     )
     .await?
     .context("demo-writer")?;
-    // An entry that requires a signed card is not Ready while the card carries no signature,
-    // and says so.
+    // An entry that requires a signed card, its keys in a ConfigMap: refused while the
+    // ConfigMap is missing, naming it; then not Ready while the card carries no signature.
+    let missing_keys = wait_for(
+        &registry,
+        "signed-writer",
+        "Ready=False (SpecRefused) for its missing ConfigMap",
+        PROBE_TIMEOUT,
+        has_ready(ConditionStatus::False, "SpecRefused"),
+    )
+    .await?
+    .context("signed-writer")?;
+    let message = missing_keys
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Ready"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    ensure!(
+        message.contains("spec.a2a.cardSignature.jwksConfigMapRef")
+            && message.contains("ConfigMap \"writer-keys\" does not exist"),
+        "{message}"
+    );
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = ns.api(client);
+    let keys: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "writer-keys"}, "data": {"jwks.json": SIGNING_KEYS}
+    }))?;
+    configmaps.create(&PostParams::default(), &keys).await?;
+    reprobe(&registry, "signed-writer", "keys-created").await?;
     let signed = wait_for(
         &registry,
         "signed-writer",

@@ -345,7 +345,11 @@ fn signed(
 ) -> impl FnOnce(&mut orrery_crds::registry::A2aEntry) {
     let jwks = jwks.map(str::to_owned);
     move |a| {
-        a.card_signature = Some(orrery_crds::registry::CardSignature { jwks, allow_jku });
+        a.card_signature = Some(orrery_crds::registry::CardSignature {
+            jwks,
+            allow_jku,
+            ..Default::default()
+        });
     }
 }
 

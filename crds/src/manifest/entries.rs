@@ -127,11 +127,21 @@ pub(super) fn entry_problems(
                     format!("spec.a2a.cardSignature.jwks: {e}"),
                 ));
             }
-            if signature.jwks.is_none() && !signature.allow_jku {
+            if signature.jwks.is_none()
+                && signature.jwks_config_map_ref.is_none()
+                && !signature.allow_jku
+            {
                 out.push(issue(
                     loc!["spec", "a2a", "cardSignature"],
                     codes::INVALID_KEY_SET,
-                    "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set, or allowJku: true to take the key set a signature names on the card's own origin",
+                    "spec.a2a.cardSignature needs trusted keys: set jwks to the agent's public key set (or jwksConfigMapRef to a ConfigMap holding it), or allowJku: true to take the key set a signature names on the card's own origin",
+                ));
+            }
+            if signature.jwks.is_some() && signature.jwks_config_map_ref.is_some() {
+                out.push(issue(
+                    loc!["spec", "a2a", "cardSignature"],
+                    codes::INVALID_KEY_SET,
+                    "spec.a2a.cardSignature sets both jwks and jwksConfigMapRef; keep one",
                 ));
             }
         }
@@ -259,12 +269,24 @@ mod tests {
         let private = signed.replace("\\\"y\\\"", "\\\"d\\\": \\\"AA\\\", \\\"y\\\"");
         let jku_only = format!("spec: {{a2a: {{{card}, cardSignature: {{allowJku: true}}}}}}");
         let no_keys = format!("spec: {{a2a: {{{card}, cardSignature: {{}}}}}}");
+        let from_map = format!(
+            "spec: {{a2a: {{{card}, cardSignature: {{jwksConfigMapRef: {{name: keys, key: jwks.json}}}}}}}}"
+        );
+        let both = format!(
+            "spec: {{a2a: {{{card}, cardSignature: {{jwks: \"{ec}\", jwksConfigMapRef: {{name: keys, key: jwks.json}}}}}}}}"
+        );
         let elsewhere = "spec: {a2a: {cardUrl: 'https://w/card.json', skills: [draft]}}";
         let prefixed = "spec: {a2a: {cardUrl: 'https://w/agents/a/.well-known/agent-card.json', skills: [draft]}}";
         let query =
             "spec: {a2a: {cardUrl: 'https://w/.well-known/agent-card.json?v=2', skills: [draft]}}";
-        let cases: [Case; 17] = [
+        let cases: [Case; 19] = [
             (&signed, &none, &[]),
+            (&from_map, &none, &[]),
+            (
+                &both,
+                &none,
+                &[("invalid_key_set", "spec.a2a.cardSignature")],
+            ),
             (
                 &private,
                 &none,

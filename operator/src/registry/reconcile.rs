@@ -9,7 +9,7 @@ use super::probe::{
     probe_selector,
 };
 use super::status::{
-    ProbeNext, ReferencedSecret, SecretKeys, needs_no_probe, observe, probe_status,
+    ProbeNext, ReferencedSecret, SecretKeys, SpecProblem, needs_no_probe, observe, probe_status,
     static_problems, static_status,
 };
 use crate::controller::{Context, apply_status, drain, scoped};
@@ -17,7 +17,7 @@ use crate::endpoints::{ALLOWED_ORIGINS_ANNOTATION, secret_refs};
 use crate::error::{Error, Result};
 use crate::kstatus::find;
 use crate::sandbox::pod_state;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -33,8 +33,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How often an entry whose Secret is missing is checked again (Secrets are not watched: the
-/// operator reads only the Secrets entries name).
+/// How often an entry whose Secret (or key-set ConfigMap) is missing is checked again (neither
+/// is watched: the operator reads only the ones entries name).
 const SECRET_RECHECK: Duration = Duration::from_secs(60);
 
 /// How long a running probe pod is waited for before the entry is looked at again anyway
@@ -128,7 +128,17 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
     };
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
     let secrets = referenced_secrets(&secrets, &stored).await?;
-    let problems = static_problems(&stored, &ctx.config, &secrets);
+    let mut problems = static_problems(&stored, &ctx.config, &secrets);
+    // The probe reads the entry with the key set its jwksConfigMapRef names put in place.
+    let mut resolved = stored.clone();
+    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    if let Some(found) = crate::card_keys::resolve(&configmaps, &mut resolved).await? {
+        problems.push(SpecProblem {
+            field: crate::card_keys::FIELD.to_owned(),
+            problem: found.problem,
+            fix: found.fix,
+        });
+    }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let uid = stored.uid().ok_or_else(|| Error::MissingMetadata {
         kind: "RegistryEntry",
@@ -146,14 +156,17 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
         let status = static_status(&stored, &problems, Timestamp::now());
         write_status(&ctx, &api, &stored, &status).await?;
         return Ok(
-            if problems.iter().any(|p| p.field.contains("secretKeyRef")) {
+            if problems
+                .iter()
+                .any(|p| p.field.contains("secretKeyRef") || p.field == crate::card_keys::FIELD)
+            {
                 Action::requeue(SECRET_RECHECK)
             } else {
                 Action::await_change()
             },
         );
     }
-    let expected = probe_pod_name(&stored)?;
+    let expected = probe_pod_name(&resolved)?;
     for pod in probe_pods.iter().filter(|p| p.name_any() != expected) {
         delete_pod(&pods, &pod.name_any()).await?;
     }
@@ -185,7 +198,7 @@ pub async fn reconcile(entry: Arc<RegistryEntry>, ctx: Arc<Context>) -> Result<A
                     &Patch::Apply(&policy),
                 )
                 .await?;
-            let pod = probe_pod(&stored, &ctx.config)?;
+            let pod = probe_pod(&resolved, &ctx.config)?;
             match pods.create(&PostParams::default(), &pod).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 409 => {}

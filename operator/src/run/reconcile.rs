@@ -426,11 +426,24 @@ impl RunContext {
         // From the apiserver's watch cache (`resourceVersion=0`): a consistent list waits for
         // the cache to catch up with etcd (tens of milliseconds on every start). A copy a
         // moment old is safe: the runner checks every pin against the live remote.
-        let entries = self
+        let mut entries = self
             .api::<RegistryEntry>(namespace)
             .list(&ListParams::default().match_any())
             .await?
             .items;
+        // A signed card's keys kept in a ConfigMap go to the runner in the entry's `jwks`; one
+        // that cannot be read is left as a reference, which the runner refuses (fail closed).
+        let configmaps = self.api::<k8s_openapi::api::core::v1::ConfigMap>(namespace);
+        for entry in entries.iter_mut() {
+            if let Some(problem) = crate::card_keys::resolve(&configmaps, entry).await? {
+                tracing::warn!(
+                    entry = %entry.name_any(),
+                    "the card keys of RegistryEntry {}: {}",
+                    entry.name_any(),
+                    problem.problem
+                );
+            }
+        }
         match prepare(run, source, &entries, &self.base.config)? {
             Prepared::Ready(document) => {
                 let asks = super::admission::asking(&document.plan);

@@ -99,8 +99,8 @@ impl A2aEndpoint {
         let card_signature = match &spec.card_signature {
             None => None,
             Some(signature) => Some(SignaturePolicy {
-                keys: match &signature.jwks {
-                    Some(jwks) => {
+                keys: match (&signature.jwks, &signature.jwks_config_map_ref) {
+                    (Some(jwks), _) => {
                         orrery_crds::jwks::parse_jwks(jwks.as_bytes()).map_err(|source| {
                             EndpointError::KeySet {
                                 entry: name.to_owned(),
@@ -108,7 +108,18 @@ impl A2aEndpoint {
                             }
                         })?
                     }
-                    None => orrery_crds::jwks::Jwks::default(),
+                    // The operator puts the ConfigMap's key set in `jwks` for the run; a
+                    // reference still here was not read, so no key is trusted.
+                    (None, Some(reference)) => {
+                        return Err(EndpointError::KeySet {
+                            entry: name.to_owned(),
+                            source: orrery_crds::jwks::JwksError::Document(format!(
+                                "the key set of ConfigMap {:?} (key {:?}) was not handed to this run; check that the ConfigMap exists and the entry is Ready",
+                                reference.name, reference.key
+                            )),
+                        });
+                    }
+                    (None, None) => orrery_crds::jwks::Jwks::default(),
                 },
                 allow_jku: signature.allow_jku,
             }),
