@@ -77,6 +77,12 @@ fn yaml_too_deep_at(text: &str) -> Option<usize> {
         }
         let mut prev = ' ';
         let mut escaped = false;
+        // In block context a flow collection or a quoted scalar starts only where a key or a
+        // value does: at the start of the line's body, after `: `, or after an anchor or a tag
+        // there. Anywhere else a bracket or a quote is text of a plain scalar (`note: see [1]`),
+        // which the parser reads without nesting.
+        let mut value_start = true;
+        let mut in_property = false;
         for c in body.chars() {
             match quote {
                 Quote::Double => {
@@ -99,12 +105,27 @@ fn yaml_too_deep_at(text: &str) -> Option<usize> {
                 }
                 Quote::None => {}
             }
-            let token_start = prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':');
+            let opens = if flow > 0 {
+                prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':')
+            } else {
+                let at_value = value_start && !in_property;
+                if c == ' ' || c == '\t' {
+                    if prev == ':' || in_property {
+                        value_start = true;
+                    }
+                    in_property = false;
+                } else if at_value && (c == '&' || c == '!') {
+                    in_property = true;
+                } else if !in_property {
+                    value_start = false;
+                }
+                at_value && c != ' ' && c != '\t'
+            };
             match c {
                 '#' if prev.is_whitespace() => break,
-                '"' if token_start => quote = Quote::Double,
-                '\'' if token_start => quote = Quote::Single,
-                '[' | '{' if token_start || flow > 0 => {
+                '"' if opens => quote = Quote::Double,
+                '\'' if opens => quote = Quote::Single,
+                '[' | '{' if opens || flow > 0 => {
                     flow += 1;
                     if block + flow > MAX_DEPTH {
                         return Some(index + 1);
@@ -178,6 +199,33 @@ mod tests {
                 Format::Yaml
             };
             assert_eq!(too_deep_at(&text, format), None, "{text}");
+        }
+    }
+
+    /// Found by `scripts/fuzz.sh import`: an instruction with `[[[[` in its text was refused
+    /// as too deep (its manifest, written by `orrery import`, did not read back).
+    #[test]
+    fn brackets_and_quotes_inside_a_plain_scalar_do_not_count_but_flow_after_a_tag_does() {
+        let many = "[".repeat(MAX_DEPTH + 5);
+        for text in [
+            format!("a: see {many} here\n"),
+            format!("- note {many}\n"),
+            format!("a: it's \"{many}\n"),
+            format!("a: b\n  continued {many}\n"),
+        ] {
+            assert_eq!(too_deep_at(&text, Format::Yaml), None, "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        for text in [
+            format!("a: {deep}\n"),
+            format!("a: &x {deep}\n"),
+            format!("a: !!seq {deep}\n"),
+            format!("a: &x !!seq {deep}\n"),
+            format!("- {deep}\n"),
+            format!("{deep}: v\n"),
+            format!("a: [b, {deep}]\n"),
+        ] {
+            assert_eq!(too_deep_at(&text, Format::Yaml), Some(1), "{text}");
         }
     }
 
