@@ -368,3 +368,26 @@ fn every_spec_of_the_corpus_imports_to_a_manifest_that_reads_back_the_same_or_is
         );
     }
 }
+
+/// The key sets and protected headers of the committed corpus (`tests/fuzz-corpus/jwks/`, the
+/// seeds of `scripts/fuzz.sh jwks` and every input that ever failed it): read or refused, never
+/// a panic, in bounded time.
+#[test]
+fn every_key_set_and_header_of_the_corpus_is_read_or_refused_in_bounded_time() {
+    use orrery_crds::jwks::{parse_jwks, parse_protected_header};
+    for file in corpus("jwks") {
+        let bytes = std::fs::read(&file).unwrap();
+        let started = Instant::now();
+        let _ = parse_jwks(&bytes);
+        let _ = parse_protected_header(&String::from_utf8_lossy(&bytes));
+        assert!(started.elapsed() < BOUND, "{}", file.display());
+    }
+    let ec = std::fs::read(
+        corpus("jwks")
+            .into_iter()
+            .find(|f| f.ends_with("ec.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(parse_jwks(&ec).is_ok(), "the corpus's good key set reads");
+}

@@ -90,6 +90,16 @@ fn entries(fleet: &Fleet) -> Result<Vec<RegistryEntry>> {
 /// A public key set the demo writer does not sign with (it signs with none).
 const SIGNING_KEYS: &str = r#"{"keys": [{"kty": "EC", "crv": "P-256", "kid": "writer-2026", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
 
+/// The message of `entry`'s `Ready` condition (empty without one).
+fn ready_message(entry: &RegistryEntry) -> String {
+    entry
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Ready"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
 fn ready_reason(e: Option<&RegistryEntry>) -> Option<(ConditionStatus, String)> {
     e?.status
         .as_ref()?
@@ -227,12 +237,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     )
     .await?
     .context("signed-writer")?;
-    let message = missing_keys
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Ready"))
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = ready_message(&missing_keys);
     ensure!(
         message.contains("spec.a2a.cardSignature.jwksConfigMapRef")
             && message.contains("ConfigMap \"writer-keys\" does not exist"),
@@ -253,12 +258,7 @@ async fn scenario(client: &Client, ns: &TestNamespace, fleet: Fleet) -> Result<(
     )
     .await?
     .context("signed-writer")?;
-    let refused = signed
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.r#type == "Ready"))
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let refused = ready_message(&signed);
     assert!(
         refused.contains("the card of remote agent 'signed-writer' was refused: its signature: the entry requires a signed card"),
         "{refused}"
