@@ -218,6 +218,8 @@ pub struct StudioRunStatus {
     /// defaults to empty, so the first `add` works too). The admission policy
     /// (the chart's `templates/policies/`) lets only a person who is the owner or an approver append, once per
     /// pending approval, with `decidedBy` their own user name and, to approve, its digest.
+    /// While those policies are off or one is missing, a decision appended by hand is not
+    /// honoured: only those made through the sidecar's API count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), extend("default" = []))]
     pub decisions: Vec<Decision>,

@@ -133,6 +133,7 @@ pub struct TestSidecar {
     pub sidecar: Arc<Sidecar>,
     store: String,
     settings: SidecarSettings,
+    config: Arc<orrery_operator::Config>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
     /// The runtime it serves on; `None` once killed or stopped.
@@ -164,10 +165,33 @@ impl TestSidecar {
         store: &str,
         settings: SidecarSettings,
     ) -> Result<TestSidecar> {
+        TestSidecar::start_configured(address, store, settings, Arc::new(deployment_config()?))
+            .await
+    }
+
+    /// [`TestSidecar::start_on`] with the example deployment config changed by `configure` (the
+    /// admission policies of a [`crate::studio::Studio`] that binds them, for one).
+    pub async fn start_on_with(
+        address: SocketAddr,
+        store: &str,
+        settings: SidecarSettings,
+        configure: &dyn Fn(&mut orrery_operator::Config),
+    ) -> Result<TestSidecar> {
+        let mut config = deployment_config()?;
+        configure(&mut config);
+        TestSidecar::start_configured(address, store, settings, Arc::new(config)).await
+    }
+
+    async fn start_configured(
+        address: SocketAddr,
+        store: &str,
+        settings: SidecarSettings,
+        config: Arc<orrery_operator::Config>,
+    ) -> Result<TestSidecar> {
         let env = testenv::shared_async().await?;
         let kube = env.config(ADMIN).await?;
         let verifier = test_verifier()?;
-        let config = Arc::new(deployment_config()?);
+        let kept = Arc::clone(&config);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("test-sidecar")
@@ -210,6 +234,7 @@ impl TestSidecar {
             sidecar,
             store: store.to_owned(),
             settings,
+            config: kept,
             stop: Some(stop),
             task: Some(task),
             runtime: Some(runtime),
@@ -252,7 +277,14 @@ impl TestSidecar {
         // The port may linger a moment after the listener is dropped.
         let mut last = None;
         for _ in 0..50 {
-            match TestSidecar::start_on(self.address, &self.store, self.settings.clone()).await {
+            match TestSidecar::start_configured(
+                self.address,
+                &self.store,
+                self.settings.clone(),
+                Arc::clone(&self.config),
+            )
+            .await
+            {
                 Ok(again) => {
                     *self = again;
                     return Ok(());

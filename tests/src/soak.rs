@@ -22,9 +22,11 @@
 //! - **database killed**: every process of that server killed with SIGKILL, started again 1
 //!   to 3 s later (it recovers from its write-ahead log).
 //!
-//! Meanwhile a scripted person decides every approval that comes, by the sidecar's API or by
-//! appending to the run's `status.decisions` as `kubectl patch` does, and every run is
-//! followed live from its creation as its owner would (SSE, resumed with `Last-Event-ID`).
+//! Meanwhile a scripted person (alice, who creates the runs) decides every approval that comes,
+//! by the sidecar's API or by appending to the run's `status.decisions` as `kubectl patch`
+//! does, under the chart's admission policies (without them the sidecar would honour only the
+//! API's decisions), and every run is followed live from its creation as its owner would (SSE,
+//! resumed with `Last-Event-ID`).
 //!
 //! The invariants: every run ends in exactly one final phase, which never changes once
 //! reached (a watch records every phase each run showed); every stored trace is `1..N` with no
@@ -336,7 +338,12 @@ fn pick(sidecars: &Sidecars, n: usize) -> Option<String> {
 /// again if the approval is still pending 10 s later, as a person would (a decision that landed
 /// but whose answer was lost is no longer pending by then); one refused with 409 or 422
 /// (already decided, or settled meanwhile) is not.
-fn person(studio: &Studio, sidecars: Sidecars) -> Result<tokio::task::JoinHandle<()>> {
+/// Alice's own decisions are hers: the admission policies check who writes one.
+fn person(
+    studio: &Studio,
+    alices_runs: kube::Api<StudioRun>,
+    sidecars: Sidecars,
+) -> Result<tokio::task::JoinHandle<()>> {
     let runs = studio.runs();
     let alice = token(studio.env, ALICE)?;
     let ns = studio.ns.name.clone();
@@ -388,7 +395,7 @@ fn person(studio: &Studio, sidecars: Sidecars) -> Result<tokio::task::JoinHandle
                             "digest": approval.digest, "decidedBy": ALICE
                         }}]);
                         let landed = match serde_json::from_value(patch) {
-                            Ok(patch) => runs
+                            Ok(patch) => alices_runs
                                 .patch_status(
                                     &name,
                                     &PatchParams::default(),
@@ -619,7 +626,7 @@ async fn start_system(options: &SoakOptions, database: &str) -> Result<(Studio, 
                 prelude: "",
                 manifests: &models(),
                 users: &[ALICE],
-                policies: false,
+                policies: true,
                 values: CHART_VALUES,
             },
             ReplicatedOptions {
@@ -642,23 +649,32 @@ async fn start_system(options: &SoakOptions, database: &str) -> Result<(Studio, 
         };
         return Ok((studio, System::Chart(chart), sidecars));
     }
-    let mut sidecar = TestSidecar::start(database, SidecarSettings::default()).await?;
+    // The sidecar's address is chosen first: the studio's runners are given it, and the sidecar
+    // is configured with the admission policies the studio binds (so it honours the decisions
+    // alice writes by hand, which they check).
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], crate::harness::free_port()?));
+    let url = format!("http://{address}");
     let studio = Studio::start(StudioOptions {
         prefix: &options.prefix,
-        sidecar_url: &sidecar.url,
+        sidecar_url: &url,
         manifests: &models(),
         users: &[ALICE],
-        policies: false,
+        policies: true,
         configure: &|config| {
             config.run_limits.max_concurrent_runs_per_owner = None;
             config.resync_seconds = 5;
         },
     })
+    .await?;
+    let refs = studio.admission_policy_refs();
+    let sidecar = TestSidecar::start_on_with(address, database, SidecarSettings::default(), &|c| {
+        c.admission_policies = refs.clone();
+    })
     .await;
-    let studio = match studio {
-        Ok(studio) => studio,
+    let mut sidecar = match sidecar {
+        Ok(sidecar) => sidecar,
         Err(e) => {
-            let _ = sidecar.stop().await;
+            let _ = studio.shutdown().await;
             return Err(e);
         }
     };
@@ -990,7 +1006,11 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
         let (phases, watching) = watch_phases(&studio);
         // The in-process sidecar comes back on the same port after each kill; the chart's are
         // each operator pod's, kept current.
-        let deciding = person(&studio, sidecars.clone())?;
+        // Alice creates her runs and decides: the admission policies make the creator the
+        // owner and let only her decide.
+        let alices_runs: kube::Api<StudioRun> =
+            studio.ns.api(&studio.env.client(ALICE).await?);
+        let deciding = person(&studio, alices_runs.clone(), sidecars.clone())?;
         let followed: Followed = Arc::default();
         let alice = token(studio.env, ALICE)?;
 
@@ -1008,7 +1028,7 @@ pub async fn soak(options: &SoakOptions) -> Result<SoakReport> {
             plan.push((name.clone(), run_manifest(&name, model, asking), at));
         }
         let submitting = {
-            let runs = studio.runs();
+            let runs = alices_runs.clone();
             let (followed, sidecars, ns, alice) = (
                 followed.clone(),
                 sidecars.clone(),

@@ -561,6 +561,17 @@ impl Studio {
         Ok(studio)
     }
 
+    /// The admission policies [`StudioOptions::policies`] bound to this studio's namespace, as a
+    /// deployment config names them (empty when none were bound): what a sidecar started for
+    /// this studio is configured with, so it knows whether decisions written by hand are
+    /// checked.
+    pub fn admission_policy_refs(&self) -> Vec<orrery_operator::config::AdmissionPolicyRef> {
+        self.bindings
+            .as_ref()
+            .map(|b| b.refs(&self.ns.name))
+            .unwrap_or_default()
+    }
+
     /// Replaces the dev node of a [`Studio::start`] by one that sets `env` in every pod's
     /// processes besides their own (a shifted clock: [`crate::skew::env`]). Call it before any
     /// run starts: the pods of the old node are stopped.

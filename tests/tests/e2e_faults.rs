@@ -70,7 +70,7 @@ async fn studio_configured(
         prefix,
         sidecar_url: &sidecar_fixture::shared()?.url,
         manifests: &models(),
-        users: &[],
+        users: &[orrery_tests::testenv::ALICE],
         policies: false,
         configure: &|config| {
             // Ten runs of one owner at once (the example config allows three).
@@ -477,7 +477,7 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
             "spec": {
                 "composition": orrery_tests::manifests::draft_review_publish(),
                 "input": "the notes",
-                "owner": "jane@example.com"
+                "owner": orrery_tests::testenv::ALICE
             }
         });
         // The operator's status writes for the run wait in flight, computed from what it read
@@ -491,18 +491,24 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
         let waiting = f.wait_pending_approval("decided").await?;
         ensure!(proxy.held() >= 1, "an operator's status write is held");
         let pending = &waiting.status.as_ref().context("status")?.pending_approvals[0];
-        // A person appends the decision (straight to the API server, as kubectl does).
-        let decision = json!([{"op": "add", "path": "/status/decisions/-", "value": {
-            "approvalId": pending.id, "decision": "Approve", "digest": pending.digest,
-            "decidedBy": "jane@example.com"
-        }}]);
-        f.runs()
-            .patch_status(
-                "decided",
-                &kube::api::PatchParams::default(),
-                &kube::api::Patch::Json::<()>(serde_json::from_value(decision)?),
-            )
-            .await?;
+        // The owner decides through the sidecar's API, which appends the decision with her own
+        // token, straight to the API server (no admission policy is bound here, so a decision
+        // written by hand would not count: attack 46).
+        let alice = orrery_tests::studio::token(f.env, orrery_tests::testenv::ALICE)?;
+        let url = format!(
+            "{}/api/v1/runs/{}/decided/approvals/{}",
+            sidecar_fixture::shared()?.url,
+            f.ns.name,
+            pending.id
+        );
+        let (code, reply) = orrery_tests::studio::api_call(
+            reqwest::Method::POST,
+            url,
+            &alice,
+            Some(json!({"decision": "Approve", "digest": pending.digest})),
+        )
+        .await?;
+        ensure!(code.is_success(), "the decision: {code} {reply}");
         // The operator's forced apply, computed without the decision, goes on now.
         proxy.release();
         let done = wait_final(f, "decided").await?;
@@ -515,7 +521,7 @@ async fn a_persons_decision_survives_the_operators_status_write_computed_before_
         ensure!(
             status.decisions.len() == 1
                 && status.decisions[0].approval_id == pending.id
-                && status.decisions[0].decided_by.as_deref() == Some("jane@example.com"),
+                && status.decisions[0].decided_by.as_deref() == Some(orrery_tests::testenv::ALICE),
             "the person's decision, once: {:?}",
             status.decisions
         );
@@ -854,4 +860,170 @@ async fn with_an_admission_policy_binding_gone_a_run_that_asks_a_person_waits_na
         Ok(())
     })
     .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_written_by_hand_counts_while_the_policies_check_it_and_not_once_one_is_gone_while_the_api_still_decides_attack_46()
+-> Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+    use orrery_operator::sidecar::SidecarSettings;
+    use orrery_tests::sidecar_fixture::{TestSidecar, temp_dir};
+    use orrery_tests::testenv::ALICE;
+    // A sidecar of this test's own, told of the policies the studio binds (as the chart's is).
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], orrery_tests::harness::free_port()?));
+    let url = format!("http://{address}");
+    let studio = Studio::start(StudioOptions {
+        prefix: "hand-decision",
+        sidecar_url: &url,
+        manifests: &models(),
+        users: &[ALICE],
+        policies: true,
+        configure: &|_| {},
+    })
+    .await?;
+    let refs = studio.admission_policy_refs();
+    let store = format!(
+        "sqlite:{}",
+        temp_dir("hand-decision")?.join("events.db").display()
+    );
+    let mut sidecar =
+        match TestSidecar::start_on_with(address, &store, SidecarSettings::default(), &|c| {
+            c.admission_policies = refs.clone()
+        })
+        .await
+        {
+            Ok(sidecar) => sidecar,
+            Err(e) => {
+                let _ = studio.shutdown().await;
+                return Err(e);
+            }
+        };
+    let state = sidecar.sidecar.clone();
+    let result = Studio::test(studio, async |f| {
+        let alice = f.env.client(ALICE).await?;
+        let ns = f.ns.name.clone();
+        let alices_runs: kube::Api<orrery_crds::StudioRun> = f.ns.api(&alice);
+        for name in ["first", "second"] {
+            let run = json!({
+                "apiVersion": "studio.orrery.dev/v1alpha1", "kind": "StudioRun",
+                "metadata": {"name": name},
+                "spec": {
+                    "composition": orrery_tests::manifests::draft_review_publish(),
+                    "input": "the notes", "owner": ALICE
+                }
+            });
+            orrery_tests::harness::apply_yaml(&alice, Some(&ns), &run.to_string()).await?;
+        }
+        let by_hand = |id: &str, digest: &str| {
+            json!([{"op": "add", "path": "/status/decisions/-", "value": {
+                "approvalId": id, "decision": "Approve", "digest": digest, "decidedBy": ALICE
+            }}])
+        };
+        let first = f.wait_pending_approval("first").await?;
+        let first = first.status.as_ref().context("status")?.pending_approvals[0].clone();
+        let second = f.wait_pending_approval("second").await?;
+        let second = second.status.as_ref().context("status")?.pending_approvals[0].clone();
+
+        // 1. With every policy in place, alice's decision written by hand is checked by the API
+        //    server, so the run takes it.
+        alices_runs
+            .patch_status(
+                "first",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Json::<()>(serde_json::from_value(by_hand(
+                    &first.id,
+                    &first.digest,
+                ))?),
+            )
+            .await?;
+        let done = wait_final(f, "first").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run decided by hand under the policies ended {:?}",
+            outcome(&done)
+        );
+
+        // 2. The binding that checks decisions is deleted: a decision written by hand now goes
+        //    unchecked, and the sidecar does not relay it.
+        let binding =
+            orrery_tests::admission::binding_name("studioruns-decisions.studio.orrery.dev", &ns);
+        let bindings: kube::Api<ValidatingAdmissionPolicyBinding> = kube::Api::all(f.admin.clone());
+        bindings
+            .delete(&binding, &kube::api::DeleteParams::default())
+            .await?;
+        alices_runs
+            .patch_status(
+                "second",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Json::<()>(serde_json::from_value(by_hand(
+                    &second.id,
+                    &second.digest,
+                ))?),
+            )
+            .await?;
+        let uid = f.runs().get("second").await?.metadata.uid.context("uid")?;
+        let reason = orrery_tests::harness::eventually(Duration::from_secs(30), || {
+            let (state, uid, id) = (state.clone(), uid.clone(), second.id.clone());
+            async move {
+                state
+                    .store
+                    .refusal(&uid, &id, 0)
+                    .await?
+                    .context("no refusal recorded yet")
+            }
+        })
+        .await?;
+        ensure!(
+            reason.contains(&format!(
+                "ValidatingAdmissionPolicyBinding {binding} is missing"
+            )) && reason.contains("not honoured")
+                && reason.contains(&format!("/approvals/{}", second.id)),
+            "{reason}"
+        );
+        ensure!(
+            state
+                .metrics
+                .encode()
+                .lines()
+                .any(|l| l == "orrery_sidecar_decisions_not_honoured_total 1"),
+            "the refusal is counted"
+        );
+        // The run still waits for a person: the decision was never relayed.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let waiting = f.runs().get("second").await?;
+        let status = waiting.status.as_ref().context("status")?;
+        ensure!(
+            status.pending_approvals.iter().any(|p| p.id == second.id)
+                && outcome(&waiting).0 != Some(RunPhase::Succeeded),
+            "still waiting: {:?} {:?}",
+            status.pending_approvals,
+            outcome(&waiting)
+        );
+
+        // 3. The same person decides through the sidecar's API: that decision counts.
+        let token = orrery_tests::studio::token(f.env, ALICE)?;
+        let (code, reply) = orrery_tests::studio::api_call(
+            reqwest::Method::POST,
+            format!("{url}/api/v1/runs/{ns}/second/approvals/{}", second.id),
+            &token,
+            Some(json!({"decision": "Approve", "digest": second.digest})),
+        )
+        .await?;
+        ensure!(
+            code.as_u16() == 200
+                && reply["index"] == json!(1)
+                && reply["outcome"] == json!("approved"),
+            "the API's decision: {code} {reply}"
+        );
+        let done = wait_final(f, "second").await?;
+        ensure!(
+            outcome(&done).0 == Some(RunPhase::Succeeded),
+            "the run decided through the API ended {:?}",
+            outcome(&done)
+        );
+        Ok(())
+    })
+    .await;
+    let stopped = sidecar.stop().await;
+    result.and(stopped)
 }

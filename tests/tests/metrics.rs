@@ -89,6 +89,7 @@ fn the_sidecars_metrics_pass_the_prometheus_parser_and_linter() -> Result<()> {
         ("orrery_sidecar_streams_open", "GAUGE"),
         ("orrery_sidecar_stream_delay_seconds", "HISTOGRAM"),
         ("orrery_sidecar_approvals_settled_total", "COUNTER"),
+        ("orrery_sidecar_decisions_not_honoured_total", "COUNTER"),
         ("orrery_sidecar_otel_spans_exported_total", "COUNTER"),
         ("orrery_sidecar_otel_spans_dropped_total", "COUNTER"),
         ("orrery_sidecar_otel_export_failures_total", "COUNTER"),

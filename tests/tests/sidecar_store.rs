@@ -597,7 +597,8 @@ async fn a_url_with_a_password_logs_in_and_a_wrong_password_is_refused_without_s
 }
 
 /// The approval calls, the same on both backends: put is idempotent by digest, the first
-/// settlement wins, refusals are kept per decision index, and approvals go with their run.
+/// settlement wins, refusals are kept per decision index, decisions made through the API are
+/// known by their digest, and all of it goes with the run.
 async fn approvals_case(store: &Store) -> Result<()> {
     use orrery_crds::approval::{ApprovalKind, ApprovalRequest, DecisionKind};
     use orrery_operator::sidecar::store::Put;
@@ -625,6 +626,15 @@ async fn approvals_case(store: &Store) -> Result<()> {
     store.refuse("ap", "approval-1", 0, "digest").await?;
     ensure!(store.refusal("ap", "approval-1", 0).await?.as_deref() == Some("digest"));
     ensure!(store.refusal("ap", "approval-1", 1).await?.is_none());
+    // Decisions made through the API, known by their digest (attack 46).
+    ensure!(!store.is_api_decision("ap", "approval-1", "x1").await?);
+    store.record_api_decision("ap", "approval-1", "x1").await?;
+    store.record_api_decision("ap", "approval-1", "x1").await?;
+    store.record_api_decision("ap", "approval-1", "x2").await?;
+    store.forget_api_decision("ap", "approval-1", "x2").await?;
+    ensure!(store.is_api_decision("ap", "approval-1", "x1").await?);
+    ensure!(!store.is_api_decision("ap", "approval-1", "x2").await?);
+    ensure!(!store.is_api_decision("ap", "approval-2", "x1").await?);
     ensure!(
         store
             .settle("ap", "approval-1", DecisionKind::Approved, Some(1))
@@ -654,6 +664,7 @@ async fn approvals_case(store: &Store) -> Result<()> {
         "approvals go with their run"
     );
     ensure!(store.refusal("ap", "approval-1", 0).await?.is_none());
+    ensure!(!store.is_api_decision("ap", "approval-1", "x1").await?);
     Ok(())
 }
 

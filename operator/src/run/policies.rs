@@ -84,40 +84,76 @@ pub(super) async fn watch_policies(ctx: std::sync::Weak<RunContext>) {
 /// How often the policies are looked at with no run asking.
 const WATCH_EVERY: Duration = Duration::from_secs(60);
 
-/// Reads each policy and binding of `wanted`.
-async fn look(client: &Client, wanted: &[AdmissionPolicyRef]) -> Vec<String> {
+/// What one look at the policies found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Looked {
+    /// What is missing or wrong, each named (empty: all in place). A policy the operator may
+    /// not read (403) is counted here: it cannot be shown to be there.
+    pub missing: Vec<String>,
+    /// Reads that failed for a passing reason (the API server unreachable, a 5xx, a
+    /// timeout): what was not seen cannot be said to be in place or gone.
+    pub unread: Vec<String>,
+}
+
+/// Reads each policy and binding of `wanted`: what is missing, each named with what is wrong
+/// (empty: all in place), and a read that failed for a passing reason counted as missing too.
+pub(crate) async fn look(client: &Client, wanted: &[AdmissionPolicyRef]) -> Vec<String> {
+    let looked = look_closely(client, wanted).await;
+    let mut missing = looked.missing;
+    missing.extend(looked.unread);
+    missing
+}
+
+/// [`look`], telling what is missing from what could not be read just now: the sidecar asks it
+/// before it relays a decision it did not make itself ([`crate::sidecar::relay`]), and asks
+/// again later rather than refuse a decision for good over a passing error.
+pub(crate) async fn look_closely(client: &Client, wanted: &[AdmissionPolicyRef]) -> Looked {
     let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
     let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
-    let mut missing = Vec::new();
+    let mut looked = Looked::default();
+    let failed = |looked: &mut Looked, what: String, e: kube::Error, verb: &str| {
+        let text = format!("{what} cannot be read ({e}); the operator needs get on {verb}");
+        match &e {
+            kube::Error::Api(s) if s.code == 401 || s.code == 403 => looked.missing.push(text),
+            _ => looked.unread.push(text),
+        }
+    };
     for want in wanted {
         match policies.get_opt(&want.policy).await {
             Ok(Some(_)) => {}
-            Ok(None) => missing.push(format!("ValidatingAdmissionPolicy {} is missing", want.policy)),
-            Err(e) => missing.push(format!(
-                "ValidatingAdmissionPolicy {} cannot be read ({e}); the operator needs get on validatingadmissionpolicies",
+            Ok(None) => looked.missing.push(format!(
+                "ValidatingAdmissionPolicy {} is missing",
                 want.policy
             )),
+            Err(e) => failed(
+                &mut looked,
+                format!("ValidatingAdmissionPolicy {}", want.policy),
+                e,
+                "validatingadmissionpolicies",
+            ),
         }
         match bindings.get_opt(&want.binding).await {
             Ok(Some(binding)) => {
                 if let Some(why) = binding_problem(&binding, &want.policy) {
-                    missing.push(format!(
+                    looked.missing.push(format!(
                         "ValidatingAdmissionPolicyBinding {} {why}",
                         want.binding
                     ));
                 }
             }
-            Ok(None) => missing.push(format!(
+            Ok(None) => looked.missing.push(format!(
                 "ValidatingAdmissionPolicyBinding {} is missing",
                 want.binding
             )),
-            Err(e) => missing.push(format!(
-                "ValidatingAdmissionPolicyBinding {} cannot be read ({e}); the operator needs get on validatingadmissionpolicybindings",
-                want.binding
-            )),
+            Err(e) => failed(
+                &mut looked,
+                format!("ValidatingAdmissionPolicyBinding {}", want.binding),
+                e,
+                "validatingadmissionpolicybindings",
+            ),
         }
     }
-    missing
+    looked
 }
 
 /// Why `binding` does not make `policy` refuse what it catches, if it does not: it binds

@@ -159,6 +159,17 @@ pub async fn decide(
         decided_by: Some(caller.username.clone()),
         decided_at: Some(orrery_now()),
     };
+    // Recorded before it is appended: the relay honours a decision it finds recorded even
+    // while the admission policies are not in place, and must never see this one unrecorded.
+    let recorded = decision_digest(&decision);
+    sidecar
+        .store
+        .record_api_decision(&uid, &id, &recorded)
+        .await
+        .map_err(|e| {
+            tracing::warn!(run_uid = %uid, "recording decision on approval {id} of run {uid}: {e}");
+            Problem::unavailable("the decision cannot be recorded just now; retry")
+        })?;
     let patch = append_decision(&decision).map_err(|e| {
         tracing::warn!(
             "building the decision patch for approval {id} of studiorun {namespace}/{name}: {e}"
@@ -167,13 +178,24 @@ pub async fn decide(
     })?;
     let written = Api::<StudioRun>::namespaced(caller.client.clone(), &namespace)
         .patch_status(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-        .map_err(|e| {
-            super::caller::cluster_problem(
+        .await;
+    let written = match written {
+        Ok(written) => written,
+        Err(e) => {
+            // Not appended: nothing may match the record later (a hand-written copy).
+            if let Err(forget) = sidecar
+                .store
+                .forget_api_decision(&uid, &id, &recorded)
+                .await
+            {
+                tracing::warn!(run_uid = %uid, "forgetting unappended decision on approval {id} of run {uid}: {forget}");
+            }
+            return Err(super::caller::cluster_problem(
                 &e,
                 &format!("deciding approval {id} of studiorun {namespace}/{name}"),
-            )
-        })?;
+            ));
+        }
+    };
     let index = written
         .status
         .as_ref()
@@ -204,6 +226,39 @@ fn append_decision(decision: &Decision) -> Result<json_patch::Patch, serde_json:
             value: serde_json::to_value(decision)?,
         },
     )]))
+}
+
+/// The digest of a decision as appended to `status.decisions`: SHA-256 over each of its fields,
+/// length-prefixed, an absent one told from an empty one. The sidecar records the digests of
+/// the decisions made through its API ([`super::store::Store::record_api_decision`]).
+pub fn decision_digest(decision: &Decision) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(b"orrery-decision-v1\n");
+    let verb = match decision.decision {
+        DecisionVerb::Approve => "Approve",
+        DecisionVerb::Reject => "Reject",
+    };
+    let fields = [
+        Some(decision.approval_id.as_str()),
+        Some(verb),
+        decision.digest.as_deref(),
+        decision.comment.as_deref(),
+        decision.answer.as_deref(),
+        decision.decided_by.as_deref(),
+        decision.decided_at.as_deref(),
+    ];
+    for field in fields {
+        match field {
+            None => hasher.update([0u8]),
+            Some(text) => {
+                hasher.update([1u8]);
+                hasher.update((text.len() as u64).to_be_bytes());
+                hasher.update(text.as_bytes());
+            }
+        }
+    }
+    hex::encode(hasher.finalize())
 }
 
 fn conflict(message: String) -> Problem {
@@ -264,6 +319,65 @@ mod tests {
     use super::*;
     use orrery_crds::approval::{ApprovalKind, ApprovalRequest};
     use orrery_crds::relay::approval_digest;
+
+    #[test]
+    fn a_decisions_digest_changes_with_every_field_and_tells_absent_from_empty() {
+        let base = Decision {
+            approval_id: "approval-1".into(),
+            decision: DecisionVerb::Approve,
+            digest: Some("ab12".into()),
+            comment: None,
+            answer: None,
+            decided_by: Some("alice@example.com".into()),
+            decided_at: Some("2026-12-07T10:00:00Z".into()),
+        };
+        let same = base.clone();
+        assert_eq!(decision_digest(&base), decision_digest(&same));
+        let variants: Vec<Decision> = vec![
+            Decision {
+                approval_id: "approval-2".into(),
+                ..base.clone()
+            },
+            Decision {
+                decision: DecisionVerb::Reject,
+                ..base.clone()
+            },
+            Decision {
+                digest: None,
+                ..base.clone()
+            },
+            Decision {
+                comment: Some(String::new()),
+                ..base.clone()
+            },
+            Decision {
+                answer: Some("eu-west".into()),
+                ..base.clone()
+            },
+            Decision {
+                decided_by: Some("mallory".into()),
+                ..base.clone()
+            },
+            Decision {
+                decided_at: Some("2026-12-07T10:00:01Z".into()),
+                ..base.clone()
+            },
+            // A field's text moved into its neighbour hashes differently.
+            Decision {
+                digest: Some("ab".into()),
+                comment: Some("12".into()),
+                ..base.clone()
+            },
+        ];
+        let mut seen = std::collections::HashSet::from([decision_digest(&base)]);
+        for variant in &variants {
+            assert!(seen.insert(decision_digest(variant)), "{variant:?}");
+        }
+        // What the API server hands back reads as the same decision.
+        let round_trip: Decision =
+            serde_json::from_value(serde_json::to_value(&base).unwrap()).unwrap();
+        assert_eq!(decision_digest(&round_trip), decision_digest(&base));
+    }
 
     #[test]
     fn the_exact_text_hashes_to_the_digest_while_the_shown_text_makes_escapes_visible() {

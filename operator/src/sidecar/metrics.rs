@@ -15,6 +15,7 @@
 //! | `orrery_sidecar_approvals_asked_total` | counter | approvals runners asked for (a retry of the same ask not counted) |
 //! | `orrery_sidecar_approval_decisions_total{decision}` | counter | decisions people made through the API (`approve`, `reject`; `kubectl patch` bypasses the sidecar) |
 //! | `orrery_sidecar_approvals_settled_total{outcome}` | counter | approvals settled (`approved`, `rejected`, `expired`, `cancelled`), each once |
+//! | `orrery_sidecar_decisions_not_honoured_total` | counter | decisions written to a run's status by hand while the admission policies were not in place, refused by the relay (attack 46) |
 //! | `orrery_sidecar_otel_spans_exported_total` | counter | spans of runs the OTLP collector took |
 //! | `orrery_sidecar_otel_spans_dropped_total{reason}` | counter | spans not exported: `queue_full` (the collector was behind), `export_failed` (given up after retries), `refused` (the collector answered 4xx) |
 //! | `orrery_sidecar_otel_export_failures_total` | counter | sending attempts that failed (each retried, up to a bound) |
@@ -152,6 +153,7 @@ pub struct SidecarMetrics {
     asked: Counter,
     decisions: Family<DecisionLabel, Counter>,
     settled: Family<OutcomeLabel, Counter>,
+    not_honoured: Counter,
     /// The trace exporter's series.
     pub otel: crate::otel::OtelMetrics,
 }
@@ -172,6 +174,7 @@ impl SidecarMetrics {
         let asked = Counter::default();
         let decisions = Family::<DecisionLabel, Counter>::default();
         let settled = Family::<OutcomeLabel, Counter>::default();
+        let not_honoured = Counter::default();
         registry.register(
             "orrery_sidecar_http_requests",
             "Requests the sidecar answered, by route template, method and status code",
@@ -232,6 +235,11 @@ impl SidecarMetrics {
             "Approvals settled, each once, by outcome",
             settled.clone(),
         );
+        registry.register(
+            "orrery_sidecar_decisions_not_honoured",
+            "Decisions written to a run's status by hand while the admission policies were not in place, refused",
+            not_honoured.clone(),
+        );
         for reason in INGEST_REFUSALS {
             drop(refused.get_or_create(&ReasonLabel {
                 reason: reason.into(),
@@ -263,6 +271,7 @@ impl SidecarMetrics {
             asked,
             decisions,
             settled,
+            not_honoured,
         }
     }
 
@@ -339,6 +348,11 @@ impl SidecarMetrics {
                 outcome: outcome.as_str().into(),
             })
             .inc();
+    }
+
+    /// A decision written to a run's status by hand was refused (attack 46).
+    pub fn decision_not_honoured(&self) {
+        self.not_honoured.inc();
     }
 
     /// The Prometheus text (format 0.0.4, [`crate::metrics::CONTENT_TYPE`]) of every series.
@@ -442,6 +456,7 @@ mod tests {
             "orrery_sidecar_approvals_asked_total",
             "orrery_sidecar_approval_decisions_total{decision=\"reject\"}",
             "orrery_sidecar_approvals_settled_total{outcome=\"expired\"}",
+            "orrery_sidecar_decisions_not_honoured_total",
             "orrery_sidecar_ingest_batch_duration_seconds_count",
             "orrery_sidecar_stream_delay_seconds_count",
         ] {

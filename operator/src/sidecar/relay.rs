@@ -7,11 +7,14 @@
 //!   approval written into the run's status ([`super::run_status`]).
 //! - `GET /internal/v1/runs/{uid}/approvals/{id}?after=N&waitSeconds=S`: the first decision on
 //!   that approval at index `>= N` of the run's `status.decisions` (read from the apiserver:
-//!   the object is the truth, so any replica answers), or 204 after `S` seconds.
+//!   the object is the truth, so any replica answers), or 204 after `S` seconds. A decision
+//!   written by hand while the admission policies are not in place is skipped and refused
+//!   (attack 46, [`not_honoured`]); one made through the API always counts.
 //! - `POST /internal/v1/runs/{uid}/approvals/{id}/settled`: how the run went on; the pending
 //!   approval leaves the status.
 
 use super::Sidecar;
+use super::approvals::decision_digest;
 use super::extract::RunToken;
 use super::problem::{Problem, body_loc};
 use super::run_status::publish_pending;
@@ -23,7 +26,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kube::Api;
 use orrery_crds::StudioRun;
-use orrery_crds::approval::{ApprovalRequest, DecisionKind, MAX_APPROVALS_PER_RUN, MAX_TEXT_BYTES};
+use orrery_crds::approval::{
+    ApprovalRequest, Decision, DecisionKind, MAX_APPROVALS_PER_RUN, MAX_TEXT_BYTES,
+};
 use orrery_crds::relay::{MAX_WAIT_SECONDS, RelayedDecision, Settlement, approval_digest};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -142,21 +147,109 @@ pub struct WaitQuery {
 }
 
 /// The first decision on approval `id` at index `>= after` of `run`'s decisions.
-pub fn decision_for(run: &StudioRun, id: &str, after: usize) -> Option<RelayedDecision> {
+pub fn decision_for<'a>(
+    run: &'a StudioRun,
+    id: &str,
+    after: usize,
+) -> Option<(usize, &'a Decision)> {
     let decisions = &run.status.as_ref()?.decisions;
     decisions
         .iter()
         .enumerate()
         .skip(after)
         .find(|(_, d)| d.approval_id == id)
-        .map(|(index, d)| RelayedDecision {
+}
+
+fn relayed(index: usize, d: &Decision) -> RelayedDecision {
+    RelayedDecision {
+        index,
+        decision: d.decision,
+        digest: d.digest.clone(),
+        comment: d.comment.clone(),
+        answer: d.answer.clone(),
+        decided_by: d.decided_by.clone(),
+    }
+}
+
+/// Why a decision could not be checked just now (the runner asks again).
+#[derive(Debug, thiserror::Error)]
+enum NotChecked {
+    #[error(transparent)]
+    Store(#[from] super::store::StoreError),
+    #[error("the admission policies cannot be read just now: {0}")]
+    PoliciesUnread(String),
+}
+
+/// Why the decision at `index` is not honoured, if it is not (attack 46). A decision made
+/// through the API (recorded in the store) always is. One written to the status by hand
+/// (`kubectl patch`) is honoured only while the admission policies that check such writes are
+/// in place: with none configured (`admissionPolicies.enabled=false`) or one missing or not
+/// denying, nothing checked who wrote it, so it is refused, once and for good (the refusal is
+/// stored, and the person learns it from the approvals). The runner never sees it.
+async fn not_honoured(
+    sidecar: &Sidecar,
+    uid: &str,
+    id: &str,
+    index: usize,
+    decision: &Decision,
+) -> Result<Option<String>, NotChecked> {
+    let store = &sidecar.store;
+    if let Some(reason) = store.refusal(uid, id, index as u64).await? {
+        return Ok(Some(reason));
+    }
+    if store
+        .is_api_decision(uid, id, &decision_digest(decision))
+        .await?
+    {
+        return Ok(None);
+    }
+    let wanted = &sidecar.config.admission_policies;
+    let missing = match (&sidecar.own_client, wanted.is_empty()) {
+        (_, true) => Vec::new(),
+        (Some(client), false) => {
+            let looked = crate::run::policies::look_closely(client, wanted).await;
+            if looked.missing.is_empty() && !looked.unread.is_empty() {
+                // Neither in place nor gone as far as can be told: asked again later.
+                return Err(NotChecked::PoliciesUnread(looked.unread.join("; ")));
+            }
+            looked.missing
+        }
+        (None, false) => vec!["the sidecar has no cluster client to read them".to_owned()],
+    };
+    let reason = hand_decision_refusal(id, !wanted.is_empty(), &missing);
+    if let Some(reason) = &reason {
+        tracing::warn!(
+            run_uid = %uid,
+            approval = %id,
             index,
-            decision: d.decision,
-            digest: d.digest.clone(),
-            comment: d.comment.clone(),
-            answer: d.answer.clone(),
-            decided_by: d.decided_by.clone(),
-        })
+            decided_by = decision.decided_by.as_deref().unwrap_or(""),
+            "a decision on approval {id} of run {uid} written to the status by hand is not honoured: {reason}"
+        );
+        store.refuse(uid, id, index as u64, reason).await?;
+        sidecar.metrics.decision_not_honoured();
+    }
+    Ok(reason)
+}
+
+/// Why a decision on approval `id` written to the status by hand is not honoured, if it is
+/// not: no admission policy is configured (`policies` false), or `missing` names those not in
+/// place. The reason says how to decide instead.
+pub fn hand_decision_refusal(id: &str, policies: bool, missing: &[String]) -> Option<String> {
+    let instead = format!(
+        "decide in the console or with POST /api/v1/runs/{{namespace}}/{{name}}/approvals/{id} (the sidecar's API)"
+    );
+    if !policies {
+        Some(format!(
+            "this deployment has no admission policies checking who writes status.decisions (admissionPolicies.enabled=false), so only decisions made through the sidecar's API count; {instead}"
+        ))
+    } else if !missing.is_empty() {
+        Some(format!(
+            "the admission policies that check who writes status.decisions are not all in place ({}), so a decision written there by hand (kubectl patch) is not honoured; {instead}",
+            missing.join("; ")
+        ))
+    } else {
+        None
+    }
 }
 
 /// `GET /internal/v1/runs/{uid}/approvals/{id}`.
@@ -187,11 +280,22 @@ pub async fn wait_decision(
             .min(MAX_WAIT_SECONDS),
     );
     let deadline = tokio::time::Instant::now() + wait;
+    // Past the decisions found not honoured.
+    let mut after = query.after;
     loop {
         match api.get(&claims.run).await {
             Ok(run) if run.metadata.uid.as_deref() == Some(uid.as_str()) => {
-                if let Some(decision) = decision_for(&run, &id, query.after) {
-                    return Ok((StatusCode::OK, Json(decision)).into_response());
+                while let Some((index, decision)) = decision_for(&run, &id, after) {
+                    let refused = not_honoured(&sidecar, &uid, &id, index, decision)
+                        .await
+                        .map_err(|e| {
+                            tracing::warn!(run_uid = %uid, "checking decision {index} on approval {id} of run {uid}: {e}");
+                            Problem::unavailable("the decision cannot be checked just now; retry")
+                        })?;
+                    if refused.is_none() {
+                        return Ok((StatusCode::OK, Json(relayed(index, decision))).into_response());
+                    }
+                    after = index + 1;
                 }
             }
             Ok(_) => return Err(Problem::not_found("the run is gone")),
@@ -257,8 +361,36 @@ pub async fn settled(
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decision_written_by_hand_counts_only_while_every_admission_policy_is_in_place() {
+        assert_eq!(hand_decision_refusal("approval-1", true, &[]), None);
+        let off = hand_decision_refusal("approval-1", false, &[]).expect("refused");
+        for part in [
+            "admissionPolicies.enabled=false",
+            "only decisions made through the sidecar's API count",
+            "/approvals/approval-1",
+        ] {
+            assert!(off.contains(part), "{off}");
+        }
+        let gone = hand_decision_refusal(
+            "approval-2",
+            true,
+            &["ValidatingAdmissionPolicyBinding b is missing".into()],
+        )
+        .expect("refused");
+        for part in [
+            "b is missing",
+            "kubectl patch",
+            "/approvals/approval-2",
+            "console",
+        ] {
+            assert!(gone.contains(part), "{gone}");
+        }
+    }
 
     #[test]
     fn approval_ids_are_short_lowercase_words() {

@@ -2,7 +2,9 @@
 //! its digest and expiry, and how it was settled. Keyed `(run UID, approval id)`; asking again
 //! with the same id and digest is a no-op (a runner's retry), another digest is refused.
 //! Refused decisions (a digest that did not match) are kept per decision index, so a person
-//! waiting on their decision through the API learns it was refused. The statements are
+//! waiting on their decision through the API learns it was refused. Decisions made through the
+//! API are kept by their digest, so the relay can tell them from decisions written by hand
+//! (attack 46). The statements are
 //! compiled for both backends by [`approval_ops!`], like the events'.
 
 use super::StoreError;
@@ -254,6 +256,72 @@ macro_rules! approval_ops {
             .fetch_optional(pool)
             .await
             .map_err(|e| scrub.query("refusal", &e))
+        }
+
+        /// Records that a decision with digest `digest` on approval `id` is being made through
+        /// the API (before it is appended, so the relay never sees it unrecorded).
+        pub(crate) async fn record_api_decision(
+            pool: &Pool,
+            scrub: &Scrub,
+            run_uid: &str,
+            id: &str,
+            digest: &str,
+        ) -> Result<(), StoreError> {
+            sqlx::query(
+                "INSERT INTO api_decisions (run_uid, approval_id, decision_digest) \
+                 VALUES ($1, $2, $3) \
+                 ON CONFLICT (run_uid, approval_id, decision_digest) DO NOTHING",
+            )
+            .bind(run_uid)
+            .bind(id)
+            .bind(digest)
+            .execute(pool)
+            .await
+            .map_err(|e| scrub.query("record_api_decision", &e))?;
+            Ok(())
+        }
+
+        /// Forgets a decision recorded by [`record_api_decision`] whose append failed.
+        pub(crate) async fn forget_api_decision(
+            pool: &Pool,
+            scrub: &Scrub,
+            run_uid: &str,
+            id: &str,
+            digest: &str,
+        ) -> Result<(), StoreError> {
+            sqlx::query(
+                "DELETE FROM api_decisions \
+                 WHERE run_uid = $1 AND approval_id = $2 AND decision_digest = $3",
+            )
+            .bind(run_uid)
+            .bind(id)
+            .bind(digest)
+            .execute(pool)
+            .await
+            .map_err(|e| scrub.query("forget_api_decision", &e))?;
+            Ok(())
+        }
+
+        /// Whether a decision with digest `digest` on approval `id` was made through the API.
+        pub(crate) async fn is_api_decision(
+            pool: &Pool,
+            scrub: &Scrub,
+            run_uid: &str,
+            id: &str,
+            digest: &str,
+        ) -> Result<bool, StoreError> {
+            // COUNT(*) is a BIGINT on both backends (a bare `1` is an INTEGER on PostgreSQL).
+            let found: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM api_decisions \
+                 WHERE run_uid = $1 AND approval_id = $2 AND decision_digest = $3",
+            )
+            .bind(run_uid)
+            .bind(id)
+            .bind(digest)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| scrub.query("is_api_decision", &e))?;
+            Ok(found > 0)
         }
     };
 }

@@ -437,6 +437,71 @@ impl Store {
         .await
     }
 
+    /// Records that a decision on approval `id` whose digest is `digest`
+    /// ([`crate::sidecar::approvals::decision_digest`]) is made through the API, before it is
+    /// appended to the run's status.
+    pub async fn record_api_decision(
+        &self,
+        run_uid: &str,
+        id: &str,
+        digest: &str,
+    ) -> Result<(), StoreError> {
+        let scrub = &self.inner.scrub;
+        self.timed("record_api_decision", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::record_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::record_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+            }
+        })
+        .await
+    }
+
+    /// Forgets a decision [`Store::record_api_decision`] recorded whose append failed.
+    pub async fn forget_api_decision(
+        &self,
+        run_uid: &str,
+        id: &str,
+        digest: &str,
+    ) -> Result<(), StoreError> {
+        let scrub = &self.inner.scrub;
+        self.timed("forget_api_decision", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::forget_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::forget_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+            }
+        })
+        .await
+    }
+
+    /// Whether the decision on approval `id` whose digest is `digest` was made through the API.
+    pub async fn is_api_decision(
+        &self,
+        run_uid: &str,
+        id: &str,
+        digest: &str,
+    ) -> Result<bool, StoreError> {
+        let scrub = &self.inner.scrub;
+        self.timed("is_api_decision", async {
+            match &self.inner.pools {
+                Pools::Sqlite(pool) => {
+                    ops::sqlite::is_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+                Pools::Postgres { pool, .. } => {
+                    ops::postgres::is_api_decision(pool, scrub, run_uid, id, digest).await
+                }
+            }
+        })
+        .await
+    }
+
     /// Why the run refused the decision at `index` on approval `id`, if it did.
     pub async fn refusal(
         &self,

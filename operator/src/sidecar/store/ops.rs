@@ -251,7 +251,7 @@ macro_rules! store_ops {
                 .await
                 .map_err(failed)?
                 .rows_affected();
-            for table in ["approvals", "refused_decisions"] {
+            for table in ["approvals", "refused_decisions", "api_decisions"] {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "DELETE FROM {table} WHERE run_uid = $1"
                 )))

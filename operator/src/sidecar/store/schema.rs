@@ -57,6 +57,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          decision_index BIGINT NOT NULL, \
          reason TEXT NOT NULL, \
          PRIMARY KEY (run_uid, approval_id, decision_index))",
+    // 3: the decisions made through the API, each by the digest of the decision as appended
+    // to `status.decisions` (attack 46: while the admission policies are not in place, a
+    // decision written by hand is not honoured, one made through the API still is).
+    "CREATE TABLE api_decisions (\
+         run_uid TEXT NOT NULL, \
+         approval_id TEXT NOT NULL, \
+         decision_digest TEXT NOT NULL, \
+         PRIMARY KEY (run_uid, approval_id, decision_digest))",
 ];
 
 /// The newest schema version this binary knows.

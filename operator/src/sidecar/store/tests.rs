@@ -494,3 +494,63 @@ async fn approvals_are_stored_as_the_same_strings_and_a_row_naming_no_kind_is_re
     );
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_decision_made_through_the_api_is_known_by_its_digest_until_forgotten_or_its_run_goes() {
+    for (store, _dir) in stores().await {
+        store.append(&run("u1"), 1, &bodies(1..=1)).await.unwrap();
+        assert!(
+            !store
+                .is_api_decision("u1", "approval-1", "d1")
+                .await
+                .unwrap()
+        );
+        store
+            .record_api_decision("u1", "approval-1", "d1")
+            .await
+            .unwrap();
+        // Recording twice (a retried request) is no error.
+        store
+            .record_api_decision("u1", "approval-1", "d1")
+            .await
+            .unwrap();
+        assert!(
+            store
+                .is_api_decision("u1", "approval-1", "d1")
+                .await
+                .unwrap()
+        );
+        for (uid, id, digest) in [
+            ("u1", "approval-2", "d1"),
+            ("u1", "approval-1", "d2"),
+            ("u2", "approval-1", "d1"),
+        ] {
+            assert!(
+                !store.is_api_decision(uid, id, digest).await.unwrap(),
+                "{uid} {id} {digest}"
+            );
+        }
+        store
+            .record_api_decision("u1", "approval-1", "d3")
+            .await
+            .unwrap();
+        store
+            .forget_api_decision("u1", "approval-1", "d3")
+            .await
+            .unwrap();
+        assert!(
+            !store
+                .is_api_decision("u1", "approval-1", "d3")
+                .await
+                .unwrap()
+        );
+        store.delete_run("u1").await.unwrap();
+        assert!(
+            !store
+                .is_api_decision("u1", "approval-1", "d1")
+                .await
+                .unwrap()
+        );
+        store.close().await;
+    }
+}
