@@ -83,7 +83,15 @@ fn yaml_too_deep_at(text: &str) -> Option<usize> {
         // which the parser reads without nesting.
         let mut value_start = true;
         let mut in_property = false;
+        // A single-quoted scalar just closed: a `'` right after it is the second quote of an
+        // escaped `''`, and the scalar goes on.
+        let mut closed_single = false;
         for c in body.chars() {
+            if std::mem::take(&mut closed_single) && c == '\'' {
+                quote = Quote::Single;
+                prev = c;
+                continue;
+            }
             match quote {
                 Quote::Double => {
                     match (escaped, c) {
@@ -96,9 +104,10 @@ fn yaml_too_deep_at(text: &str) -> Option<usize> {
                     continue;
                 }
                 Quote::Single => {
-                    // `''` inside a single-quoted scalar closes and reopens: same outcome.
+                    // `''` inside a single-quoted scalar closes and reopens (above).
                     if c == '\'' {
                         quote = Quote::None;
+                        closed_single = true;
                     }
                     prev = c;
                     continue;
@@ -181,6 +190,23 @@ mod tests {
         let fine = format!("{}{}", "[".repeat(MAX_DEPTH - 2), "]".repeat(MAX_DEPTH - 2));
         assert_eq!(too_deep_at(&fine, Format::Json), None);
         assert_eq!(too_deep_at(&format!("a: {fine}"), Format::Yaml), None);
+    }
+
+    #[test]
+    fn an_escaped_quote_inside_a_single_quoted_scalar_does_not_end_it() {
+        let many = "[".repeat(MAX_DEPTH + 5);
+        // After `''` the scalar goes on: `: [[[…` inside it is text, not a flow collection.
+        for text in [
+            format!("a: 'it''s : {many}'\n"),
+            format!("a: 'x'''' : {many}'\n"),
+            format!("- 'x'' - : {many}'\n"),
+            format!("a: ['x'' : {many}']\n"),
+        ] {
+            assert_eq!(too_deep_at(&text, Format::Yaml), None, "{text}");
+        }
+        // Closed for good, what follows is read again.
+        let deep = format!("a: 'x'\nb: {many}\n");
+        assert_eq!(too_deep_at(&deep, Format::Yaml), Some(2));
     }
 
     #[test]
