@@ -9,9 +9,13 @@
 #
 # Targets: jwks (signed cards' key sets and protected headers), manifest (YAML and JSON
 # manifests and the validator), import (the seeds' JSON import and its round trip), json (the
-# duplicate-key parser against serde_json). Each starts from the committed corpus
-# (crds/tests/fuzz-corpus/, which `cargo test` replays) and a working corpus kept in the cache
-# (it grows across runs; never committed). An input that crashes a target is written to
+# duplicate-key parser against serde_json), sidecar (the bodies the sidecar reads: event batches,
+# approval asks and decisions); and the runner's (orrery_runner::fuzzing says what each checks):
+# sse (remotes' event streams), json_rpc (requests to the A2A server, remotes' replies),
+# agent_card (remote cards and their signatures), model_reply (each provider's replies),
+# ca_bundle (trusted CA bundles). Each starts from the committed corpus (crds/tests/fuzz-corpus/
+# or runner/tests/fuzz-corpus/, which `cargo test` replays) and a working corpus kept in the
+# cache (it grows across runs; never committed). An input that crashes a target is written to
 # fuzz/artifacts/<target>/ and the script fails, saying how to keep it: copy it into the
 # committed corpus, so `cargo test` replays it from then on, and fix the parser.
 set -euo pipefail
@@ -20,7 +24,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-20}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(jwks manifest import json)
+[[ ${#targets[@]} -gt 0 ]] || targets=(jwks manifest import json sidecar sse json_rpc agent_card model_reply ca_bundle)
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/orrery"
 host="$(rustc -vV | sed -n 's/^host: //p')"
@@ -37,8 +41,10 @@ seeds_of() {
 	jwks) echo crds/tests/fuzz-corpus/jwks ;;
 	manifest) echo crds/tests/fuzz-corpus/manifests examples/compositions ;;
 	import | json) echo crds/tests/fuzz-corpus/import ;;
+	sidecar) echo crds/tests/fuzz-corpus/sidecar ;;
+	sse | json_rpc | agent_card | model_reply | ca_bundle) echo "runner/tests/fuzz-corpus/$1" ;;
 	*)
-		echo "scripts/fuzz.sh: no target $1 (jwks, manifest, import, json)" >&2
+		echo "scripts/fuzz.sh: no target $1 (jwks, manifest, import, json, sidecar, sse, json_rpc, agent_card, model_reply, ca_bundle)" >&2
 		return 1
 		;;
 	esac

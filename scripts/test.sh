@@ -26,7 +26,7 @@
 #     the Playwright specs with these packages.
 #   - the coverage-guided fuzz targets of fuzz/ (libFuzzer through libfuzzer-sys, on the stable
 #     toolchain; their build is cached in ${XDG_CACHE_HOME:-~/.cache}/orrery/fuzz-target):
-#     scripts/fuzz.sh runs each for 20 seconds, the `fuzz` step.
+#     scripts/fuzz.sh runs each of the ten for 15 seconds, the `fuzz` step.
 # The control plane is started once for the whole `cargo test` run by tests/e2e.sh, which stops
 # it afterwards and fails if any process was left behind.
 #
@@ -144,7 +144,7 @@ step "helm" build_helm
 step "debian packages" install_packages
 step "web" web_console
 step "tests" tests/e2e.sh cargo test --workspace --locked --no-fail-fast
-step "fuzz" scripts/fuzz.sh 20
+step "fuzz" scripts/fuzz.sh 15
 
 echo
 echo "==> summary"

@@ -142,6 +142,24 @@ pub enum DecisionVerb {
     Reject,
 }
 
+/// A decision made through the sidecar's API (`POST /api/v1/runs/{namespace}/{name}/approvals/{id}`),
+/// which the sidecar turns into a [`Decision`] appended with the caller's own token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecideRequest {
+    /// Approve or Reject.
+    pub decision: DecisionVerb,
+    /// The digest of the text read (required to approve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// A comment (a rejected edge's node receives it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// For a remote's question: the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
 /// One decision, appended to `status.decisions`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

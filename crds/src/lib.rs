@@ -20,6 +20,7 @@ pub mod conditions;
 #[cfg(feature = "files")]
 pub mod crd_yaml;
 pub mod events;
+pub mod fuzzing;
 pub mod host;
 pub mod import;
 pub mod jwks;

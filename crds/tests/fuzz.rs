@@ -391,3 +391,32 @@ fn every_key_set_and_header_of_the_corpus_is_read_or_refused_in_bounded_time() {
     .unwrap();
     assert!(parse_jwks(&ec).is_ok(), "the corpus's good key set reads");
 }
+
+/// The bodies the sidecar reads, from the committed corpus (`tests/fuzz-corpus/sidecar/`, the
+/// seeds of `scripts/fuzz.sh sidecar` and every input that ever failed it): each holds
+/// `orrery_crds::fuzzing::sidecar_bodies` in bounded time, and the good batch is accepted.
+#[test]
+fn every_sidecar_body_of_the_corpus_holds_its_property_in_bounded_time() {
+    use orrery_crds::events::ingest::EventBatch;
+    for file in corpus("sidecar") {
+        let bytes = std::fs::read(&file).unwrap();
+        let started = Instant::now();
+        if let Err(broken) = orrery_crds::fuzzing::sidecar_bodies(&bytes) {
+            panic!("{}: {broken}", file.display());
+        }
+        assert!(started.elapsed() < BOUND, "{}", file.display());
+    }
+    let good = std::fs::read(
+        corpus("sidecar")
+            .into_iter()
+            .find(|f| f.ends_with("batch.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let batch: EventBatch = serde_json::from_slice(&good).unwrap();
+    assert_eq!(
+        batch.check("r").unwrap(),
+        (1, 3),
+        "the corpus's good batch is accepted"
+    );
+}

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod demo;
 pub mod engine;
 pub mod events;
+pub mod fuzzing;
 pub mod launch;
 pub mod ledger;
 pub mod mcp;

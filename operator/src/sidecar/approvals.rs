@@ -26,9 +26,10 @@ use axum::response::{IntoResponse, Response};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use orrery_crds::StudioRun;
+pub use orrery_crds::approval::DecideRequest;
 use orrery_crds::approval::{ApprovalList, ApprovalView, Decision, DecisionKind, DecisionVerb};
 use orrery_crds::events::visible;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,23 +87,6 @@ pub async fn list(
     Ok(Json(ApprovalList {
         items: approvals.iter().map(ApprovalView::from).collect(),
     }))
-}
-
-/// A decision made through the API.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DecideRequest {
-    /// Approve or Reject.
-    pub decision: DecisionVerb,
-    /// The digest of the text read (required to approve).
-    #[serde(default)]
-    pub digest: Option<String>,
-    /// A comment (a rejected edge's node receives it).
-    #[serde(default)]
-    pub comment: Option<String>,
-    /// For a remote's question: the answer.
-    #[serde(default)]
-    pub answer: Option<String>,
 }
 
 /// `POST /api/v1/runs/{ns}/{name}/approvals/{id}`.

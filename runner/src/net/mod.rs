@@ -24,7 +24,7 @@ mod error;
 mod policy;
 mod resolve;
 mod sse;
-mod tls;
+pub(crate) mod tls;
 mod written;
 
 pub use classify::{

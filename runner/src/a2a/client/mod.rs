@@ -18,7 +18,7 @@ mod limits;
 mod outcome;
 mod people;
 mod reply;
-mod rpc;
+pub(crate) mod rpc;
 pub mod signature;
 mod tool;
 

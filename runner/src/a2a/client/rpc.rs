@@ -55,7 +55,7 @@ fn remote_text(text: &str) -> String {
 
 /// Reads one JSON-RPC reply to the request `id`: duplicate keys refused, `jsonrpc` 2.0, the id
 /// ours (or null on an error), and the result or the remote's error.
-fn read_response(entry: &str, body: &[u8], id: &RequestId) -> Result<Value, CallError> {
+pub(crate) fn read_response(entry: &str, body: &[u8], id: &RequestId) -> Result<Value, CallError> {
     let value = parse_json_no_duplicate_keys(body).map_err(|e| {
         CallError::new(
             ErrorType::ReplyRefused,
