@@ -25,10 +25,12 @@
 //! - [`registry_view`]: the registry as the validator sees it;
 //! - [`revisions`]: a Composition revision's ControllerRevision name, its spec, the spec digest;
 //! - [`endpoints`]: what a RegistryEntry reaches (its URLs and secret references);
+//! - [`admission_policies`]: whether the admission policies that check decisions are in place;
 //! - [`kstatus`] and [`config`] above.
 //!
 //! No module depends on itself through others (the same test checks it).
 
+pub mod admission_policies;
 pub mod card_keys;
 pub mod composition;
 pub mod config;

@@ -13,7 +13,7 @@ pub mod admission;
 pub mod builders;
 mod children;
 pub mod network;
-pub(crate) mod policies;
+mod policies;
 pub mod prepare;
 mod queue;
 pub mod reconcile;

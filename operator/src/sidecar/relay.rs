@@ -207,7 +207,7 @@ async fn not_honoured(
     let missing = match (&sidecar.own_client, wanted.is_empty()) {
         (_, true) => Vec::new(),
         (Some(client), false) => {
-            let looked = crate::run::policies::look_closely(client, wanted).await;
+            let looked = crate::admission_policies::look_closely(client, wanted).await;
             if looked.missing.is_empty() && !looked.unread.is_empty() {
                 // Neither in place nor gone as far as can be told: asked again later.
                 return Err(NotChecked::PoliciesUnread(looked.unread.join("; ")));
