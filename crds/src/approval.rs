@@ -304,6 +304,21 @@ pub struct ApprovalView {
     pub expires_at: String,
     /// Pending or how it was settled.
     pub state: ApprovalState,
+    /// Decisions on it that were not taken, in the order of `status.decisions`: one whose
+    /// digest did not match the text (the run refused it), or one written to the status by hand
+    /// while nothing checked who wrote it (the sidecar did not honour it, attack 46).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedDecision>,
+}
+
+/// A decision on an approval that was not taken, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedDecision {
+    /// Its index in `status.decisions`.
+    pub index: u64,
+    /// Why it was not taken, and what to do instead.
+    pub reason: String,
 }
 
 /// The reply of `GET …/approvals`.

@@ -134,6 +134,13 @@ pub fn render(shown: &Shown, now: jiff::Timestamp) -> String {
                 out.push('\n');
             }
             out.push_str("  ----\n");
+            for refused in &view.refused {
+                out.push_str(&format!(
+                    "  not taken: the decision at status.decisions[{}]: {}\n",
+                    refused.index,
+                    visible_inline(&refused.reason).text
+                ));
+            }
             if let Some(note) = text.note() {
                 out.push_str(&format!("  {note}\n"));
             }
@@ -232,15 +239,32 @@ pub enum TakenUp {
     Yes(String),
     /// Recorded; the run has not taken it up within [`TAKE_UP_WAIT`].
     NotYet,
+    /// Recorded, and not taken: why (the sidecar's words).
+    Refused(String),
+}
+
+/// Why the decision at `index` on approval `id` was not taken, if it was not: read from the
+/// sidecar's approvals (its `refused`). `None` also when the list cannot be read.
+pub fn refusal_in(list: &ApprovalList, id: &str, index: u64) -> Option<String> {
+    list.items
+        .iter()
+        .find(|a| a.id == id)?
+        .refused
+        .iter()
+        .find(|r| r.index == index)
+        .map(|r| visible_inline(&r.reason).text.into_owned())
 }
 
 /// Appends the decision as the caller (refusing a service account first), then waits for the
-/// run to take it up.
+/// run to take it up, asking `refused` (with the decision's index in `status.decisions`)
+/// whether it was refused meanwhile: a decision written while the admission policies are not
+/// in place is not honoured (attack 46), and says so at once rather than after the wait.
 pub async fn decide(
     api: &Client,
     namespace: &str,
     run: &str,
     request: &DecisionRequest,
+    refused: impl AsyncFn(u64) -> Option<String>,
 ) -> Result<TakenUp, PluginError> {
     let person = whoami(api).await?;
     if person.starts_with("system:serviceaccount:") || person.starts_with("system:") {
@@ -253,7 +277,8 @@ pub async fn decide(
     let runs: Api<StudioRun> = Api::namespaced(api.clone(), namespace);
     let patch: json_patch::Patch = serde_json::from_value(append_patch(&decision))
         .map_err(|e| PluginError::Approval(format!("cannot write the decision as a patch: {e}")))?;
-    runs.patch_status(run, &PatchParams::default(), &Patch::Json::<()>(patch))
+    let written = runs
+        .patch_status(run, &PatchParams::default(), &Patch::Json::<()>(patch))
         .await
         .map_err(|e| {
             PluginError::of(
@@ -268,8 +293,22 @@ pub async fn decide(
                 e,
             )
         })?;
+    let index = written
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.decisions
+                .iter()
+                .rposition(|d| d.approval_id == request.id)
+        })
+        .map(|i| i as u64);
     let deadline = tokio::time::Instant::now() + TAKE_UP_WAIT;
     loop {
+        if let Some(index) = index
+            && let Some(why) = refused(index).await
+        {
+            return Ok(TakenUp::Refused(why));
+        }
         if let Ok(now) = runs.get(run).await {
             let status = now.status.clone().unwrap_or_default();
             if !status.pending_approvals.iter().any(|p| p.id == request.id) {
@@ -321,6 +360,7 @@ mod tests {
             complete: true,
             expires_at: "2026-12-06T10:15:00Z".into(),
             state: ApprovalState::Pending,
+            refused: Vec::new(),
         }
     }
 
@@ -360,6 +400,33 @@ mod tests {
         );
         assert!(out.contains("matches the run's status"), "{out}");
         assert!(!out.contains("sidecar's rendering"), "{out}");
+    }
+
+    #[test]
+    fn a_decision_not_taken_is_shown_with_the_sidecars_reason_and_found_by_its_index() {
+        let run = run_with(vec![pending("a-1", &approval_digest(UID, "a-1", TEXT))]);
+        let mut refused = view("a-1", TEXT);
+        refused.refused = vec![orrery_crds::approval::RefusedDecision {
+            index: 3,
+            reason: "the admission policies that check who writes status.decisions are not all in place\u{1b}[2J".into(),
+        }];
+        let list = ApprovalList {
+            items: vec![refused],
+        };
+        let out = render(&join(&run, Some(&list))[0], now());
+        assert!(
+            out.contains(
+                "  not taken: the decision at status.decisions[3]: the admission policies"
+            ) && !out.contains('\u{1b}'),
+            "{out}"
+        );
+        let why = refusal_in(&list, "a-1", 3).unwrap_or_default();
+        assert!(
+            why.starts_with("the admission policies") && !why.contains('\u{1b}'),
+            "{why}"
+        );
+        assert_eq!(refusal_in(&list, "a-1", 2), None);
+        assert_eq!(refusal_in(&list, "a-2", 3), None);
     }
 
     #[test]

@@ -265,7 +265,21 @@ async fn decide(
         println!("Nothing decided.");
         return Ok(());
     }
-    let taken = approvals::decide(&session.cx.client, &session.cx.namespace, run, &request).await?;
+    let ns = &session.cx.namespace;
+    // Only if the sidecar is found: without it the decision is waited for as before.
+    let sidecar = session.sidecar().await.ok();
+    let refused = async |index: u64| {
+        let list: ApprovalList = sidecar
+            .as_ref()?
+            .get_json(
+                &format!("reading the approvals of studiorun {run} in {ns}"),
+                &format!("/api/v1/runs/{ns}/{run}/approvals"),
+            )
+            .await
+            .ok()?;
+        approvals::refusal_in(&list, &request.id, index)
+    };
+    let taken = approvals::decide(&session.cx.client, ns, run, &request, refused).await?;
     let verb = match (request.verb, request.answer.is_some()) {
         (DecisionVerb::Approve, true) => "answered",
         (DecisionVerb::Approve, false) => "approved",
@@ -278,6 +292,10 @@ async fn decide(
         ),
         TakenUp::NotYet => println!(
             "approval {} of studiorun/{run} {verb}: recorded in the run's status; the run has not taken it up yet (kubectl orrery logs -f {run} shows when it does)",
+            request.id
+        ),
+        TakenUp::Refused(why) => anyhow::bail!(
+            "approval {} of studiorun/{run}: the decision was recorded in the run's status but not taken: {why}",
             request.id
         ),
     }

@@ -1000,8 +1000,24 @@ async fn a_decision_written_by_hand_counts_while_the_policies_check_it_and_not_o
             outcome(&waiting)
         );
 
-        // 3. The same person decides through the sidecar's API: that decision counts.
+        // The person sees why in the run's approvals (the console and `kubectl orrery
+        // approvals` show it).
         let token = orrery_tests::studio::token(f.env, ALICE)?;
+        let (code, list) = orrery_tests::studio::api_call(
+            reqwest::Method::GET,
+            format!("{url}/api/v1/runs/{ns}/second/approvals"),
+            &token,
+            None,
+        )
+        .await?;
+        ensure!(
+            code.as_u16() == 200
+                && list["items"][0]["refused"][0]["index"] == json!(0)
+                && list["items"][0]["refused"][0]["reason"] == json!(reason),
+            "the approvals show the refusal: {code} {list}"
+        );
+
+        // 3. The same person decides through the sidecar's API: that decision counts.
         let (code, reply) = orrery_tests::studio::api_call(
             reqwest::Method::POST,
             format!("{url}/api/v1/runs/{ns}/second/approvals/{}", second.id),

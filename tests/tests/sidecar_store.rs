@@ -626,6 +626,7 @@ async fn approvals_case(store: &Store) -> Result<()> {
     store.refuse("ap", "approval-1", 0, "digest").await?;
     ensure!(store.refusal("ap", "approval-1", 0).await?.as_deref() == Some("digest"));
     ensure!(store.refusal("ap", "approval-1", 1).await?.is_none());
+    ensure!(store.refusals("ap").await? == vec![("approval-1".to_owned(), 0, "digest".to_owned())]);
     // Decisions made through the API, known by their digest (attack 46).
     ensure!(!store.is_api_decision("ap", "approval-1", "x1").await?);
     store.record_api_decision("ap", "approval-1", "x1").await?;

@@ -6,7 +6,8 @@
 //!
 //! - `GET …/approvals`: every approval of the run, pending or settled, with its text shown
 //!   with control and invisible characters made visible (as the terminal prompt shows it) and
-//!   a note saying how many there were; the digest is of the exact text.
+//!   a note saying how many there were; the digest is of the exact text; and the decisions on
+//!   it that were not taken, with why.
 //! - `POST …/approvals/{id}`: `{"decision": "Approve", "digest": "…"}` (the digest of the text
 //!   read), `{"decision": "Reject", "comment": "…"}`, or for a remote's question
 //!   `{"decision": "Approve", "digest": "…", "answer": "…"}`. The reply waits (up to 30 s) for
@@ -27,7 +28,9 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use orrery_crds::StudioRun;
 pub use orrery_crds::approval::DecideRequest;
-use orrery_crds::approval::{ApprovalList, ApprovalView, Decision, DecisionKind, DecisionVerb};
+use orrery_crds::approval::{
+    ApprovalList, ApprovalView, Decision, DecisionKind, DecisionVerb, RefusedDecision,
+};
 use orrery_crds::events::visible;
 use serde::Serialize;
 use std::sync::Arc;
@@ -53,6 +56,7 @@ impl From<&StoredApproval> for ApprovalView {
             complete: r.complete,
             expires_at: r.expires_at.clone(),
             state: a.state(),
+            refused: Vec::new(),
         }
     }
 }
@@ -80,13 +84,28 @@ pub async fn list(
 ) -> Result<Json<ApprovalList>, Problem> {
     let run = run_for_owner_or_approver(&caller, &namespace, &name).await?;
     let uid = run.metadata.uid.clone().unwrap_or_default();
-    let approvals = sidecar.store.approvals(&uid).await.map_err(|e| {
+    let unavailable = |e: super::store::StoreError| {
         tracing::warn!(run_uid = %uid, "reading approvals of run {uid}: {e}");
         Problem::unavailable("the approvals cannot be read just now; retry")
-    })?;
-    Ok(Json(ApprovalList {
-        items: approvals.iter().map(ApprovalView::from).collect(),
-    }))
+    };
+    let approvals = sidecar.store.approvals(&uid).await.map_err(unavailable)?;
+    let refusals = sidecar.store.refusals(&uid).await.map_err(unavailable)?;
+    let items = approvals
+        .iter()
+        .map(|a| {
+            let mut view = ApprovalView::from(a);
+            view.refused = refusals
+                .iter()
+                .filter(|(id, _, _)| *id == view.id)
+                .map(|(_, index, reason)| RefusedDecision {
+                    index: *index,
+                    reason: reason.clone(),
+                })
+                .collect();
+            view
+        })
+        .collect();
+    Ok(Json(ApprovalList { items }))
 }
 
 /// `POST /api/v1/runs/{ns}/{name}/approvals/{id}`.

@@ -258,6 +258,23 @@ macro_rules! approval_ops {
             .map_err(|e| scrub.query("refusal", &e))
         }
 
+        /// Every refused decision of the run: `(approval id, index, reason)`, by approval and
+        /// index.
+        pub(crate) async fn refusals(
+            pool: &Pool,
+            scrub: &Scrub,
+            run_uid: &str,
+        ) -> Result<Vec<(String, i64, String)>, StoreError> {
+            sqlx::query_as(
+                "SELECT approval_id, decision_index, reason FROM refused_decisions \
+                 WHERE run_uid = $1 ORDER BY approval_id, decision_index",
+            )
+            .bind(run_uid)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| scrub.query("refusals", &e))
+        }
+
         /// Records that a decision with digest `digest` on approval `id` is being made through
         /// the API (before it is appended, so the relay never sees it unrecorded).
         pub(crate) async fn record_api_decision(

@@ -437,6 +437,26 @@ impl Store {
         .await
     }
 
+    /// Every decision of the run that was refused: `(approval id, index, reason)`, by approval
+    /// and index.
+    pub async fn refusals(&self, run_uid: &str) -> Result<Vec<(String, u64, String)>, StoreError> {
+        let scrub = &self.inner.scrub;
+        let rows = self
+            .timed("refusals", async {
+                match &self.inner.pools {
+                    Pools::Sqlite(pool) => ops::sqlite::refusals(pool, scrub, run_uid).await,
+                    Pools::Postgres { pool, .. } => {
+                        ops::postgres::refusals(pool, scrub, run_uid).await
+                    }
+                }
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, index, reason)| (id, u64::try_from(index).unwrap_or(0), reason))
+            .collect())
+    }
+
     /// Records that a decision on approval `id` whose digest is `digest`
     /// ([`crate::sidecar::approvals::decision_digest`]) is made through the API, before it is
     /// appended to the run's status.

@@ -496,7 +496,8 @@ async fn approvals_are_stored_as_the_same_strings_and_a_row_naming_no_kind_is_re
 }
 
 #[tokio::test]
-async fn a_decision_made_through_the_api_is_known_by_its_digest_until_forgotten_or_its_run_goes() {
+async fn a_decision_made_through_the_api_is_known_by_its_digest_and_refusals_are_listed_until_its_run_goes()
+ {
     for (store, _dir) in stores().await {
         store.append(&run("u1"), 1, &bodies(1..=1)).await.unwrap();
         assert!(
@@ -544,6 +545,18 @@ async fn a_decision_made_through_the_api_is_known_by_its_digest_until_forgotten_
                 .await
                 .unwrap()
         );
+        store
+            .refuse("u1", "approval-2", 4, "by hand")
+            .await
+            .unwrap();
+        store.refuse("u1", "approval-1", 2, "digest").await.unwrap();
+        assert_eq!(
+            store.refusals("u1").await.unwrap(),
+            vec![
+                ("approval-1".to_owned(), 2, "digest".to_owned()),
+                ("approval-2".to_owned(), 4, "by hand".to_owned())
+            ]
+        );
         store.delete_run("u1").await.unwrap();
         assert!(
             !store
@@ -551,6 +564,7 @@ async fn a_decision_made_through_the_api_is_known_by_its_digest_until_forgotten_
                 .await
                 .unwrap()
         );
+        assert!(store.refusals("u1").await.unwrap().is_empty());
         store.close().await;
     }
 }
