@@ -267,10 +267,20 @@ async fn a_run_succeeds_in_its_own_restricted_pod_behind_its_own_network_policy(
         let keys: Vec<&String> = secret.data.as_ref().context("data")?.keys().collect();
         assert_eq!(keys, ["input", "plan.json", "token"]);
 
-        let events = f.events_of("notes-1").await?;
+        // Events are written after the status they tell of: the last may come a moment later.
+        let events =
+            orrery_tests::harness::eventually(std::time::Duration::from_secs(20), || async {
+                let events = f.events_of("notes-1").await?;
+                ensure!(
+                    ["Started", "Succeeded"]
+                        .iter()
+                        .all(|want| events.iter().any(|(r, _)| r == want)),
+                    "{events:?}"
+                );
+                Ok(events)
+            })
+            .await?;
         let reasons: Vec<&str> = events.iter().map(|(r, _)| r.as_str()).collect();
-        assert!(reasons.contains(&"Started"), "{events:?}");
-        assert!(reasons.contains(&"Succeeded"), "{events:?}");
         assert!(
             !reasons.contains(&"PodSecurityNotEnforced"),
             "the namespace enforces restricted: {events:?}"
